@@ -1,0 +1,214 @@
+/* print.c — the canonical text of a program.
+ *
+ * One statement per computed value, in SSA order; every op printed in call form (`mul(a, b)`),
+ * leaves (literals, dims, scalar params, root variables) printed inline, unnamed values given
+ * fresh names `_N` that collide with nothing. Floats print in the shortest form that reads back to
+ * the same f32. Printing is deterministic, and parse(print(p)) prints identically. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/program.h"
+
+typedef struct sbuf {
+  char *s;
+  size_t len, cap;
+  int oom;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = 1;
+      return;
+    }
+    if (b->s && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    if (xir__grow((void **)&b->s, &b->cap, b->len + (size_t)n + 256, 1)) {
+      b->oom = 1;
+      return;
+    }
+  }
+}
+
+/* Shortest decimal that reads back as the same float; always looks like a float literal. */
+static void put_f32(sbuf *b, double v) {
+  float f = (float)v;
+  if (isnan(f)) {
+    put(b, "nan");
+    return;
+  }
+  if (isinf(f)) {
+    put(b, f < 0 ? "-inf" : "inf");
+    return;
+  }
+  char tmp[64];
+  for (int prec = 1; prec <= 9; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, (double)f);
+    if (strtof(tmp, NULL) == f && (f != 0 || signbit(strtof(tmp, NULL)) == signbit(f))) break;
+  }
+  if (!strpbrk(tmp, ".e")) strcat(tmp, ".0");
+  put(b, "%s", tmp);
+}
+
+typedef struct pctx {
+  const xir_program *p;
+  const char **names; /* per node: the printed name of a computed value */
+  sbuf out;
+} pctx;
+
+static void operand(pctx *c, int32_t id) {
+  const xir_node *n = &c->p->nodes[id];
+  switch (n->op) {
+    case XIR_OP_CONST:
+      if (n->type.elem == XIR_I64) put(&c->out, "%" PRId64, n->imm.i);
+      else put_f32(&c->out, n->imm.f);
+      return;
+    case XIR_OP_DIM: put(&c->out, "%s", c->p->dims[n->ref]); return;
+    case XIR_OP_PARAM: put(&c->out, "%s", c->p->params[n->ref].name); return;
+    case XIR_OP_ROOT: put(&c->out, "%s", c->p->root[n->ref].var); return;
+    default: break;
+  }
+  if (c->names[id]) {
+    put(&c->out, "%s", c->names[id]);
+    return;
+  }
+  /* Only `require` expressions reach here: print them nested. */
+  put(&c->out, "%s(", xir__op_info[n->op].name);
+  for (int i = 0; i < n->nargs; i++) {
+    if (i) put(&c->out, ", ");
+    operand(c, n->args[i]);
+  }
+  put(&c->out, ")");
+}
+
+static void indices(pctx *c, const xir_node *n, int nidx) {
+  put(&c->out, "%s[", c->p->params[n->ref].name);
+  for (int i = 0; i < nidx; i++) {
+    if (i) put(&c->out, ", ");
+    if (n->args[i] < 0) put(&c->out, ":");
+    else operand(c, n->args[i]);
+  }
+  put(&c->out, "]");
+}
+
+static void rhs(pctx *c, const xir_node *n) {
+  const xir_program *p = c->p;
+  switch (n->op) {
+    case XIR_OP_LOAD:
+      put(&c->out, "load ");
+      indices(c, n, n->nargs);
+      return;
+    case XIR_OP_IOTA: put(&c->out, "iota(%s)", p->dims[n->ref]); return;
+    case XIR_OP_REDUCE_SUM:
+    case XIR_OP_REDUCE_MAX:
+    case XIR_OP_REDUCE_MIN:
+      put(&c->out, "%s(", xir__op_info[n->op].name);
+      operand(c, n->args[0]);
+      put(&c->out, ", %s)", p->dims[n->ref]);
+      return;
+    default:
+      put(&c->out, "%s(", xir__op_info[n->op].name);
+      for (int i = 0; i < n->nargs; i++) {
+        if (i) put(&c->out, ", ");
+        operand(c, n->args[i]);
+      }
+      put(&c->out, ")");
+  }
+}
+
+static int name_used(const xir_program *p, const char **names, int upto, const char *s) {
+  if (xir_program_find_dim(p, s) >= 0 || xir_program_find_param(p, s) >= 0) return 1;
+  for (int k = 0; k < p->nroot; k++)
+    if (strcmp(p->root[k].var, s) == 0) return 1;
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].name && strcmp(p->nodes[i].name, s) == 0) return 1;
+  for (int i = 0; i < upto; i++)
+    if (names[i] && strcmp(names[i], s) == 0) return 1;
+  return 0;
+}
+
+xir_status xir_program_print(const xir_program *p, char **out, xir_diag *d) {
+  *out = NULL;
+  pctx c = {.p = p};
+  xir_arena tmp = {0};
+  c.names = xir__calloc((size_t)p->nnodes + 1, sizeof(char *));
+  if (!c.names) return xir__err(d, XIR_ERR_NOMEM, "out of memory printing '%s'", p->name);
+  int next_tmp = 1, oom = 0;
+  for (int i = p->body_begin; i < p->nnodes && !oom; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (xir__is_inline_leaf(n->op) || n->op == XIR_OP_STORE) continue;
+    if (n->name) {
+      c.names[i] = n->name;
+      continue;
+    }
+    char buf[32];
+    do snprintf(buf, sizeof buf, "_%d", next_tmp++);
+    while (name_used(p, c.names, i, buf));
+    if (!(c.names[i] = xir__arena_strdup(&tmp, buf))) oom = 1;
+  }
+
+  put(&c.out, "kernel %s[", p->name);
+  for (int i = 0; i < p->ndims; i++) put(&c.out, "%s%s", i ? ", " : "", p->dims[i]);
+  put(&c.out, "](");
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    put(&c.out, "%s%s: ", i ? ", " : "", q->name);
+    if (q->kind == XIR_PARAM_BUFFER) {
+      put(&c.out, "%sf32[", q->is_output ? "out " : "");
+      for (int k = 0; k < q->rank; k++) put(&c.out, "%s%s", k ? ", " : "", p->dims[q->dims[k]]);
+      put(&c.out, "]");
+    } else {
+      put(&c.out, "%s", q->elem == XIR_I64 ? "i64" : "f32");
+      if (q->has_default) {
+        put(&c.out, " = ");
+        if (q->elem == XIR_I64) put(&c.out, "%" PRId64, (int64_t)q->default_value);
+        else put_f32(&c.out, q->default_value);
+      }
+    }
+  }
+  put(&c.out, ")\n");
+  for (int i = 0; i < p->nreq; i++) {
+    put(&c.out, "  require ");
+    operand(&c, p->reqs[i]);
+    put(&c.out, "\n");
+  }
+  put(&c.out, "root ");
+  for (int k = 0; k < p->nroot; k++)
+    put(&c.out, "%s%s in %s", k ? ", " : "", p->root[k].var, p->dims[p->root[k].dim]);
+  put(&c.out, " {\n");
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (xir__is_inline_leaf(n->op)) continue;
+    if (n->op == XIR_OP_STORE) {
+      put(&c.out, "  store ");
+      indices(&c, n, n->nargs - 1);
+      put(&c.out, " = ");
+      operand(&c, n->args[n->nargs - 1]);
+      put(&c.out, "\n");
+      continue;
+    }
+    put(&c.out, "  %s = ", c.names[i]);
+    rhs(&c, n);
+    put(&c.out, "\n");
+  }
+  put(&c.out, "}\n");
+  xir__free(c.names);
+  xir__arena_free(&tmp);
+  if (oom || c.out.oom) {
+    xir__free(c.out.s);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory printing '%s'", p->name);
+  }
+  *out = c.out.s;
+  return XIR_OK;
+}

@@ -1,0 +1,113 @@
+/* program.h — the in-memory form of an XIR program, shared by every pass (internal).
+ *
+ * A program is a flat array of nodes in SSA order: a node's operands always precede it. Leaves
+ * (constants, dims, scalar params, root indices) are nodes too, printed inline by the printer.
+ * Types are filled in by the verifier; every later pass may rely on them. All memory lives in the
+ * program's arena and is freed in one call. */
+#ifndef XIR_IR_PROGRAM_H
+#define XIR_IR_PROGRAM_H
+
+#include "util/util.h"
+#include "xir.h"
+
+/* A value's type: element type and tile axes. Each tile axis is named by the dim it ranges over
+ * (broadcasting aligns axes by dim, not by position); rank 0 is a per-root-program scalar. */
+typedef struct xir_type {
+  uint8_t elem; /* xir_elem */
+  uint8_t rank;
+  int8_t axes[XIR_MAX_TILE_RANK]; /* dim indices */
+} xir_type;
+
+typedef struct xir_node {
+  uint16_t op;     /* xir_op */
+  uint8_t nargs;   /* operand count (load/store: index count, plus 1 value for store) */
+  xir_type type;   /* result type (store: elem NONE) */
+  int32_t *args;   /* operands; load/store: indices (-1 = slice), store's value last */
+  union {
+    double f;      /* CONST f32 (already rounded to float) */
+    int64_t i;     /* CONST i64 */
+  } imm;
+  int32_t ref;     /* DIM/IOTA/REDUCE: dim; PARAM/LOAD/STORE: param; ROOT: root axis */
+  const char *name; /* user-visible name or NULL */
+  int line, col;   /* source position, 0 if built in C */
+} xir_node;
+
+typedef struct xir_param {
+  const char *name;
+  uint8_t kind;    /* xir_param_kind */
+  uint8_t elem;
+  uint8_t is_output;
+  uint8_t has_default;
+  int rank;
+  int dims[XIR_MAX_RANK];
+  double default_value;
+  int line, col;
+} xir_param;
+
+typedef struct xir_root_axis {
+  const char *var;
+  int dim;
+  int line, col;
+} xir_root_axis;
+
+struct xir_program {
+  xir_arena arena;
+  const char *name;
+  const char *file;
+  int ndims;
+  const char *dims[XIR_MAX_DIMS];
+  int dim_line[XIR_MAX_DIMS], dim_col[XIR_MAX_DIMS];
+  int nparams;
+  xir_param params[XIR_MAX_PARAMS];
+  int nroot;
+  xir_root_axis root[XIR_MAX_ROOT];
+  int nreq;
+  int32_t *reqs;   /* node ids of `require` conditions (evaluated over dims only) */
+  int body_begin;  /* nodes before this index belong to `require` clauses */
+  int nnodes;
+  xir_node *nodes;
+};
+
+/* The program a builder is filling (the parser reads declarations back through it). */
+xir_program *xir__builder_program(xir_builder *b);
+/* 1 and *d filled when the builder has recorded an error. */
+int xir__builder_error(const xir_builder *b, xir_diag *d);
+
+/* Verifies p and fills in node types. Errors name the node's line:col and the rule. */
+xir_status xir__verify(xir_program *p, xir_diag *d);
+
+/* 1 when node kind is a leaf printed inline (CONST, DIM, PARAM, ROOT). */
+static inline int xir__is_inline_leaf(int op) {
+  return op == XIR_OP_CONST || op == XIR_OP_DIM || op == XIR_OP_PARAM || op == XIR_OP_ROOT;
+}
+
+/* Integer helpers the op table's integer semantics use (wrapping, floor division). */
+int64_t xir__iadd(int64_t a, int64_t b);
+int64_t xir__isub(int64_t a, int64_t b);
+int64_t xir__imul(int64_t a, int64_t b);
+int64_t xir__idiv(int64_t a, int64_t b); /* floor division; b == 0 gives 0 (checked before) */
+int64_t xir__irem(int64_t a, int64_t b); /* a - b*floor(a/b); b == 0 gives 0 */
+/* IEEE-754 maximum/minimum: NaN if either is NaN. */
+double xir__fmax(double a, double b);
+double xir__fmin(double a, double b);
+
+/* Evaluates an i64 scalar expression over dims only (used for `require`). Returns 0 on success
+ * and sets *out; -1 when the expression uses something other than dims/literals. */
+int xir__eval_dims_expr(const xir_program *p, const int64_t *dims, int32_t node, int64_t *out);
+
+/* Typing rules of the op table. */
+enum {
+  XIR_TY_LEAF, XIR_TY_IOTA, XIR_TY_LOAD, XIR_TY_STORE, XIR_TY_REDUCE, XIR_TY_TOF32,
+  XIR_TY_NUM1, XIR_TY_F1, XIR_TY_NUM2, XIR_TY_I2, XIR_TY_F2, XIR_TY_CMP, XIR_TY_BOOL2,
+  XIR_TY_BOOL1, XIR_TY_F3, XIR_TY_SELECT
+};
+
+/* Per-op static facts from the table. */
+typedef struct xir_op_info {
+  const char *name;
+  int nargs;
+  int typing;
+} xir_op_info;
+extern const xir_op_info xir__op_info[XIR_OP_COUNT_];
+
+#endif
