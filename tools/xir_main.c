@@ -1,7 +1,72 @@
-/* xir_main.c — the `xir` command (placeholder until the subcommands land). */
-#include <stdio.h>
-int main(int argc, char **argv) {
-  (void)argc; (void)argv;
-  puts("xir: usage: xir <command> [--help]");
+/* xir_main.c — the `xir` command: a table of subcommands and the shared helpers of cli.h. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct cli_cmd {
+  const char *name;
+  cli_cmd_fn fn;
+  const char *summary;
+} cli_cmd;
+
+static const cli_cmd kCommands[] = {
+    {"kernels", cmd_kernels, "list the built-in kernels with their dims and parameters"},
+    {"check", cmd_check, "parse and verify an XIR file"},
+    {"print", cmd_print, "print the canonical text of an XIR file or built-in kernel"},
+    {"run", cmd_run, "bind dims, make or read inputs, evaluate, check, save .npy files"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: xir <command> [options]   (xir <command> --help for each)\n\n"
+          "xir compiles tile-level kernel programs (XIR) for LLM operators and runs them.\n\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof kCommands / sizeof kCommands[0]; i++)
+    fprintf(f, "  %-9s %s\n", kCommands[i].name, kCommands[i].summary);
+}
+
+int cli_fail(const xir_diag *d) {
+  char buf[2048];
+  fprintf(stderr, "xir: %s\n", xir_diag_format(d, buf, sizeof buf));
+  return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "xir %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (see xir %s --help)\n", cmd);
+  va_end(ap);
+  return 2;
+}
+
+int cli_wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
   return 0;
+}
+
+xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d) {
+  if (xir_kernel_find(spec) >= 0) return xir_kernel_load(spec, p, d);
+  if (!strchr(spec, '/') && !strchr(spec, '.')) {
+    FILE *f = fopen(spec, "r");
+    if (!f) return xir_kernel_load(spec, p, d); /* reports the unknown kernel and the list */
+    fclose(f);
+  }
+  return xir_program_parse_file(spec, p, d);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  for (size_t i = 0; i < sizeof kCommands / sizeof kCommands[0]; i++)
+    if (strcmp(argv[1], kCommands[i].name) == 0) return kCommands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "xir: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
 }

@@ -151,7 +151,7 @@ static xir_status eval_access(ictx *c, int id) {
   int64_t coord[XIR_MAX_TILE_RANK] = {0};
   size_t lin = 0, voff = 0;
   do {
-    int64_t off;
+    int64_t off = 0;
     xir_status s = access_offset(c, n, nidx, &t, coord, &off);
     if (s) return s;
     if (is_store) {

@@ -19,8 +19,9 @@ void xir_set_allocator(const xir_allocator *a) {
 void *xir__malloc(size_t n) { return g_alloc.alloc(g_alloc.ud, n ? n : 1); }
 void *xir__calloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) return NULL;
-  void *p = xir__malloc(n * size);
-  if (p) memset(p, 0, (n * size) ? (n * size) : 1);
+  size_t total = n * size;
+  void *p = xir__malloc(total);
+  if (p) memset(p, 0, total ? total : 1);
   return p;
 }
 void *xir__realloc(void *p, size_t n) { return g_alloc.realloc(g_alloc.ud, p, n ? n : 1); }

@@ -1,0 +1,202 @@
+/* check.c — seeded cases, the oracle, guarded outputs and comparison (see check.h). */
+#include "check/check.h"
+
+#include <math.h>
+#include <nettle/sha2.h>
+#include <string.h>
+
+#include "ir/program.h"
+#include "util/npy.h"
+#include "util/rng.h"
+
+static const uint32_t kUnwritten = 0x7fc0dead; /* a quiet NaN: "nobody wrote this element" */
+static const uint32_t kSentinel = 0x7fa5a5a5;  /* a NaN with another payload: the guards */
+
+void xir__case_input_range(const xir_program *p, int param, float *lo, float *hi) {
+  const char *n = p->params[param].name;
+  *lo = -2.0f;
+  *hi = 2.0f;
+  if (strcmp(n, "q") == 0 || strcmp(n, "k") == 0) {
+    *lo = -1.0f;
+    *hi = 1.0f;
+  }
+}
+
+static void fill_u32(float *p, size_t n, uint32_t bits) {
+  for (size_t i = 0; i < n; i++) memcpy(&p[i], &bits, 4);
+}
+
+xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *shape,
+                          uint64_t seed, xir_diag *d) {
+  memset(c, 0, sizeof *c);
+  c->p = p;
+  c->shape = *shape;
+  c->seed = seed;
+  xir_status s = xir_shape_check(p, shape, d);
+  if (s) return s;
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER) {
+      c->args[i].use_default = q->has_default;
+      c->args[i].scalar = q->has_default ? q->default_value : 0;
+      continue;
+    }
+    size_t n = xir_param_numel(p, i, shape);
+    c->numel[i] = n;
+    if (q->is_output) {
+      c->guard[i] = xir__malloc((n + 2 * XIR_CASE_GUARD) * sizeof(float));
+      c->ref[i] = xir__malloc(n * sizeof(double));
+      if (!c->guard[i] || !c->ref[i]) goto oom;
+      c->data[i] = c->guard[i] + XIR_CASE_GUARD;
+      c->args[i].out = c->data[i];
+      c->args[i].out64 = c->ref[i];
+    } else {
+      c->data[i] = xir__malloc(n * sizeof(float));
+      if (!c->data[i]) goto oom;
+      xir_rng rng;
+      xir__rng_seed(&rng, seed, (uint64_t)i);
+      float lo, hi;
+      xir__case_input_range(p, i, &lo, &hi);
+      if ((s = xir__rng_fill_f32(&rng, c->data[i], n, lo, hi, d))) {
+        xir__case_free(c);
+        return s;
+      }
+      c->args[i].in = c->data[i];
+    }
+  }
+  xir__case_reset_outputs(c);
+  return XIR_OK;
+oom:
+  xir__case_free(c);
+  return xir__err(d, XIR_ERR_NOMEM, "out of memory allocating the buffers of '%s'", p->name);
+}
+
+xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir_diag *d) {
+  int i = xir_program_find_param(c->p, name);
+  if (i < 0 || c->p->params[i].kind != XIR_PARAM_SCALAR)
+    return xir__err(d, XIR_ERR_NOT_FOUND, "kernel '%s' has no scalar parameter '%s'",
+                    c->p->name, name);
+  if (!isfinite(value))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' must be finite", name);
+  c->args[i].scalar = value;
+  c->args[i].use_default = 0;
+  return XIR_OK;
+}
+
+xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d) {
+  for (int i = 0; i < c->p->nparams; i++) {
+    const xir_param *q = &c->p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER || q->is_output) continue;
+    char path[4096], fname[128];
+    snprintf(fname, sizeof fname, "%s.npy", q->name);
+    snprintf(path, sizeof path, "%s/%s", dir, fname);
+    float *data = NULL;
+    size_t shape[XIR_MAX_RANK], want[XIR_MAX_RANK];
+    int ndim = 0;
+    xir_status s = xir__npy_read_f32(path, &data, shape, &ndim, XIR_MAX_RANK, d);
+    if (s) return s;
+    for (int k = 0; k < q->rank; k++) want[k] = (size_t)c->shape.dims[q->dims[k]];
+    if ((s = xir__npy_check_shape(fname, shape, ndim, want, q->rank, d))) {
+      xir__free(data);
+      return s;
+    }
+    xir__free(c->data[i]);
+    c->data[i] = data;
+    c->args[i].in = data;
+  }
+  return XIR_OK;
+}
+
+xir_status xir__case_oracle(xir_case *c, xir_diag *d) {
+  return xir_interpret(c->p, &c->shape, c->args, d);
+}
+
+void xir__case_reset_outputs(xir_case *c) {
+  for (int i = 0; i < c->p->nparams; i++) {
+    if (!c->guard[i]) continue;
+    fill_u32(c->guard[i], XIR_CASE_GUARD, kSentinel);
+    fill_u32(c->data[i], c->numel[i], kUnwritten);
+    fill_u32(c->data[i] + c->numel[i], XIR_CASE_GUARD, kSentinel);
+  }
+}
+
+int xir__case_sentinels_ok(const xir_case *c) {
+  for (int i = 0; i < c->p->nparams; i++) {
+    if (!c->guard[i]) continue;
+    for (size_t k = 0; k < XIR_CASE_GUARD; k++) {
+      uint32_t a, b;
+      memcpy(&a, &c->guard[i][k], 4);
+      memcpy(&b, &c->data[i][c->numel[i] + k], 4);
+      if (a != kSentinel || b != kSentinel) return 0;
+    }
+  }
+  return 1;
+}
+
+void xir__case_input_fingerprint(const xir_case *c, char hex[65]) {
+  struct sha256_ctx h;
+  sha256_init(&h);
+  for (int i = 0; i < c->p->nparams; i++) {
+    const xir_param *q = &c->p->params[i];
+    if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->data[i])
+      sha256_update(&h, c->numel[i] * sizeof(float), (const uint8_t *)c->data[i]);
+    else if (q->kind == XIR_PARAM_SCALAR)
+      sha256_update(&h, sizeof(double), (const uint8_t *)&c->args[i].scalar);
+  }
+  uint8_t dig[SHA256_DIGEST_SIZE];
+  sha256_digest(&h, sizeof dig, dig);
+  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+}
+
+void xir__case_free(xir_case *c) {
+  if (!c->p) return;
+  for (int i = 0; i < c->p->nparams; i++) {
+    if (c->guard[i]) xir__free(c->guard[i]);
+    else xir__free(c->data[i]);
+    xir__free(c->ref[i]);
+  }
+  memset(c, 0, sizeof *c);
+}
+
+xir_tolerance xir__kernel_tolerance(const char *name) {
+  /* RoPE's angle p * freq is an f32 product: its rounding (about p * 2^-24 radians) dominates. */
+  if (name && strcmp(name, "rope") == 0) return (xir_tolerance){1e-3, 4e-3};
+  if (name && (strncmp(name, "softmax", 7) == 0 || strncmp(name, "attention", 9) == 0))
+    return (xir_tolerance){1e-4, 1e-6};
+  return (xir_tolerance){1e-4, 1e-5};
+}
+
+xir_compare xir__case_compare(const xir_case *c, int param, xir_tolerance tol) {
+  xir_compare r = {0};
+  r.first_bad = (size_t)-1;
+  const float *y = c->data[param];
+  const double *ref = c->ref[param];
+  double num = 0, den = 0;
+  r.n = c->numel[param];
+  for (size_t i = 0; i < r.n; i++) {
+    double a = y[i], b = ref[i];
+    int bad;
+    if (isnan(b)) {
+      bad = !isnan(a);
+    } else if (isnan(a)) {
+      bad = 1;
+      r.nan++;
+    } else if (isinf(b) || isinf(a)) {
+      bad = a != b;
+    } else {
+      double e = fabs(a - b);
+      if (e > r.max_abs) r.max_abs = e;
+      if (fabs(b) > tol.atol && e / fabs(b) > r.max_rel) r.max_rel = e / fabs(b);
+      num += e * e;
+      den += b * b;
+      bad = !(e <= tol.atol + tol.rtol * fabs(b));
+    }
+    if (bad) {
+      if (!r.bad) r.first_bad = i;
+      r.bad++;
+    }
+  }
+  r.rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+  r.pass = r.bad == 0;
+  return r;
+}

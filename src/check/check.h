@@ -1,0 +1,70 @@
+/* check.h — test cases for a bound program: seeded inputs, the fp64 oracle's outputs, guarded
+ * output buffers for compiled code, and the comparison of an f32 output with the oracle.
+ *
+ * The CLI, the benchmark and the tests all check results through this one module, so "checked
+ * against the oracle" means the same thing everywhere: the whole output, NaN never passing,
+ * sentinels around every output buffer. Internal (not part of the public API). */
+#ifndef XIR_CHECK_H
+#define XIR_CHECK_H
+
+#include "xir.h"
+
+enum { XIR_CASE_GUARD = 64 }; /* sentinel floats on each side of an output buffer */
+
+typedef struct xir_case {
+  const xir_program *p;
+  xir_shape shape;
+  uint64_t seed;
+  size_t numel[XIR_MAX_PARAMS];
+  float *data[XIR_MAX_PARAMS];   /* inputs, or the guarded outputs compiled code writes */
+  float *guard[XIR_MAX_PARAMS];  /* outputs: the allocation (data - XIR_CASE_GUARD) */
+  double *ref[XIR_MAX_PARAMS];   /* outputs: the oracle's values (after xir__case_oracle) */
+  double scalar[XIR_MAX_PARAMS]; /* scalar arguments */
+  int scalar_set[XIR_MAX_PARAMS];
+  xir_arg args[XIR_MAX_PARAMS];  /* ready for xir_interpret / native launches */
+} xir_case;
+
+/* The value range random inputs are drawn from, per parameter name (documented in docs/xir.md). */
+void xir__case_input_range(const xir_program *p, int param, float *lo, float *hi);
+
+/* Allocates every buffer and fills inputs with seeded random values (never zero; stream = the
+ * parameter index, so inputs do not depend on each other). Outputs are filled with a NaN pattern
+ * so that an element nobody writes never passes. */
+xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *shape,
+                          uint64_t seed, xir_diag *d);
+/* Sets scalar parameter `name` (overrides its default). */
+xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir_diag *d);
+/* Replaces the inputs with DIR/<param>.npy files (shapes checked). */
+xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d);
+/* Runs the fp64 interpreter into ref[]. */
+xir_status xir__case_oracle(xir_case *c, xir_diag *d);
+/* Resets the outputs to the NaN pattern (and the sentinels). */
+void xir__case_reset_outputs(xir_case *c);
+/* 1 when every output buffer's sentinels are intact. */
+int xir__case_sentinels_ok(const xir_case *c);
+/* SHA-256 (hex) of the bytes of every input buffer and scalar, in parameter order. */
+void xir__case_input_fingerprint(const xir_case *c, char hex[65]);
+void xir__case_free(xir_case *c);
+
+/* Tolerance: an element passes when |y - ref| <= atol + rtol * |ref| (and y is not NaN unless
+ * ref is NaN). */
+typedef struct xir_tolerance {
+  double rtol, atol;
+} xir_tolerance;
+
+/* The stated tolerance of a built-in kernel for f32 native code vs the fp64 oracle (docs say
+ * why); user programs get rtol 1e-4, atol 1e-5. */
+xir_tolerance xir__kernel_tolerance(const char *kernel_name);
+
+typedef struct xir_compare {
+  size_t n, bad, nan;     /* elements, elements out of tolerance, NaN where ref is not */
+  size_t first_bad;       /* index of the first bad element */
+  double max_abs, max_rel; /* max |y-ref|; max |y-ref| / |ref| over |ref| > atol */
+  double rel_l2;          /* ||y-ref||_2 / ||ref||_2 */
+  int pass;
+} xir_compare;
+
+/* Compares output `param` (c->data) with the oracle (c->ref). */
+xir_compare xir__case_compare(const xir_case *c, int param, xir_tolerance tol);
+
+#endif

@@ -1,0 +1,29 @@
+/* cli.h — what the `xir` subcommands share: loading a program by kernel name or file, printing
+ * diagnostics, and small option helpers. Each subcommand lives in its own tools/cmd_*.c. */
+#ifndef XIR_CLI_H
+#define XIR_CLI_H
+
+#include <stdio.h>
+
+#include "xir.h"
+
+/* A subcommand: returns the process exit status (0 ok, 1 failure, 2 usage error). */
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+
+int cmd_kernels(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_print(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+/* Prints "xir: file:line:col: error: msg" to stderr; returns 1. */
+int cli_fail(const xir_diag *d);
+/* Prints "xir <cmd>: msg" to stderr; returns 2 (usage) . */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Loads a built-in kernel by name, or else parses the file at `spec`. */
+xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d);
+
+/* 1 when argv[i] is --help or -h anywhere in argv. */
+int cli_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,212 @@
+/* cmd_run.c — `xir run`: bind dims, make seeded inputs (or read .npy files), evaluate, check
+ * against the fp64 oracle, print a summary, optionally save every buffer as .npy. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check/check.h"
+#include "cli.h"
+#include "util/npy.h"
+
+static void run_help(void) {
+  printf(
+      "usage: xir run KERNEL|FILE --shape D=N,... [options]\n\n"
+      "Binds the dims, makes seeded random inputs (never zero) or reads them, evaluates the\n"
+      "program, checks every output against the fp64 reference interpreter and prints a\n"
+      "summary. Inputs and outputs are NumPy .npy files (format 1.0, little-endian float32)\n"
+      "named after the parameters (x.npy, y.npy, ...).\n\n"
+      "options:\n"
+      "  --shape D=N,...   value of every dim, e.g. R=129,C=768 (required)\n"
+      "  --seed N          seed of the random inputs (default 1)\n"
+      "  --set NAME=VALUE  set a scalar parameter (repeatable), e.g. --set eps=1e-6\n"
+      "  --inputs DIR      read every input from DIR/<param>.npy instead\n"
+      "  --save DIR        write every input and output to DIR/<param>.npy (DIR is created)\n"
+      "  --json            print the summary as JSON\n\n"
+      "Evaluation: the fp64 reference interpreter (native code generation is not built yet);\n"
+      "outputs are its values rounded to f32.\n");
+}
+
+static int ensure_dir(const char *dir, xir_diag *d) {
+  struct stat st;
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    xir_diag_clear(d);
+    d->status = XIR_ERR_IO;
+    snprintf(d->msg, sizeof d->msg, "cannot create output folder '%s': %s", dir,
+             strerror(errno));
+    return 1;
+  }
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    xir_diag_clear(d);
+    d->status = XIR_ERR_IO;
+    snprintf(d->msg, sizeof d->msg, "'%s' exists and is not a folder", dir);
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    run_help();
+    return 0;
+  }
+  static const struct option opts[] = {
+      {"shape", required_argument, 0, 's'}, {"seed", required_argument, 0, 'e'},
+      {"set", required_argument, 0, 'v'},   {"inputs", required_argument, 0, 'i'},
+      {"save", required_argument, 0, 'o'},  {"json", no_argument, 0, 'j'},
+      {0, 0, 0, 0}};
+  const char *shape_spec = NULL, *inputs = NULL, *save = NULL;
+  const char *sets[XIR_MAX_PARAMS];
+  int nsets = 0, json = 0;
+  uint64_t seed = 1;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+      case 's': shape_spec = optarg; break;
+      case 'e': {
+        char *end;
+        errno = 0;
+        seed = strtoull(optarg, &end, 10);
+        if (errno || *end || !*optarg)
+          return cli_usage_error("run", "--seed needs a non-negative integer, not '%s'", optarg);
+        break;
+      }
+      case 'v':
+        if (nsets >= XIR_MAX_PARAMS) return cli_usage_error("run", "too many --set options");
+        sets[nsets++] = optarg;
+        break;
+      case 'i': inputs = optarg; break;
+      case 'o': save = optarg; break;
+      case 'j': json = 1; break;
+      default:
+        return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind != argc - 1) return cli_usage_error("run", "needs exactly one KERNEL or FILE");
+  if (!shape_spec) return cli_usage_error("run", "needs --shape (e.g. --shape R=129,C=768)");
+
+  xir_diag d;
+  xir_program *p = NULL;
+  xir_case cs = {0};
+  int rc = 1;
+  if (cli_load_program(argv[optind], &p, &d)) return cli_fail(&d);
+  xir_shape shape;
+  if (xir_shape_parse(p, shape_spec, &shape, &d)) goto fail;
+  if (xir__case_init(&cs, p, &shape, seed, &d)) goto fail;
+  for (int i = 0; i < nsets; i++) {
+    char name[64];
+    const char *eq = strchr(sets[i], '=');
+    char *end;
+    if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof name) {
+      rc = cli_usage_error("run", "--set needs NAME=VALUE, not '%s'", sets[i]);
+      goto out;
+    }
+    memcpy(name, sets[i], (size_t)(eq - sets[i]));
+    name[eq - sets[i]] = 0;
+    double v = strtod(eq + 1, &end);
+    if (*end || end == eq + 1) {
+      rc = cli_usage_error("run", "--set %s: '%s' is not a number", name, eq + 1);
+      goto out;
+    }
+    if (xir__case_set_scalar(&cs, name, v, &d)) goto fail;
+  }
+  if (inputs && xir__case_load_inputs(&cs, inputs, &d)) goto fail;
+  if (xir__case_oracle(&cs, &d)) goto fail;
+  /* Evaluator: the interpreter; its fp64 outputs rounded to f32 are the outputs. */
+  for (int i = 0; i < xir_program_num_params(p); i++)
+    if (cs.ref[i])
+      for (size_t k = 0; k < cs.numel[i]; k++) cs.data[i][k] = (float)cs.ref[i][k];
+
+  char shape_txt[512], fp[65];
+  xir_shape_format(p, &shape, shape_txt, sizeof shape_txt);
+  xir__case_input_fingerprint(&cs, fp);
+  xir_tolerance tol = xir__kernel_tolerance(xir_program_name(p));
+  int all_pass = xir__case_sentinels_ok(&cs);
+  cJSON *root = cJSON_CreateObject(), *outs = cJSON_CreateArray();
+  cJSON_AddStringToObject(root, "kernel", xir_program_name(p));
+  cJSON_AddStringToObject(root, "shape", shape_txt);
+  cJSON_AddNumberToObject(root, "seed", (double)seed);
+  cJSON_AddStringToObject(root, "inputs", inputs ? inputs : "random");
+  cJSON_AddStringToObject(root, "input_sha256", fp);
+  cJSON_AddStringToObject(root, "evaluator", "interpreter");
+  if (!json) {
+    printf("kernel %s  shape %s  inputs %s (sha256 %.16s…)\n", xir_program_name(p), shape_txt,
+           inputs ? inputs : "random", fp);
+    printf("evaluated by the fp64 reference interpreter (native code generation is not built "
+           "yet); outputs are its values rounded to f32\n");
+  }
+  for (int i = 0; i < xir_program_num_params(p); i++) {
+    if (!cs.ref[i]) continue;
+    xir_param_info in;
+    xir_program_param(p, i, &in);
+    xir_compare cmp = xir__case_compare(&cs, i, tol);
+    all_pass &= cmp.pass;
+    double mn = INFINITY, mx = -INFINITY, sum = 0;
+    for (size_t k = 0; k < cs.numel[i]; k++) {
+      double v = cs.data[i][k];
+      mn = v < mn ? v : mn;
+      mx = v > mx ? v : mx;
+      sum += v;
+    }
+    if (json) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "name", in.name);
+      cJSON_AddNumberToObject(o, "elements", (double)cs.numel[i]);
+      cJSON_AddNumberToObject(o, "min", mn);
+      cJSON_AddNumberToObject(o, "max", mx);
+      cJSON_AddNumberToObject(o, "mean", sum / (double)cs.numel[i]);
+      cJSON_AddNumberToObject(o, "max_abs_err", cmp.max_abs);
+      cJSON_AddNumberToObject(o, "rel_l2_err", cmp.rel_l2);
+      cJSON_AddBoolToObject(o, "pass", cmp.pass);
+      cJSON_AddItemToArray(outs, o);
+    } else {
+      printf("  %-6s %9zu elements  min %-12.6g max %-12.6g mean %-12.6g  vs oracle: max abs "
+             "%.3g, rel l2 %.3g  %s\n",
+             in.name, cs.numel[i], mn, mx, sum / (double)cs.numel[i], cmp.max_abs, cmp.rel_l2,
+             cmp.pass ? "ok" : "FAIL");
+    }
+  }
+  cJSON_AddItemToObject(root, "outputs", outs);
+  cJSON_AddBoolToObject(root, "pass", all_pass);
+  if (save) {
+    if (ensure_dir(save, &d)) {
+      cJSON_Delete(root);
+      goto fail;
+    }
+    for (int i = 0; i < xir_program_num_params(p); i++) {
+      xir_param_info in;
+      xir_program_param(p, i, &in);
+      if (in.kind != XIR_PARAM_BUFFER) continue;
+      size_t sh[XIR_MAX_RANK];
+      for (int k = 0; k < in.rank; k++) sh[k] = (size_t)shape.dims[in.dims[k]];
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s.npy", save, in.name);
+      if (xir__npy_write_f32(path, cs.data[i], sh, in.rank, &d)) {
+        cJSON_Delete(root);
+        goto fail;
+      }
+    }
+    cJSON_AddStringToObject(root, "saved", save);
+    if (!json) printf("saved every buffer as %s/<param>.npy\n", save);
+  }
+  if (json) {
+    char *s = cJSON_Print(root);
+    puts(s);
+    cJSON_free(s);
+  }
+  cJSON_Delete(root);
+  rc = all_pass ? 0 : 1;
+  if (!all_pass) fprintf(stderr, "xir run: the output does not match the oracle\n");
+  goto out;
+fail:
+  rc = cli_fail(&d);
+out:
+  xir__case_free(&cs);
+  xir_program_free(p);
+  return rc;
+}
