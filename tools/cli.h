@@ -14,6 +14,7 @@ int cmd_kernels(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_suite(int argc, char **argv);
 
 /* Prints "xir: file:line:col: error: msg" to stderr; returns 1. */
 int cli_fail(const xir_diag *d);

@@ -15,6 +15,7 @@ static const cli_cmd kCommands[] = {
     {"check", cmd_check, "parse and verify an XIR file"},
     {"print", cmd_print, "print the canonical text of an XIR file or built-in kernel"},
     {"run", cmd_run, "bind dims, make or read inputs, evaluate, check, save .npy files"},
+    {"suite", cmd_suite, "run every built-in kernel at its report shape and check it"},
 };
 
 static void usage(FILE *f) {
