@@ -1,0 +1,119 @@
+/* xir_compile.h — legal mapping candidates (the bridge) and native code (lowering + JIT).
+ *
+ *   program + shape ──bridge──► candidates (perm × B × ℓ), each with its implementation kind
+ *                   ──compile──► xir_kernel: fn(args, block_begin, block_end) + IR/object hashes
+ *
+ * Legality is decided by the bridge only. Dims are bound at compile time: a kernel is compiled
+ * for one shape. Included by xir.h users who want native code. */
+#ifndef XIR_COMPILE_H
+#define XIR_COMPILE_H
+
+#include "xir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a candidate is implemented (the cost depends on it). */
+typedef enum xir_impl_kind {
+  XIR_IMPL_DIRECT = 1,      /* ℓ ≤ W: straight-line per packet, exchanges inside registers */
+  XIR_IMPL_MULTI_PACKET = 2 /* ℓ > W: a root program spans ℓ/W packets; partials are combined
+                               across the packets in a fixed tree, then inside the packet */
+} xir_impl_kind;
+
+/* One legal way to map a program onto SIMD lanes. */
+typedef struct xir_candidate {
+  uint32_t W;                 /* SIMD width in f32 lanes: 1, 2, 4, 8, 16 */
+  uint32_t B;                 /* lanes per block, a multiple of W */
+  uint32_t local;             /* ℓ: lanes per root program (1 = whole-program mapping) */
+  int nperm;
+  uint8_t perm[XIR_MAX_ROOT]; /* root-axis order, outermost first (last = fastest) */
+  /* Implementation, as reported by the bridge for this shape: */
+  xir_impl_kind kind;
+  int full_packet_path;       /* a mask-free path exists for full packets */
+  int ragged_packets;         /* some packet has inactive lanes (masked path used) */
+  int ragged_inner;           /* the inner extent is not a multiple of ℓ (masked tail chunk) */
+  int inner_dim;              /* the distributed inner axis (a dim index), -1 when ℓ = 1 only */
+  /* Counts for this shape: */
+  uint64_t root_programs;     /* P */
+  uint64_t blocks;            /* L = ceil(P·ℓ / B) */
+  uint64_t packets;           /* Q = ceil(P·ℓ / W) */
+} xir_candidate;
+
+/* Enumerates every legal candidate for W, in a deterministic order (perms in lexicographic
+ * order × B ∈ {W, 2W, 4W, 8W} × ℓ ∈ {1, 2, 4, …, B}, where ℓ > 1 only if the body's cross-lane
+ * exchanges are implemented: every tile is 1-D over one inner axis). *out is freed with xir_free. */
+xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t W,
+                          xir_candidate **out, size_t *count, xir_diag *d);
+
+/* Why a (perm, B, ℓ) is or is not legal; XIR_OK fills *c. The message says which rule fails. */
+xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint32_t W,
+                              uint32_t B, uint32_t local, const uint8_t *perm,
+                              xir_candidate *c, xir_diag *d);
+
+/* The stable name of a candidate: "perm=r,l=8,B=32,W=16" (perm axes joined by '.'). */
+char *xir_candidate_name(const xir_program *p, const xir_candidate *c, char *buf, size_t cap);
+
+/* Parses a candidate name and checks that it is legal for the program, shape and W. */
+xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, const char *name,
+                               uint32_t W, xir_candidate *c, xir_diag *d);
+
+/* "direct" / "multi-packet". */
+const char *xir_impl_kind_name(xir_impl_kind k);
+
+/* ---- compiling ---- */
+
+typedef struct xir_compiler xir_compiler;
+
+typedef struct xir_compiler_options {
+  uint32_t force_width;   /* 0 = the host's widest; else 1, 2, 4, 8 or 16 (must be runnable) */
+  const char *pipeline;   /* NULL = the default pass pipeline */
+} xir_compiler_options;
+
+/* A compiler owns one JIT for the host CPU and a cache: compiling the same candidate of the same
+ * program and shape twice returns the first result. Thread-safe. */
+xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **out, xir_diag *d);
+void xir_compiler_destroy(xir_compiler *c);
+/* The SIMD width code is generated for. */
+uint32_t xir_compiler_width(const xir_compiler *c);
+/* The CPU name and feature string. */
+const char *xir_compiler_cpu(const xir_compiler *c);
+
+typedef struct xir_kernel xir_kernel;
+
+/* The native entry: runs blocks [block_begin, block_end). args is the packed argument array
+ * (xir_kernel_pack_args). Returns 0. Same shape as the runtime's xir_block_fn. */
+typedef int (*xir_entry_fn)(void *args, uint64_t block_begin, uint64_t block_end);
+
+/* Lowers, optimizes and JIT-compiles one candidate. The kernel is owned by the compiler (freed
+ * with it); errors: XIR_ERR_UNSUPPORTED (e.g. W not runnable here), XIR_ERR_LLVM. */
+xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
+                       const xir_candidate *cand, const xir_kernel **out, xir_diag *d);
+
+/* Size in bytes of a kernel's packed argument array. */
+size_t xir_kernel_args_size(const xir_kernel *k);
+/* Packs one xir_arg per parameter (buffers: .in or .out; scalars: .scalar/.use_default) into
+ * `slots` (xir_kernel_args_size bytes). Custom strides are not supported by native code. */
+xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *slots,
+                                xir_diag *d);
+xir_entry_fn xir_kernel_entry(const xir_kernel *k);
+uint64_t xir_kernel_blocks(const xir_kernel *k);
+const xir_candidate *xir_kernel_candidate(const xir_kernel *k);
+
+/* Provenance: the optimized IR text, the object bytes, their SHA-256 (hex) and the JIT time. */
+typedef struct xir_kernel_info {
+  const char *ir_text;
+  size_t ir_len;
+  const unsigned char *obj;
+  size_t obj_size;
+  const char *ir_sha256;
+  const char *obj_sha256;
+  double jit_ms;    /* lowering + optimization + code generation, this compile */
+  int cached;       /* 1 when this compile was answered from the cache */
+} xir_kernel_info;
+void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,203 @@
+/* compile.c — the public compile API: a compiler (one JIT + cache) turns (program, shape,
+ * candidate) into an xir_kernel, and packs launch arguments for it.
+ *
+ * The cache key is the program's canonical text, the shape and the candidate name: compiling the
+ * same thing twice returns the first kernel (the JIT has its own cache keyed by IR as well). */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/program.h"
+#include "lower/jit.h"
+#include "lower/lower.h"
+
+struct xir_kernel {
+  char *key;
+  xir_candidate cand;
+  int nparams;
+  uint8_t kind[XIR_MAX_PARAMS];   /* xir_param_kind */
+  uint8_t elem[XIR_MAX_PARAMS];
+  uint8_t is_output[XIR_MAX_PARAMS];
+  double defv[XIR_MAX_PARAMS];      /* scalar defaults */
+  const xir__jit_artifact *art;
+  double jit_ms;
+  int cached;
+  struct xir_kernel *next;
+};
+
+struct xir_compiler {
+  xir__jit *jit;
+  pthread_mutex_t mu;
+  struct xir_kernel *kernels;
+  uint32_t width;
+};
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **out, xir_diag *d) {
+  *out = NULL;
+  xir_compiler *c = xir__calloc(1, sizeof *c);
+  if (!c) return xir__err(d, XIR_ERR_NOMEM, "out of memory creating a compiler");
+  xir__jit_options jo;
+  memset(&jo, 0, sizeof jo);
+  jo.pipeline = opt ? opt->pipeline : NULL;
+  xir_status s = xir__jit_create(&jo, &c->jit, d);
+  if (s) {
+    xir__free(c);
+    return s;
+  }
+  if (opt && opt->force_width) {
+    if ((s = xir__jit_check_width(c->jit, opt->force_width, d))) {
+      xir__jit_destroy(c->jit);
+      xir__free(c);
+      return s;
+    }
+  }
+  pthread_mutex_init(&c->mu, NULL);
+  c->width = (uint32_t)(opt && opt->force_width ? opt->force_width : xir__jit_max_width(c->jit));
+  *out = c;
+  return XIR_OK;
+}
+
+void xir_compiler_destroy(xir_compiler *c) {
+  if (!c) return;
+  for (struct xir_kernel *k = c->kernels; k;) {
+    struct xir_kernel *n = k->next;
+    xir__free(k->key);
+    xir__free(k);
+    k = n;
+  }
+  xir__jit_destroy(c->jit);
+  pthread_mutex_destroy(&c->mu);
+  xir__free(c);
+}
+
+uint32_t xir_compiler_width(const xir_compiler *c) { return c->width; }
+const char *xir_compiler_cpu(const xir_compiler *c) { return xir__jit_cpu(c->jit); }
+
+xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
+                       const xir_candidate *cand, const xir_kernel **out, xir_diag *d) {
+  *out = NULL;
+  xir_status s = xir_shape_check(p, shape, d);
+  if (s) return s;
+  if ((s = xir__jit_check_width(cc->jit, cand->W, d))) return s;
+  /* Re-derive the candidate: legality is the bridge's, never the caller's. */
+  xir_candidate legal;
+  if ((s = xir_candidate_make(p, shape, cand->W, cand->B, cand->local, cand->perm, &legal, d)))
+    return s;
+  char *text = NULL;
+  if ((s = xir_program_print(p, &text, d))) return s;
+  char name[256], sh[512];
+  xir_candidate_name(p, &legal, name, sizeof name);
+  xir_shape_format(p, shape, sh, sizeof sh);
+  size_t klen = strlen(text) + strlen(name) + strlen(sh) + 8;
+  char *key = xir__malloc(klen);
+  if (!key) {
+    xir__free(text);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  }
+  snprintf(key, klen, "%s\n%s\n%s", text, sh, name);
+  xir__free(text);
+  pthread_mutex_lock(&cc->mu);
+  for (struct xir_kernel *k = cc->kernels; k; k = k->next)
+    if (strcmp(k->key, key) == 0) {
+      k->cached = 1;
+      pthread_mutex_unlock(&cc->mu);
+      xir__free(key);
+      *out = k;
+      return XIR_OK;
+    }
+  double t0 = now_ms();
+  xir__jit_module m;
+  struct xir_kernel *k = NULL;
+  if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
+  if ((s = xir__lower(p, shape, &legal, m.mod, "xir_kernel", d))) {
+    xir__jit_module_dispose(&m);
+    goto fail;
+  }
+  char jkey[65];
+  xir__jit_sha256_hex(key, strlen(key), jkey);
+  const xir__jit_artifact *art;
+  int cached = 0;
+  if ((s = xir__jit_add(cc->jit, &m, "xir_kernel", jkey, &art, &cached, d))) goto fail;
+  k = xir__calloc(1, sizeof *k);
+  if (!k) {
+    s = xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
+  k->key = key;
+  k->cand = legal;
+  k->nparams = p->nparams;
+  for (int i = 0; i < p->nparams; i++) {
+    k->kind[i] = p->params[i].kind;
+    k->elem[i] = p->params[i].elem;
+    k->is_output[i] = p->params[i].is_output;
+    k->defv[i] = p->params[i].default_value;
+  }
+  k->art = art;
+  k->jit_ms = now_ms() - t0;
+  k->next = cc->kernels;
+  cc->kernels = k;
+  pthread_mutex_unlock(&cc->mu);
+  *out = k;
+  return XIR_OK;
+fail:
+  pthread_mutex_unlock(&cc->mu);
+  xir__free(key);
+  return s;
+}
+
+size_t xir_kernel_args_size(const xir_kernel *k) { return (size_t)k->nparams * 8; }
+
+xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *slots,
+                                xir_diag *d) {
+  unsigned char *out = slots;
+  memset(out, 0, xir_kernel_args_size(k));
+  for (int i = 0; i < k->nparams; i++) {
+    const xir_arg *a = &args[i];
+    if (k->kind[i] == XIR_PARAM_BUFFER) {
+      const void *ptr = k->is_output[i] ? (const void *)a->out : (const void *)a->in;
+      if (!ptr)
+        return xir__err(d, XIR_ERR_INVALID_ARG, "argument %d: buffer pointer is NULL", i + 1);
+      if (a->strides)
+        return xir__err(d, XIR_ERR_UNSUPPORTED,
+                        "argument %d: native code needs row-major buffers (custom strides)", i + 1);
+      memcpy(out + 8 * i, &ptr, sizeof ptr);
+    } else {
+      double v = a->use_default ? k->defv[i] : a->scalar;
+      if (k->elem[i] == XIR_I64) {
+        int64_t iv = (int64_t)v;
+        memcpy(out + 8 * i, &iv, 8);
+      } else {
+        float f = (float)v;
+        memcpy(out + 8 * i, &f, 4);
+      }
+    }
+  }
+  return XIR_OK;
+}
+
+xir_entry_fn xir_kernel_entry(const xir_kernel *k) {
+  xir_entry_fn f;
+  void *e = k->art->entry;
+  memcpy(&f, &e, sizeof f);
+  return f;
+}
+uint64_t xir_kernel_blocks(const xir_kernel *k) { return k->cand.blocks; }
+const xir_candidate *xir_kernel_candidate(const xir_kernel *k) { return &k->cand; }
+
+void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info) {
+  info->ir_text = k->art->ir_text;
+  info->ir_len = k->art->ir_len;
+  info->obj = k->art->obj;
+  info->obj_size = k->art->obj_size;
+  info->ir_sha256 = k->art->ir_sha256;
+  info->obj_sha256 = k->art->obj_sha256;
+  info->jit_ms = k->jit_ms;
+  info->cached = k->cached;
+}

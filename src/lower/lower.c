@@ -1,0 +1,827 @@
+/* lower.c — XIR to LLVM IR for one candidate (W, B, ℓ, perm) and one bound shape.
+ *
+ *   xir_kernel(args, block_begin, block_end):
+ *     for blk in [block_begin, block_end):            ← the runtime splits this range (grain G)
+ *       for unit in block:                            ← ℓ ≤ W: one packet holding W/ℓ root programs
+ *                                                       ℓ > W: one root program over ℓ/W packets
+ *         full unit?  ── yes ─► body, mask-free       (full-packet path)
+ *                     └─ no ──► body, masked           (inactive lanes clamped, stores masked)
+ *     body: values in SSA order; a rank-0 value is computed once per unit; a tile value is
+ *           computed pointwise inside the loop nest of each consumer (reduce or store) — no tile
+ *           is stored, except the tile results of reductions of 2-D tiles (a small scratch).
+ *
+ * Lanes. A unit has k = max(1, ℓ/W) packets of W lanes; global lane g = sub·W + lane. With ℓ = 1
+ * each lane runs its own root program and tile axes become scalar loops. With ℓ > 1 the ℓ lanes of
+ * a root program share the inner axis X: lane j handles the elements c ≡ j (mod ℓ), chunk t covers
+ * c = t·ℓ + j, and a ragged last chunk is peeled and masked. Reductions over X accumulate per
+ * lane in chunk order, then combine the k packets in a fixed tree and the lanes of a packet by a
+ * butterfly (xor distances ℓ/2 … 1): the order is fixed by the candidate.
+ *
+ * Integer values are tracked as affine functions of the lane (u + s·g) where possible, so that a
+ * load whose address is affine with stride 1 is one contiguous vector load, stride 0 a scalar load
+ * and anything else a gather. Computed indices are clamped into their dim (memory safety; the
+ * oracle reports them as errors). No fast-math flags; math functions come from vmath.c. */
+#include <llvm-c/Core.h>
+#include <string.h>
+
+#include "ir/program.h"
+#include "lower/lower.h"
+#include "lower/vmath.h"
+
+enum { MAXK = 8 };
+
+typedef struct val {
+  int aff;               /* 1: integer u + s·g (u a scalar i64) */
+  LLVMValueRef u;
+  int64_t s;
+  LLVMValueRef v[MAXK];  /* vectors, one per packet of the unit (when !aff) */
+} val;
+
+typedef struct lw {
+  const xir_program *p;
+  const xir_shape *sh;
+  const xir_candidate *c;
+  xir_diag *d;
+  xir_status st;
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  xir__vm *vm;
+  LLVMValueRef fn;
+  LLVMTypeRef f32, i64, i32, i1, ptr, vf, vi, vb;
+  unsigned W, k, ell;
+  int64_t P;
+  LLVMValueRef buf[XIR_MAX_PARAMS], scal[XIR_MAX_PARAMS];
+  /* per unit */
+  int full;
+  LLVMValueRef p0;         /* first root program of the unit (i64) */
+  val coord[XIR_MAX_ROOT]; /* root coordinates (clamped in the masked path) */
+  val active;              /* lanes whose root program exists (masked path), as a bool val */
+  val jlane;               /* ℓ > 1: the lane's index j within its root program */
+  /* per loop body */
+  val env[XIR_MAX_DIMS];   /* index along each dim of the current loop nest */
+  int env_set[XIR_MAX_DIMS];
+  int tail;                /* inside the masked tail chunk of the inner axis */
+  val inner_c;             /* in the tail chunk: the lane's unclamped element index */
+  val *top;                /* rank-0 values, per node */
+  int *top_ok;
+  val *memo;
+  unsigned *memo_gen;
+  unsigned gen;
+  LLVMValueRef *scratch;   /* per node: materialized tile reduce results */
+  LLVMValueRef entry_alloca_pt;
+} lw;
+
+static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
+static LLVMValueRef cf32(lw *L, double v) { return LLVMConstReal(L->f32, v); }
+
+static LLVMValueRef splat(lw *L, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMTypeRef vt = LLVMVectorType(t, L->W);
+  LLVMValueRef undef = LLVMGetPoison(vt);
+  LLVMValueRef ins = LLVMBuildInsertElement(L->b, undef, x, LLVMConstInt(L->i32, 0, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(L->i32, L->W));
+  return LLVMBuildShuffleVector(L->b, ins, LLVMGetPoison(vt), zeros, "");
+}
+
+/* <W x i64> constant: base + step·lane */
+static LLVMValueRef lane_consts(lw *L, int64_t base, int64_t step) {
+  LLVMValueRef e[16];
+  for (unsigned i = 0; i < L->W; i++) e[i] = ci64(L, base + step * (int64_t)i);
+  return LLVMConstVector(e, L->W);
+}
+
+static val vaff(LLVMValueRef u, int64_t s) {
+  val r;
+  memset(&r, 0, sizeof r);
+  r.aff = 1;
+  r.u = u;
+  r.s = s;
+  return r;
+}
+
+/* The vectors of an integer val (materializing an affine one). */
+static void ivecs(lw *L, const val *a, LLVMValueRef *out) {
+  if (!a->aff) {
+    for (unsigned q = 0; q < L->k; q++) out[q] = a->v[q];
+    return;
+  }
+  LLVMValueRef u = splat(L, a->u);
+  for (unsigned q = 0; q < L->k; q++)
+    out[q] = a->s == 0 ? u : LLVMBuildAdd(L->b, u, lane_consts(L, a->s * (int64_t)(q * L->W), a->s), "");
+}
+
+static val vvec(lw *L, LLVMValueRef *v) {
+  val r;
+  memset(&r, 0, sizeof r);
+  for (unsigned q = 0; q < L->k; q++) r.v[q] = v[q];
+  return r;
+}
+
+static val vsplat(lw *L, LLVMValueRef x) {
+  LLVMValueRef s = splat(L, x), v[MAXK];
+  for (unsigned q = 0; q < L->k; q++) v[q] = s;
+  return vvec(L, v);
+}
+
+static LLVMValueRef intrinsic(lw *L, const char *name, LLVMTypeRef *tys, unsigned ntys,
+                              LLVMValueRef *args, unsigned nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, tys, ntys);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, tys, ntys);
+  return LLVMBuildCall2(L->b, ft, f, args, nargs, "");
+}
+
+/* ---- control flow helpers: counted loops over i64 with the counter in an alloca ---- */
+
+typedef struct loop {
+  LLVMValueRef var;
+  LLVMBasicBlockRef head, body, exit;
+  LLVMValueRef i;
+} loop;
+
+static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef t, const char *name) {
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(L->ctx);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(L->fn);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(eb, first);
+  else LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
+  LLVMDisposeBuilder(eb);
+  return a;
+}
+
+static void loop_begin(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
+  lp->var = entry_alloca(L, L->i64, "i");
+  LLVMBuildStore(L->b, from, lp->var);
+  lp->head = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "head");
+  lp->body = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "body");
+  lp->exit = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "exit");
+  LLVMBuildBr(L->b, lp->head);
+  LLVMPositionBuilderAtEnd(L->b, lp->head);
+  LLVMValueRef i = LLVMBuildLoad2(L->b, L->i64, lp->var, "");
+  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, i, to, ""), lp->body, lp->exit);
+  LLVMPositionBuilderAtEnd(L->b, lp->body);
+  lp->i = LLVMBuildLoad2(L->b, L->i64, lp->var, "");
+}
+
+static void loop_end(lw *L, loop *lp) {
+  LLVMBuildStore(L->b, LLVMBuildAdd(L->b, lp->i, ci64(L, 1), ""), lp->var);
+  LLVMBuildBr(L->b, lp->head);
+  LLVMPositionBuilderAtEnd(L->b, lp->exit);
+}
+
+/* ---- integer arithmetic with affine tracking ---- */
+
+static LLVMValueRef floordiv(lw *L, LLVMValueRef a, LLVMValueRef b, int rem) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef zero = LLVMConstNull(t);
+  LLVMValueRef one = LLVMTypeOf(a) == L->i64 ? ci64(L, 1) : splat(L, ci64(L, 1));
+  LLVMValueRef bs = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, b, zero, ""), one, b, "");
+  LLVMValueRef q = LLVMBuildSDiv(L->b, a, bs, "");
+  LLVMValueRef r = LLVMBuildSRem(L->b, a, bs, "");
+  LLVMValueRef adj = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntNE, r, zero, ""),
+                                  LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildXor(L->b, r, bs, ""),
+                                                zero, ""), "");
+  if (rem) return LLVMBuildSelect(L->b, adj, LLVMBuildAdd(L->b, r, bs, ""), r, "");
+  return LLVMBuildSelect(L->b, adj, LLVMBuildSub(L->b, q, one, ""), q, "");
+}
+
+static LLVMValueRef int_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
+  switch (op) {
+    case XIR_OP_ADD: return LLVMBuildAdd(L->b, a, b, "");
+    case XIR_OP_SUB: return LLVMBuildSub(L->b, a, b, "");
+    case XIR_OP_MUL: return LLVMBuildMul(L->b, a, b, "");
+    case XIR_OP_DIV: return floordiv(L, a, b, 0);
+    case XIR_OP_REM: return floordiv(L, a, b, 1);
+    case XIR_OP_MAX: return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a, b, ""), a, b, "");
+    case XIR_OP_MIN: return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a, b, ""), a, b, "");
+    case XIR_OP_NEG: return LLVMBuildNeg(L->b, a, "");
+    case XIR_OP_ABS: {
+      LLVMValueRef n = LLVMBuildNeg(L->b, a, "");
+      return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a, LLVMConstNull(LLVMTypeOf(a)), ""), n, a, "");
+    }
+    default: return NULL;
+  }
+}
+
+static int const_of(LLVMValueRef v, int64_t *out) {
+  if (!v || !LLVMIsAConstantInt(v)) return 0;
+  *out = LLVMConstIntGetSExtValue(v);
+  return 1;
+}
+
+static val int_binop(lw *L, int op, const val *a, const val *b) {
+  int64_t cv;
+  if (a->aff && b->aff) {
+    if (op == XIR_OP_ADD) return vaff(LLVMBuildAdd(L->b, a->u, b->u, ""), a->s + b->s);
+    if (op == XIR_OP_SUB) return vaff(LLVMBuildSub(L->b, a->u, b->u, ""), a->s - b->s);
+    if (op == XIR_OP_MUL && b->s == 0 && (a->s == 0 || const_of(b->u, &cv)))
+      return vaff(LLVMBuildMul(L->b, a->u, b->u, ""), a->s == 0 ? 0 : a->s * cv);
+    if (op == XIR_OP_MUL && a->s == 0 && const_of(a->u, &cv))
+      return vaff(LLVMBuildMul(L->b, a->u, b->u, ""), b->s * cv);
+    if (a->s == 0 && b->s == 0) return vaff(int_op(L, op, a->u, b->u), 0);
+  }
+  LLVMValueRef va[MAXK], vb[MAXK], r[MAXK];
+  ivecs(L, a, va);
+  ivecs(L, b, vb);
+  for (unsigned q = 0; q < L->k; q++) r[q] = int_op(L, op, va[q], vb[q]);
+  return vvec(L, r);
+}
+
+static val int_unop(lw *L, int op, const val *a) {
+  if (a->aff && a->s == 0) return vaff(int_op(L, op, a->u, NULL), 0);
+  if (a->aff && op == XIR_OP_NEG) return vaff(LLVMBuildNeg(L->b, a->u, ""), -a->s);
+  LLVMValueRef va[MAXK], r[MAXK];
+  ivecs(L, a, va);
+  for (unsigned q = 0; q < L->k; q++) r[q] = int_op(L, op, va[q], NULL);
+  return vvec(L, r);
+}
+
+/* Clamps an integer val into [0, hi]. */
+static val clamp(lw *L, const val *a, int64_t hi) {
+  val lo0 = vaff(ci64(L, 0), 0), top = vaff(ci64(L, hi), 0);
+  val t = int_binop(L, XIR_OP_MAX, a, &lo0);
+  return int_binop(L, XIR_OP_MIN, &t, &top);
+}
+
+/* ---- the unit: root coordinates ---- */
+
+static void unit_coords(lw *L) {
+  const xir_program *p = L->p;
+  unsigned ell = L->ell;
+  val rp;
+  if (ell >= L->W) {
+    rp = vaff(L->p0, 0);
+  } else if (ell == 1) {
+    rp = vaff(L->p0, 1);
+  } else {
+    LLVMValueRef s = splat(L, L->p0);
+    LLVMValueRef e[16];
+    for (unsigned i = 0; i < L->W; i++) e[i] = ci64(L, (int64_t)(i / ell));
+    LLVMValueRef v = LLVMBuildAdd(L->b, s, LLVMConstVector(e, L->W), "");
+    rp = vvec(L, &v);
+  }
+  /* lanes whose root program exists */
+  if (!L->full && !(rp.aff && rp.s == 0)) {
+    LLVMValueRef v[MAXK], pv = splat(L, ci64(L, L->P)), r[MAXK];
+    ivecs(L, &rp, v);
+    for (unsigned q = 0; q < L->k; q++) {
+      r[q] = LLVMBuildICmp(L->b, LLVMIntSLT, v[q], pv, "");
+      v[q] = LLVMBuildSelect(L->b, r[q], v[q], splat(L, ci64(L, L->P - 1)), "");
+    }
+    L->active = vvec(L, r);
+    rp = vvec(L, v);
+  } else {
+    memset(&L->active, 0, sizeof L->active);
+  }
+  /* decompose: the last axis of perm is the fastest */
+  for (int i = p->nroot - 1; i >= 0; i--) {
+    int axis = L->c->perm[i];
+    int64_t E = L->sh->dims[p->root[axis].dim];
+    if (i == 0) {
+      L->coord[axis] = rp;
+      break;
+    }
+    val ev = vaff(ci64(L, E), 0);
+    if (rp.aff && rp.s == 1 && E % L->W == 0) {
+      /* packets start at multiples of W and E is a multiple of W: no wrap inside a packet */
+      L->coord[axis] = vaff(LLVMBuildSRem(L->b, rp.u, ci64(L, E), ""), 1);
+      rp = vaff(LLVMBuildSDiv(L->b, rp.u, ci64(L, E), ""), 0);
+    } else {
+      L->coord[axis] = int_binop(L, XIR_OP_REM, &rp, &ev);
+      rp = int_binop(L, XIR_OP_DIV, &rp, &ev);
+    }
+  }
+  if (ell > 1) {
+    if (ell >= L->W) {
+      L->jlane = vaff(ci64(L, 0), 1);
+    } else {
+      LLVMValueRef v = lane_consts(L, 0, 1);
+      v = LLVMBuildURem(L->b, v, splat(L, ci64(L, ell)), "");
+      L->jlane = vvec(L, &v);
+    }
+  }
+}
+
+/* ---- pointwise evaluation ---- */
+
+static val eval(lw *L, int id);
+
+static int is_index_exact(const xir_node *n) {
+  return n->op == XIR_OP_ROOT || n->op == XIR_OP_IOTA;
+}
+
+/* Element offset of a load/store at the current env. */
+static val access_offset(lw *L, const xir_node *n, int nidx) {
+  const xir_param *q = &L->p->params[n->ref];
+  val off = vaff(ci64(L, 0), 0);
+  int64_t stride = 1;
+  for (int kdim = nidx - 1; kdim >= 0; kdim--) {
+    int bd = q->dims[kdim];
+    int64_t ext = L->sh->dims[bd];
+    val ix;
+    if (n->args[kdim] < 0) {
+      ix = L->env[bd];
+    } else {
+      ix = eval(L, n->args[kdim]);
+      if (!is_index_exact(&L->p->nodes[n->args[kdim]])) ix = clamp(L, &ix, ext - 1);
+    }
+    val sv = vaff(ci64(L, stride), 0);
+    val term = int_binop(L, XIR_OP_MUL, &ix, &sv);
+    off = int_binop(L, XIR_OP_ADD, &off, &term);
+    stride *= ext;
+  }
+  return off;
+}
+
+static val eval_load(lw *L, const xir_node *n) {
+  val off = access_offset(L, n, n->nargs);
+  LLVMValueRef base = L->buf[n->ref], r[MAXK];
+  if (off.aff && off.s == 0) {
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &off.u, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(L->b, L->f32, ptr, "");
+    LLVMSetAlignment(x, 4);
+    return vsplat(L, x);
+  }
+  if (off.aff && off.s == 1) {
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &o, 1, "");
+      r[q] = LLVMBuildLoad2(L->b, L->vf, ptr, "");
+      LLVMSetAlignment(r[q], 4);
+    }
+    return vvec(L, r);
+  }
+  LLVMValueRef ov[MAXK];
+  ivecs(L, &off, ov);
+  LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
+  LLVMValueRef ones = LLVMConstAllOnes(L->vb);
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef ptrs = LLVMBuildGEP2(L->b, L->f32, base, &ov[q], 1, "");
+    LLVMTypeRef tys[2] = {L->vf, vp};
+    LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, 4, 0), ones, LLVMGetPoison(L->vf)};
+    r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
+  }
+  return vvec(L, r);
+}
+
+static LLVMValueRef f_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  switch (op) {
+    case XIR_OP_ADD: return LLVMBuildFAdd(L->b, a, b, "");
+    case XIR_OP_SUB: return LLVMBuildFSub(L->b, a, b, "");
+    case XIR_OP_MUL: return LLVMBuildFMul(L->b, a, b, "");
+    case XIR_OP_DIV: return LLVMBuildFDiv(L->b, a, b, "");
+    case XIR_OP_NEG: return LLVMBuildFNeg(L->b, a, "");
+    case XIR_OP_MAX: {
+      LLVMValueRef args[2] = {a, b};
+      return intrinsic(L, "llvm.maximum", &t, 1, args, 2);
+    }
+    case XIR_OP_MIN: {
+      LLVMValueRef args[2] = {a, b};
+      return intrinsic(L, "llvm.minimum", &t, 1, args, 2);
+    }
+    case XIR_OP_ABS: return intrinsic(L, "llvm.fabs", &t, 1, &a, 1);
+    case XIR_OP_FMA: {
+      LLVMValueRef args[3] = {a, b, c};
+      return intrinsic(L, "llvm.fma", &t, 1, args, 3);
+    }
+    case XIR_OP_EXP: return xir__vm_call(L->vm, XIR__VM_EXP, a, NULL);
+    case XIR_OP_LOG: return xir__vm_call(L->vm, XIR__VM_LOG, a, NULL);
+    case XIR_OP_TANH: return xir__vm_call(L->vm, XIR__VM_TANH, a, NULL);
+    case XIR_OP_ERF: return xir__vm_call(L->vm, XIR__VM_ERF, a, NULL);
+    case XIR_OP_SQRT: return xir__vm_call(L->vm, XIR__VM_SQRT, a, NULL);
+    case XIR_OP_RSQRT: return xir__vm_call(L->vm, XIR__VM_RSQRT, a, NULL);
+    case XIR_OP_SIGMOID: return xir__vm_call(L->vm, XIR__VM_SIGMOID, a, NULL);
+    case XIR_OP_SIN: return xir__vm_call(L->vm, XIR__VM_SIN, a, NULL);
+    case XIR_OP_COS: return xir__vm_call(L->vm, XIR__VM_COS, a, NULL);
+    case XIR_OP_POW: return xir__vm_call(L->vm, XIR__VM_POW, a, b);
+    default: return NULL;
+  }
+}
+
+static val eval_elementwise(lw *L, const xir_node *n) {
+  val a[3];
+  for (int i = 0; i < n->nargs; i++) a[i] = eval(L, n->args[i]);
+  const xir_node *n0 = &L->p->nodes[n->args[0]];
+  int integer = n0->type.elem == XIR_I64;
+  int ty = xir__op_info[n->op].typing;
+  LLVMValueRef r[MAXK];
+  if (integer && (ty == XIR_TY_NUM2 || ty == XIR_TY_I2)) return int_binop(L, n->op, &a[0], &a[1]);
+  if (integer && ty == XIR_TY_NUM1) return int_unop(L, n->op, &a[0]);
+  LLVMValueRef v[3][MAXK];
+  for (int i = 0; i < n->nargs; i++) {
+    if (L->p->nodes[n->args[i]].type.elem == XIR_I64) ivecs(L, &a[i], v[i]);
+    else
+      for (unsigned q = 0; q < L->k; q++) v[i][q] = a[i].v[q];
+  }
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef x = v[0][q], y = n->nargs > 1 ? v[1][q] : NULL, z = n->nargs > 2 ? v[2][q] : NULL;
+    switch (n->op) {
+      case XIR_OP_TOF32:
+        r[q] = n0->type.elem == XIR_BOOL ? LLVMBuildUIToFP(L->b, x, L->vf, "")
+                                         : LLVMBuildSIToFP(L->b, x, L->vf, "");
+        break;
+      case XIR_OP_LT: case XIR_OP_LE: case XIR_OP_GT: case XIR_OP_GE: case XIR_OP_EQ: case XIR_OP_NE: {
+        static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE,
+                                               LLVMRealOEQ, LLVMRealUNE};
+        static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE,
+                                              LLVMIntEQ, LLVMIntNE};
+        int w = n->op - XIR_OP_LT;
+        r[q] = integer ? LLVMBuildICmp(L->b, ip[w], x, y, "") : LLVMBuildFCmp(L->b, fp[w], x, y, "");
+        break;
+      }
+      case XIR_OP_AND: r[q] = LLVMBuildAnd(L->b, x, y, ""); break;
+      case XIR_OP_OR: r[q] = LLVMBuildOr(L->b, x, y, ""); break;
+      case XIR_OP_NOT: r[q] = LLVMBuildNot(L->b, x, ""); break;
+      case XIR_OP_SELECT: r[q] = LLVMBuildSelect(L->b, x, y, z, ""); break;
+      default: r[q] = f_op(L, n->op, x, y, z);
+    }
+    if (!r[q]) {
+      L->st = xir__err(L->d, XIR_ERR_UNSUPPORTED, "op '%s' has no native lowering",
+                       xir__op_info[n->op].name);
+      r[q] = LLVMGetPoison(L->vf);
+    }
+  }
+  /* A select of integers: keep the vectors. */
+  return vvec(L, r);
+}
+
+static LLVMValueRef scratch_ptr(lw *L, int id) {
+  const xir_node *n = &L->p->nodes[id];
+  val lin = vaff(ci64(L, 0), 0);
+  for (int i = 0; i < n->type.rank; i++) {
+    val e = vaff(ci64(L, L->sh->dims[n->type.axes[i]]), 0);
+    val t = int_binop(L, XIR_OP_MUL, &lin, &e);
+    lin = int_binop(L, XIR_OP_ADD, &t, &L->env[n->type.axes[i]]);
+  }
+  return LLVMBuildGEP2(L->b, L->vf, L->scratch[id], &lin.u, 1, "");
+}
+
+static val eval(lw *L, int id) {
+  const xir_node *n = &L->p->nodes[id];
+  if (L->top_ok[id]) return L->top[id];
+  if (L->memo_gen[id] == L->gen) return L->memo[id];
+  val r;
+  memset(&r, 0, sizeof r);
+  switch (n->op) {
+    case XIR_OP_CONST:
+      r = n->type.elem == XIR_I64 ? vaff(ci64(L, n->imm.i), 0) : vsplat(L, cf32(L, n->imm.f));
+      break;
+    case XIR_OP_DIM: r = vaff(ci64(L, L->sh->dims[n->ref]), 0); break;
+    case XIR_OP_PARAM:
+      r = n->type.elem == XIR_I64 ? vaff(L->scal[n->ref], 0) : vsplat(L, L->scal[n->ref]);
+      break;
+    case XIR_OP_ROOT: r = L->coord[n->ref]; break;
+    case XIR_OP_IOTA: r = L->env[n->ref]; break;
+    case XIR_OP_LOAD: r = eval_load(L, n); break;
+    case XIR_OP_REDUCE_SUM:
+    case XIR_OP_REDUCE_MAX:
+    case XIR_OP_REDUCE_MIN: {
+      /* a materialized tile (rank-0 results are in top[]) */
+      LLVMValueRef ptr = scratch_ptr(L, id);
+      LLVMValueRef x = LLVMBuildLoad2(L->b, L->vf, ptr, "");
+      LLVMSetAlignment(x, 4);
+      r = vsplat(L, cf32(L, 0));
+      r.v[0] = x;
+      break;
+    }
+    default: r = eval_elementwise(L, n);
+  }
+  L->memo[id] = r;
+  L->memo_gen[id] = L->gen;
+  return r;
+}
+
+/* ---- loop nests over tile axes ---- */
+
+typedef void (*body_fn)(lw *L, int id, void *ud);
+
+/* Runs body over the axes (rank ≤ 4) of a tile type; the inner axis X (ℓ > 1) is chunked. */
+static void tile_loops(lw *L, const xir_type *t, int depth, body_fn body, int id, void *ud) {
+  if (depth == t->rank) {
+    L->gen++;
+    body(L, id, ud);
+    return;
+  }
+  int dim = t->axes[depth];
+  int64_t N = L->sh->dims[dim];
+  if (L->ell > 1 && dim == L->c->inner_dim) {
+    int64_t ell = L->ell, full_chunks = N / ell;
+    for (int part = 0; part < 2; part++) {
+      if (part == 0 && full_chunks == 0) continue;
+      if (part == 1 && N % ell == 0) continue;
+      loop lp;
+      if (part == 0) loop_begin(L, &lp, ci64(L, 0), ci64(L, full_chunks));
+      LLVMValueRef t0 = part == 0 ? LLVMBuildMul(L->b, lp.i, ci64(L, ell), "") : ci64(L, full_chunks * ell);
+      val base = vaff(t0, 0);
+      val c = int_binop(L, XIR_OP_ADD, &base, &L->jlane);
+      L->tail = part;
+      L->env_set[dim] = 1;
+      if (part == 1) {
+        /* the lane's element c, clamped for loads; validity kept in env validity */
+        L->env[dim] = clamp(L, &c, N - 1);
+      } else {
+        L->env[dim] = c;
+      }
+      if (part == 1) L->inner_c = c;
+      tile_loops(L, t, depth + 1, body, id, ud);
+      if (part == 0) loop_end(L, &lp);
+      L->tail = 0;
+    }
+    return;
+  }
+  loop lp;
+  loop_begin(L, &lp, ci64(L, 0), ci64(L, N));
+  L->env[dim] = vaff(lp.i, 0);
+  L->env_set[dim] = 1;
+  tile_loops(L, t, depth + 1, body, id, ud);
+  loop_end(L, &lp);
+}
+
+/* The lanes that hold a real element at this point: root program exists, inner element exists,
+ * and (no_inner) only lane j = 0 of a root program when the point does not involve X. NULL = all. */
+static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
+  for (unsigned q = 0; q < L->k; q++) m[q] = NULL;
+  if (!L->full && L->active.v[0])
+    for (unsigned q = 0; q < L->k; q++) m[q] = L->active.v[q];
+  if (L->ell > 1 && L->tail && covers_inner) {
+    LLVMValueRef cv[MAXK];
+    ivecs(L, &L->inner_c, cv);
+    LLVMValueRef N = splat(L, ci64(L, L->sh->dims[L->c->inner_dim]));
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef ok = LLVMBuildICmp(L->b, LLVMIntSLT, cv[q], N, "");
+      m[q] = m[q] ? LLVMBuildAnd(L->b, m[q], ok, "") : ok;
+    }
+  }
+  if (L->ell > 1 && !covers_inner) {
+    LLVMValueRef jv[MAXK];
+    ivecs(L, &L->jlane, jv);
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef ok = LLVMBuildICmp(L->b, LLVMIntEQ, jv[q], LLVMConstNull(LLVMTypeOf(jv[q])), "");
+      m[q] = m[q] ? LLVMBuildAnd(L->b, m[q], ok, "") : ok;
+    }
+  }
+}
+
+static int type_has(const xir_type *t, int dim) {
+  for (int i = 0; i < t->rank; i++)
+    if (t->axes[i] == dim) return 1;
+  return 0;
+}
+
+static void store_body(lw *L, int id, void *ud) {
+  const xir_node *n = &L->p->nodes[id];
+  const xir_type *tile = ud;
+  val v = eval(L, n->args[n->nargs - 1]);
+  val off = access_offset(L, n, n->nargs - 1);
+  LLVMValueRef m[MAXK], base = L->buf[n->ref];
+  lane_mask(L, L->ell > 1 && type_has(tile, L->c->inner_dim), m);
+  LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
+  for (unsigned q = 0; q < L->k; q++) {
+    if (off.aff && off.s == 1) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &o, 1, "");
+      if (!m[q]) {
+        LLVMValueRef s = LLVMBuildStore(L->b, v.v[q], ptr);
+        LLVMSetAlignment(s, 4);
+      } else {
+        LLVMTypeRef tys[2] = {L->vf, L->ptr};
+        LLVMValueRef args[4] = {v.v[q], ptr, LLVMConstInt(L->i32, 4, 0), m[q]};
+        intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
+      }
+    } else {
+      LLVMValueRef ov[MAXK];
+      ivecs(L, &off, ov);
+      LLVMValueRef ptrs = LLVMBuildGEP2(L->b, L->f32, base, &ov[q], 1, "");
+      LLVMTypeRef tys[2] = {L->vf, vp};
+      LLVMValueRef args[4] = {v.v[q], ptrs, LLVMConstInt(L->i32, 4, 0),
+                              m[q] ? m[q] : LLVMConstAllOnes(L->vb)};
+      intrinsic(L, "llvm.masked.scatter", tys, 2, args, 4);
+    }
+  }
+}
+
+typedef struct red {
+  LLVMValueRef acc[MAXK]; /* allocas of <W x float> */
+  xir_type outer;         /* result axes */
+  int64_t lin_stride;
+} red;
+
+static LLVMValueRef red_identity(lw *L, int op) {
+  double v = op == XIR_OP_REDUCE_SUM ? 0.0 : op == XIR_OP_REDUCE_MAX ? -__builtin_inf() : __builtin_inf();
+  return splat(L, cf32(L, v));
+}
+
+static LLVMValueRef red_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
+  return f_op(L, op == XIR_OP_REDUCE_SUM ? XIR_OP_ADD : op == XIR_OP_REDUCE_MAX ? XIR_OP_MAX : XIR_OP_MIN, a, b, NULL);
+}
+
+static void reduce_body(lw *L, int id, void *ud) {
+  const xir_node *n = &L->p->nodes[id];
+  red *R = ud;
+  val v = eval(L, n->args[0]);
+  LLVMValueRef m[MAXK];
+  for (unsigned q = 0; q < L->k; q++) m[q] = NULL;
+  if (L->ell > 1 && L->tail) {
+    /* only the inner-tail validity matters for the partials: inactive root programs are clamped
+     * duplicates and their results are never stored */
+    int saved = L->full;
+    L->full = 1;
+    lane_mask(L, 1, m);
+    L->full = saved;
+  }
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef a = LLVMBuildLoad2(L->b, L->vf, R->acc[q], "");
+    LLVMValueRef x = v.v[q];
+    if (m[q]) x = LLVMBuildSelect(L->b, m[q], x, red_identity(L, n->op), "");
+    LLVMBuildStore(L->b, red_op(L, n->op, a, x), R->acc[q]);
+  }
+}
+
+static void reduce_tile_body(lw *L, int id, void *ud) {
+  const xir_node *n = &L->p->nodes[id];
+  (void)ud;
+  val v = eval(L, n->args[0]);
+  LLVMValueRef ptr = scratch_ptr(L, id);
+  LLVMValueRef a = LLVMBuildLoad2(L->b, L->vf, ptr, "");
+  LLVMSetAlignment(a, 4);
+  LLVMSetAlignment(LLVMBuildStore(L->b, red_op(L, n->op, a, v.v[0]), ptr), 4);
+}
+
+/* Emits a reduction: rank-0 results go to top[], tile results to scratch. */
+static void emit_reduce(lw *L, int id) {
+  const xir_node *n = &L->p->nodes[id];
+  const xir_type *in = &L->p->nodes[n->args[0]].type;
+  red R;
+  memset(&R, 0, sizeof R);
+  for (unsigned q = 0; q < L->k; q++) R.acc[q] = entry_alloca(L, L->vf, "acc");
+  if (n->type.rank > 0) {
+    /* A tile result (ℓ = 1 only): scratch[result point] accumulates while the loops walk the
+     * input in its own axis order, so each result element is reduced in order along the axis and
+     * values that do not depend on the inner axes are computed once per outer point. */
+    int64_t size = 1;
+    for (int i = 0; i < n->type.rank; i++) size *= L->sh->dims[n->type.axes[i]];
+    if (size * 64 > (4 << 20)) {
+      L->st = xir__err(L->d, XIR_ERR_UNSUPPORTED,
+                       "the tile result of '%s' needs %lld vectors of scratch (at most 64 Ki)",
+                       xir__op_info[n->op].name, (long long)size);
+      return;
+    }
+    if (!L->scratch[id])
+      L->scratch[id] = entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)size), "scratch");
+    loop init;
+    loop_begin(L, &init, ci64(L, 0), ci64(L, size));
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->vf, L->scratch[id], &init.i, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(L->b, red_identity(L, n->op), ptr), 4);
+    loop_end(L, &init);
+    tile_loops(L, in, 0, reduce_tile_body, id, NULL);
+    return;
+  }
+  for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R.acc[q]);
+  tile_loops(L, in, 0, reduce_body, id, &R);
+  LLVMValueRef acc[MAXK];
+  for (unsigned q = 0; q < L->k; q++) acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
+  if (L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim) {
+    /* packets of a root program: a fixed pairwise tree */
+    for (unsigned w = 1; w < L->k; w *= 2)
+      for (unsigned q = 0; q + w < L->k; q += 2 * w) acc[q] = red_op(L, n->op, acc[q], acc[q + w]);
+    /* lanes of a packet: butterfly over xor distances */
+    unsigned g = L->ell < L->W ? L->ell : L->W;
+    for (unsigned dist = g / 2; dist >= 1; dist /= 2) {
+      LLVMValueRef e[16];
+      for (unsigned i = 0; i < L->W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
+      LLVMValueRef sh = LLVMBuildShuffleVector(L->b, acc[0], LLVMGetPoison(L->vf), LLVMConstVector(e, L->W), "");
+      acc[0] = red_op(L, n->op, acc[0], sh);
+      if (dist == 1) break;
+    }
+    for (unsigned q = 1; q < L->k; q++) acc[q] = acc[0];
+  }
+  L->top[id] = vvec(L, acc);
+  L->top_ok[id] = 1;
+}
+
+static void emit_store(lw *L, int id) {
+  const xir_node *n = &L->p->nodes[id];
+  xir_type tile = {.elem = XIR_F32};
+  for (int kd = 0; kd < n->nargs - 1; kd++)
+    if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)L->p->params[n->ref].dims[kd];
+  tile_loops(L, &tile, 0, store_body, id, &tile);
+}
+
+/* The body for one unit (full or masked). */
+static void emit_unit(lw *L) {
+  const xir_program *p = L->p;
+  unit_coords(L);
+  memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
+  L->gen++;
+  for (int i = p->body_begin; i < p->nnodes && !L->st; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (n->op == XIR_OP_STORE) {
+      emit_store(L, i);
+    } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
+      emit_reduce(L, i);
+    } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
+      L->gen++;
+      L->top[i] = eval(L, i);
+      L->top_ok[i] = 1;
+    }
+  }
+}
+
+xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
+                      LLVMModuleRef mod, const char *entry, xir_diag *d) {
+  lw L;
+  memset(&L, 0, sizeof L);
+  L.p = p;
+  L.sh = shape;
+  L.c = c;
+  L.d = d;
+  L.mod = mod;
+  L.ctx = LLVMGetModuleContext(mod);
+  L.W = c->W;
+  L.ell = c->local;
+  L.k = c->local > c->W ? c->local / c->W : 1;
+  L.P = (int64_t)c->root_programs;
+  if (L.k > MAXK)
+    return xir__err(d, XIR_ERR_UNSUPPORTED, "l/W = %u packets per root program is above %d", L.k, MAXK);
+  for (int i = 0; i < p->nparams; i++)
+    if (xir_param_numel(p, i, shape) >= ((size_t)1 << 40))
+      return xir__err(d, XIR_ERR_UNSUPPORTED, "buffer '%s' is too large", p->params[i].name);
+  L.f32 = LLVMFloatTypeInContext(L.ctx);
+  L.i64 = LLVMInt64TypeInContext(L.ctx);
+  L.i32 = LLVMInt32TypeInContext(L.ctx);
+  L.i1 = LLVMInt1TypeInContext(L.ctx);
+  L.ptr = LLVMPointerTypeInContext(L.ctx, 0);
+  L.vf = LLVMVectorType(L.f32, L.W);
+  L.vi = LLVMVectorType(L.i64, L.W);
+  L.vb = LLVMVectorType(L.i1, L.W);
+  size_t nn = (size_t)p->nnodes + 1;
+  L.top = xir__calloc(nn, sizeof(val));
+  L.top_ok = xir__calloc(nn, sizeof(int));
+  L.memo = xir__calloc(nn, sizeof(val));
+  L.memo_gen = xir__calloc(nn, sizeof(unsigned));
+  L.scratch = xir__calloc(nn, sizeof(LLVMValueRef));
+  xir_status st = XIR_OK;
+  if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch) {
+    st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
+    goto done;
+  }
+  LLVMTypeRef params[3] = {L.ptr, L.i64, L.i64};
+  LLVMTypeRef fty = LLVMFunctionType(L.i32, params, 3, 0);
+  L.fn = LLVMAddFunction(mod, entry, fty);
+  xir__vm_function_attrs(L.fn, L.W);
+  L.b = LLVMCreateBuilderInContext(L.ctx);
+  LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "entry");
+  LLVMPositionBuilderAtEnd(L.b, bb);
+  if ((st = xir__vm_create(mod, L.b, &L.vm, d))) goto done;
+  LLVMValueRef args = LLVMGetParam(L.fn, 0);
+  for (int i = 0; i < p->nparams; i++) {
+    LLVMValueRef idx = ci64(&L, i);
+    LLVMValueRef slot = LLVMBuildGEP2(L.b, L.i64, args, &idx, 1, "");
+    if (p->params[i].kind == XIR_PARAM_BUFFER) L.buf[i] = LLVMBuildLoad2(L.b, L.ptr, slot, p->params[i].name);
+    else if (p->params[i].elem == XIR_I64) L.scal[i] = LLVMBuildLoad2(L.b, L.i64, slot, p->params[i].name);
+    else L.scal[i] = LLVMBuildLoad2(L.b, L.f32, slot, p->params[i].name);
+  }
+  /* blocks */
+  loop blk;
+  loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
+  unsigned rp_per_unit = L.ell >= L.W ? 1 : L.W / L.ell;
+  unsigned units = L.ell >= L.W ? c->B / L.ell : c->B / L.W;
+  uint64_t rp_per_block = c->B / L.ell;
+  loop un;
+  loop_begin(&L, &un, ci64(&L, 0), ci64(&L, units));
+  L.p0 = LLVMBuildAdd(L.b, LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), ""),
+                      LLVMBuildMul(L.b, un.i, ci64(&L, rp_per_unit), ""), "p0");
+  LLVMBasicBlockRef live = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "unit");
+  LLVMBasicBlockRef fullb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "full");
+  LLVMBasicBlockRef maskb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "masked");
+  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "next");
+  LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLT, L.p0, ci64(&L, L.P), ""), live, un.exit);
+  LLVMPositionBuilderAtEnd(L.b, live);
+  LLVMValueRef end = LLVMBuildAdd(L.b, L.p0, ci64(&L, rp_per_unit), "");
+  LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, end, ci64(&L, L.P), ""), fullb, maskb);
+  LLVMPositionBuilderAtEnd(L.b, fullb);
+  L.full = 1;
+  emit_unit(&L);
+  LLVMBuildBr(L.b, next);
+  LLVMPositionBuilderAtEnd(L.b, maskb);
+  L.full = 0;
+  emit_unit(&L);
+  LLVMBuildBr(L.b, next);
+  LLVMPositionBuilderAtEnd(L.b, next);
+  loop_end(&L, &un);
+  loop_end(&L, &blk);
+  LLVMBuildRet(L.b, LLVMConstInt(L.i32, 0, 0));
+  st = L.st;
+done:
+  xir__vm_destroy(L.vm);
+  if (L.b) LLVMDisposeBuilder(L.b);
+  xir__free(L.top);
+  xir__free(L.top_ok);
+  xir__free(L.memo);
+  xir__free(L.memo_gen);
+  xir__free(L.scratch);
+  return st;
+}

@@ -1,0 +1,15 @@
+/* lower.h — XIR to LLVM IR for one candidate and one bound shape (internal; see lower.c). */
+#ifndef XIR_LOWER_H
+#define XIR_LOWER_H
+
+#include <llvm-c/Core.h>
+
+#include "xir_compile.h"
+
+/* Adds the function `entry` — i32 entry(ptr args, i64 block_begin, i64 block_end) — to mod.
+ * args is an array of 8-byte slots, one per parameter: a buffer's base pointer, an f32 scalar
+ * in the low 4 bytes, or an i64 scalar. */
+xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
+                      LLVMModuleRef mod, const char *entry, xir_diag *d);
+
+#endif

@@ -1,0 +1,578 @@
+/* vmath.c — vector math in LLVM IR (see vmath.h for the API, docs/vmath.md for the algorithms
+ * and the measured error).
+ *
+ * How it thinks: each math function is one internal IR function per (function, W), built by a
+ * small emitter (`em`) that knows the lane count and turns C-like arithmetic into IR on `float`
+ * or `<W x float>` (and `double`/`<W x double>` lanes for sin, cos and pow). Every branch of a
+ * piecewise definition is computed for all lanes and chosen with `select`: the code is
+ * straight-line. Special values are handled with ordered compares and selects after the
+ * arithmetic, and no instruction ever sees a value it could turn into poison (no fptosi of NaN or
+ * of an out-of-range value). Rounding to an integer uses the 1.5·2^p "magic number" addition
+ * (round to nearest even) instead of llvm.floor/llvm.rint, which are libm calls on SSE2-only
+ * targets.
+ *
+ * Constants are written as C float literals (exact in fp32) for the fp32 code, and as double
+ * literals for the fp64 code. The polynomials: exp, log, tanh (small range) are the Cephes
+ * single-precision coefficients; erf's were fitted for this file (Chebyshev fits in mpmath,
+ * rounded to fp32, checked in simulated fp32 arithmetic); sin, cos, pow use Taylor series in fp64,
+ * truncated well below fp32 precision. */
+#include "lower/vmath.h"
+
+#include <llvm-c/Core.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/util.h"
+
+#define NWIDTH 5 /* W = 1, 2, 4, 8, 16 */
+
+struct xir__vm {
+  LLVMModuleRef mod;
+  LLVMContextRef ctx;
+  LLVMBuilderRef b;
+  LLVMValueRef fns[XIR__VM_COUNT][NWIDTH];
+};
+
+static const struct {
+  const char *name;
+  int arity;
+} k_fn[XIR__VM_COUNT] = {
+#define XIR__VM_ROW(e, n, a) {#n, a},
+    XIR__VM_FUNCS(XIR__VM_ROW)
+#undef XIR__VM_ROW
+};
+
+const char *xir__vm_name(xir__vm_fn fn) {
+  return (unsigned)fn < XIR__VM_COUNT ? k_fn[fn].name : "?";
+}
+int xir__vm_arity(xir__vm_fn fn) { return (unsigned)fn < XIR__VM_COUNT ? k_fn[fn].arity : 0; }
+xir__vm_fn xir__vm_from_name(const char *name) {
+  for (int i = 0; name && i < XIR__VM_COUNT; i++)
+    if (!strcmp(k_fn[i].name, name)) return (xir__vm_fn)i;
+  return XIR__VM_COUNT;
+}
+
+static int width_index(unsigned W) {
+  switch (W) {
+    case 1: return 0;
+    case 2: return 1;
+    case 4: return 2;
+    case 8: return 3;
+    case 16: return 4;
+  }
+  return -1;
+}
+
+/* ---- the emitter ---- */
+
+typedef struct em {
+  xir__vm *vm;
+  LLVMContextRef C;
+  LLVMBuilderRef b;
+  unsigned W;
+  LLVMTypeRef vf, vi, vd, vl; /* float, i32, double, i64 lanes (scalars when W = 1) */
+} em;
+
+static LLVMTypeRef lanes(LLVMTypeRef elem, unsigned W) {
+  return W == 1 ? elem : LLVMVectorType(elem, W);
+}
+
+static void em_init(em *e, xir__vm *vm, LLVMBuilderRef b, unsigned W) {
+  e->vm = vm;
+  e->C = vm->ctx;
+  e->b = b;
+  e->W = W;
+  e->vf = lanes(LLVMFloatTypeInContext(e->C), W);
+  e->vi = lanes(LLVMInt32TypeInContext(e->C), W);
+  e->vd = lanes(LLVMDoubleTypeInContext(e->C), W);
+  e->vl = lanes(LLVMInt64TypeInContext(e->C), W);
+}
+
+static LLVMValueRef splat(em *e, LLVMValueRef s) {
+  if (e->W == 1) return s;
+  LLVMValueRef v[16];
+  for (unsigned i = 0; i < e->W; i++) v[i] = s;
+  return LLVMConstVector(v, e->W);
+}
+static LLVMValueRef kf(em *e, float v) {
+  return splat(e, LLVMConstReal(LLVMFloatTypeInContext(e->C), (double)v));
+}
+static LLVMValueRef kd(em *e, double v) {
+  return splat(e, LLVMConstReal(LLVMDoubleTypeInContext(e->C), v));
+}
+static LLVMValueRef ki(em *e, int v) {
+  return splat(e, LLVMConstInt(LLVMInt32TypeInContext(e->C), (unsigned long long)(long long)v, 1));
+}
+static LLVMValueRef kl(em *e, long long v) {
+  return splat(e, LLVMConstInt(LLVMInt64TypeInContext(e->C), (unsigned long long)v, 1));
+}
+
+static LLVMValueRef add(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(e->b, a, b, ""); }
+static LLVMValueRef sub(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(e->b, a, b, ""); }
+static LLVMValueRef mul(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(e->b, a, b, ""); }
+static LLVMValueRef fdiv(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(e->b, a, b, ""); }
+static LLVMValueRef neg(em *e, LLVMValueRef a) { return LLVMBuildFNeg(e->b, a, ""); }
+static LLVMValueRef iadd(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(e->b, a, b, ""); }
+static LLVMValueRef isub(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSub(e->b, a, b, ""); }
+static LLVMValueRef iand(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAnd(e->b, a, b, ""); }
+static LLVMValueRef ior(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildOr(e->b, a, b, ""); }
+static LLVMValueRef shl(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildShl(e->b, a, b, ""); }
+static LLVMValueRef lshr(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildLShr(e->b, a, b, ""); }
+static LLVMValueRef ashr(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAShr(e->b, a, b, ""); }
+static LLVMValueRef sel(em *e, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(e->b, c, a, b, "");
+}
+static LLVMValueRef fcmp(em *e, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFCmp(e->b, p, a, b, "");
+}
+static LLVMValueRef icmp(em *e, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildICmp(e->b, p, a, b, "");
+}
+static LLVMValueRef land(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAnd(e->b, a, b, ""); }
+static LLVMValueRef lor(em *e, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildOr(e->b, a, b, ""); }
+static LLVMValueRef f2i(em *e, LLVMValueRef a) { return LLVMBuildBitCast(e->b, a, e->vi, ""); }
+static LLVMValueRef i2f(em *e, LLVMValueRef a) { return LLVMBuildBitCast(e->b, a, e->vf, ""); }
+static LLVMValueRef d2l(em *e, LLVMValueRef a) { return LLVMBuildBitCast(e->b, a, e->vl, ""); }
+static LLVMValueRef l2d(em *e, LLVMValueRef a) { return LLVMBuildBitCast(e->b, a, e->vd, ""); }
+
+/* |x| and copysign(mag, s) for fp32 lanes, through the sign bit. */
+static LLVMValueRef fabs32(em *e, LLVMValueRef x) { return i2f(e, iand(e, f2i(e, x), ki(e, 0x7fffffff))); }
+static LLVMValueRef copysign32(em *e, LLVMValueRef mag, LLVMValueRef s) {
+  LLVMValueRef sb = iand(e, f2i(e, s), ki(e, (int)0x80000000u));
+  return i2f(e, ior(e, iand(e, f2i(e, mag), ki(e, 0x7fffffff)), sb));
+}
+
+/* c[0]·t^(n-1) + … + c[n-1], Horner, fp32. */
+static LLVMValueRef horner32(em *e, LLVMValueRef t, const float *c, int n) {
+  LLVMValueRef r = kf(e, c[0]);
+  for (int i = 1; i < n; i++) r = add(e, mul(e, r, t), kf(e, c[i]));
+  return r;
+}
+static LLVMValueRef horner64(em *e, LLVMValueRef t, const double *c, int n) {
+  LLVMValueRef r = kd(e, c[0]);
+  for (int i = 1; i < n; i++) r = add(e, mul(e, r, t), kd(e, c[i]));
+  return r;
+}
+
+static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y);
+
+/* ---- exp (fp32): Cephes expf ----
+ * n = round(x·log2 e), r = x − n·C1 − n·C2 (C1 has 9 bits: n·C1 and x − n·C1 are exact),
+ * e^r = 1 + r + r²·P(r), deg P = 5, |r| ≤ ln2/2; 2^n applied as 2^n1·2^n2 (n1 = n>>1) so that
+ * subnormal results are rounded once and overflow gives +inf. */
+static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
+  static const float P[] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
+                            4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
+  LLVMValueRef isnan = fcmp(e, LLVMRealUNO, x, x);
+  LLVMValueRef xc = sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
+  xc = sel(e, fcmp(e, LLVMRealOLT, xc, kf(e, -104.0f)), kf(e, -104.0f), xc);
+  xc = sel(e, isnan, kf(e, 0.0f), xc);
+  LLVMValueRef t = add(e, mul(e, xc, kf(e, 1.44269504088896341f)), kf(e, 12582912.0f));
+  LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
+  LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
+  LLVMValueRef r = sub(e, xc, mul(e, nf, kf(e, 0.693359375f)));
+  r = sub(e, r, mul(e, nf, kf(e, -2.12194440e-4f)));
+  LLVMValueRef z = mul(e, r, r);
+  LLVMValueRef y = horner32(e, r, P, 6);
+  y = add(e, add(e, mul(e, y, z), r), kf(e, 1.0f));
+  LLVMValueRef n1 = ashr(e, ni, ki(e, 1));
+  LLVMValueRef n2 = isub(e, ni, n1);
+  LLVMValueRef s1 = i2f(e, shl(e, iadd(e, n1, ki(e, 127)), ki(e, 23)));
+  LLVMValueRef s2 = i2f(e, shl(e, iadd(e, n2, ki(e, 127)), ki(e, 23)));
+  LLVMValueRef res = mul(e, mul(e, y, s1), s2);
+  return sel(e, isnan, x, res);
+}
+
+/* ---- log (fp32): Cephes logf ----
+ * x = m·2^k, m ∈ [√½, √2) (subnormals scaled by 2^23 first), f = m − 1 (exact),
+ * log x = f − f²/2 + f³·P(f) + k·ln2 with deg P = 8, ln2 split in two (k·C1 exact). */
+static LLVMValueRef body_log(em *e, LLVMValueRef x) {
+  static const float P[] = {7.0376836292E-2f,  -1.1514610310E-1f, 1.1676998740E-1f,
+                            -1.2420140846E-1f, 1.4249322787E-1f,  -1.6668057665E-1f,
+                            2.0000714765E-1f,  -2.4999993993E-1f, 3.3333331174E-1f};
+  LLVMValueRef sub_n = fcmp(e, LLVMRealOLT, x, kf(e, 1.17549435e-38f));
+  LLVMValueRef xs = sel(e, sub_n, mul(e, x, kf(e, 8388608.0f)), x);
+  LLVMValueRef bits = f2i(e, xs);
+  LLVMValueRef k = isub(e, iand(e, lshr(e, bits, ki(e, 23)), ki(e, 0xff)), ki(e, 126));
+  k = isub(e, k, sel(e, sub_n, ki(e, 23), ki(e, 0)));
+  LLVMValueRef m = i2f(e, ior(e, iand(e, bits, ki(e, 0x007fffff)), ki(e, 0x3f000000)));
+  LLVMValueRef small = fcmp(e, LLVMRealOLT, m, kf(e, 0.707106781186547524f));
+  k = isub(e, k, sel(e, small, ki(e, 1), ki(e, 0)));
+  LLVMValueRef f = sel(e, small, sub(e, add(e, m, m), kf(e, 1.0f)), sub(e, m, kf(e, 1.0f)));
+  LLVMValueRef kf_ = LLVMBuildSIToFP(e->b, k, e->vf, "");
+  LLVMValueRef z = mul(e, f, f);
+  LLVMValueRef y = mul(e, mul(e, horner32(e, f, P, 9), f), z);
+  y = add(e, y, mul(e, kf_, kf(e, -2.12194440e-4f)));
+  y = sub(e, y, mul(e, z, kf(e, 0.5f)));
+  LLVMValueRef r = add(e, f, y);
+  r = add(e, r, mul(e, kf_, kf(e, 0.693359375f)));
+  float inf = __builtin_inff(), nan = __builtin_nanf("");
+  r = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, inf)), kf(e, inf), r);
+  r = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), kf(e, -inf), r);
+  r = sel(e, fcmp(e, LLVMRealOLT, x, kf(e, 0.0f)), kf(e, nan), r);
+  return sel(e, fcmp(e, LLVMRealUNO, x, x), x, r);
+}
+
+/* ---- tanh (fp32) ----
+ * |x| < 0.625: x + x³·P(x²), deg P = 4 (Cephes tanhf); else sign(x)·(1 − 2/(e^{2|x|} + 1)) with
+ * the vector exp above (e^{2|x|} = +inf gives exactly ±1). */
+static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
+  static const float P[] = {-5.70498872745E-3f, 2.06390887954E-2f, -5.37397155531E-2f,
+                            1.33314422036E-1f, -3.33332819422E-1f};
+  LLVMValueRef a = fabs32(e, x);
+  LLVMValueRef z = mul(e, x, x);
+  LLVMValueRef ps = add(e, mul(e, mul(e, horner32(e, z, P, 5), z), x), x);
+  LLVMValueRef ex = call_fn(e, XIR__VM_EXP, add(e, a, a), NULL);
+  LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
+  tl = copysign32(e, tl, x);
+  LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 0.625f)), ps, tl);
+  return sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, r); /* tanh(±0) = ±0 */
+}
+
+/* ---- sigmoid (fp32) ----
+ * t = e^{−|x|} ∈ (0, 1]: x ≥ 0: 1/(1 + t); x < 0: t/(1 + t) (no overflow, accurate far left).
+ * 1 + t is kept as s + c exactly (Fast2Sum, 1 ≥ t), and the quotients are corrected by c:
+ * a/(s + c) ≈ a/s − (a/s)·(c/s). */
+static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
+  LLVMValueRef t = call_fn(e, XIR__VM_EXP, neg(e, fabs32(e, x)), NULL);
+  LLVMValueRef s = add(e, kf(e, 1.0f), t);
+  LLVMValueRef c = add(e, sub(e, kf(e, 1.0f), s), t);
+  LLVMValueRef r = fdiv(e, kf(e, 1.0f), s);
+  LLVMValueRef q = fdiv(e, t, s);
+  LLVMValueRef cr = mul(e, c, r);
+  LLVMValueRef pos = sub(e, r, mul(e, r, cr));
+  LLVMValueRef negv = sub(e, q, mul(e, q, cr));
+  return sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), pos, negv);
+}
+
+/* ---- erf (fp32) ----
+ * |x| < 1: x + x·Q(x²), deg Q = 6. 1 ≤ |x| < 4: sign(x)·(1 − E(|x| − c)), E a degree-10
+ * polynomial for erfc on [1, 2.5] (c = 1.75) or [2.5, 4] (c = 3.25), coefficients chosen per lane
+ * with select. |x| ≥ 4: ±1 (erf rounds to 1 from 3.92 on). Fitted for this file (mpmath). */
+static LLVMValueRef body_erf(em *e, LLVMValueRef x) {
+  static const float Q[] = {7.875874871388078e-05f, -0.000801686430349946f,
+                            0.005189087241888046f,  -0.02685421146452427f,
+                            0.11283594369888306f,   -0.3761262595653534f,
+                            0.12837916612625122f};
+  static const float E1[] = {0.00034371743095107377f, -0.0008625054033473134f,
+                             -0.0006756556686013937f, 0.0060370382852852345f,
+                             -0.008976282551884651f,  -0.006618595216423273f,
+                             0.04810353368520737f,    -0.0901578813791275f,
+                             0.09235620498657227f,    -0.052774980664253235f,
+                             0.013328328728675842f};
+  static const float E2[] = {-5.902226689613599e-07f, -2.0731817130581476e-05f,
+                             8.328210969921201e-05f,  -0.00017303484492003918f,
+                             0.00026312729460187256f, -0.0003130341647192836f,
+                             0.00028660957468673587f, -0.00019588705617934465f,
+                             9.486320050200447e-05f,  -2.9186841857153922e-05f,
+                             4.3027794163208455e-06f};
+  LLVMValueRef a = fabs32(e, x);
+  LLVMValueRef z = mul(e, x, x);
+  LLVMValueRef rs = add(e, x, mul(e, x, horner32(e, z, Q, 7)));
+  LLVMValueRef lo = fcmp(e, LLVMRealOLT, a, kf(e, 2.5f));
+  LLVMValueRef t = sub(e, a, sel(e, lo, kf(e, 1.75f), kf(e, 3.25f)));
+  LLVMValueRef h = sel(e, lo, kf(e, E1[0]), kf(e, E2[0]));
+  for (int i = 1; i < 11; i++) h = add(e, mul(e, h, t), sel(e, lo, kf(e, E1[i]), kf(e, E2[i])));
+  LLVMValueRef rl = sub(e, kf(e, 1.0f), h);
+  rl = sel(e, fcmp(e, LLVMRealOGE, a, kf(e, 4.0f)), kf(e, 1.0f), rl);
+  rl = copysign32(e, rl, x);
+  return sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 1.0f)), rs, rl);
+}
+
+/* ---- sin, cos (fp64 lanes) ----
+ * q = round(x·2/π) (magic 1.5·2^52), r = x − q·P1 − q·P2 − q·P3 with π/2 = P1 + P2 + P3, P1 and
+ * P2 of 28 bits, so q·P1, q·P2 and x − q·P1 are exact for |q| < 2^25 (|x| < 5.2e7); then Taylor
+ * sin r (to r^11) / cos r (to r^10) on |r| ≤ π/4 in fp64, quadrant from q mod 4, one rounding to
+ * fp32 at the end. Clamped to [−1, 1] so that huge arguments still give bounded values. */
+static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
+  static const double S[] = {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6};
+  static const double Cc[] = {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5};
+  const double MD = 6755399441055744.0; /* 1.5·2^52 */
+  LLVMValueRef xd = LLVMBuildFPExt(e->b, x, e->vd, "");
+  LLVMValueRef t = add(e, mul(e, xd, kd(e, 0.6366197723675814)), kd(e, MD));
+  LLVMValueRef q = sub(e, t, kd(e, MD));
+  LLVMValueRef qi = d2l(e, t); /* low bits = q mod 2^k */
+  LLVMValueRef r = sub(e, xd, mul(e, q, kd(e, 1.570796325802803)));
+  r = sub(e, r, mul(e, q, kd(e, 9.920935739593517e-10)));
+  r = sub(e, r, mul(e, q, kd(e, 5.721188726109832e-18)));
+  LLVMValueRef z = mul(e, r, r);
+  LLVMValueRef sp = add(e, r, mul(e, r, mul(e, z, horner64(e, z, S, 5))));
+  LLVMValueRef cp = add(e, kd(e, 1.0), mul(e, z, horner64(e, z, Cc, 5)));
+  if (is_cos) qi = iadd(e, qi, kl(e, 1));
+  LLVMValueRef odd = icmp(e, LLVMIntNE, iand(e, qi, kl(e, 1)), kl(e, 0));
+  LLVMValueRef ng = icmp(e, LLVMIntNE, iand(e, qi, kl(e, 2)), kl(e, 0));
+  LLVMValueRef res = sel(e, odd, cp, sp);
+  res = sel(e, ng, neg(e, res), res);
+  res = sel(e, fcmp(e, LLVMRealOGT, res, kd(e, 1.0)), kd(e, 1.0), res);
+  res = sel(e, fcmp(e, LLVMRealOLT, res, kd(e, -1.0)), kd(e, -1.0), res);
+  LLVMValueRef rf = LLVMBuildFPTrunc(e->b, res, e->vf, "");
+  if (!is_cos) rf = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, rf); /* sin(±0) = ±0 */
+  return rf;
+}
+static LLVMValueRef body_sin(em *e, LLVMValueRef x) { return sincos_common(e, x, 0); }
+static LLVMValueRef body_cos(em *e, LLVMValueRef x) { return sincos_common(e, x, 1); }
+
+/* ---- pow (fp64 lanes inside) ----
+ * log|x| in fp64: |x| = m·2^k, m ∈ [√½, √2), s = (m−1)/(m+1), log m = 2s·(1 + s²/3 + … + s¹⁴/15);
+ * t = y·log|x|; e^t in fp64: n = round(t/ln2), r = t − n·ln2 (ln2 in two parts), Taylor to r^10,
+ * ·2^n; one rounding to fp32 (overflow → inf, subnormals rounded once). Then the C99 special
+ * cases: sign for x < 0 and odd integer y, NaN for x < 0 finite and non-integer y, pow(x, ±0) = 1,
+ * pow(1, y) = 1, pow(−1, ±inf) = 1, NaN otherwise propagates. */
+static LLVMValueRef body_pow(em *e, LLVMValueRef x, LLVMValueRef y) {
+  static const double L[] = {1.0 / 15, 1.0 / 13, 1.0 / 11, 1.0 / 9, 1.0 / 7, 1.0 / 5, 1.0 / 3, 1.0};
+  static const double X[] = {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720,
+                             1.0 / 120,     1.0 / 24,     1.0 / 6,     0.5,        1.0,
+                             1.0};
+  const double MD = 6755399441055744.0, inf = __builtin_inf();
+  LLVMValueRef ax = fabs32(e, x);
+  LLVMValueRef xd = LLVMBuildFPExt(e->b, ax, e->vd, "");
+  LLVMValueRef bits = d2l(e, xd);
+  LLVMValueRef k = isub(e, lshr(e, bits, kl(e, 52)), kl(e, 1023));
+  LLVMValueRef m = l2d(e, ior(e, iand(e, bits, kl(e, 0x000fffffffffffffLL)),
+                              kl(e, 0x3ff0000000000000LL)));
+  LLVMValueRef big = fcmp(e, LLVMRealOGT, m, kd(e, 1.4142135623730951));
+  m = sel(e, big, mul(e, m, kd(e, 0.5)), m);
+  k = iadd(e, k, sel(e, big, kl(e, 1), kl(e, 0)));
+  LLVMValueRef s = fdiv(e, sub(e, m, kd(e, 1.0)), add(e, m, kd(e, 1.0)));
+  LLVMValueRef s2 = mul(e, s, s);
+  LLVMValueRef lg = add(e, mul(e, LLVMBuildSIToFP(e->b, k, e->vd, ""), kd(e, 0.6931471805599453)),
+                        mul(e, add(e, s, s), horner64(e, s2, L, 8)));
+  lg = sel(e, fcmp(e, LLVMRealOEQ, xd, kd(e, 0.0)), kd(e, -inf), lg);
+  lg = sel(e, fcmp(e, LLVMRealOEQ, xd, kd(e, inf)), kd(e, inf), lg);
+  LLVMValueRef tt = mul(e, LLVMBuildFPExt(e->b, y, e->vd, ""), lg);
+  /* exp in fp64; NaN becomes 0 here and is restored by the special cases below */
+  tt = sel(e, fcmp(e, LLVMRealOGT, tt, kd(e, 100.0)), kd(e, 100.0), tt);
+  tt = sel(e, fcmp(e, LLVMRealOLT, tt, kd(e, -110.0)), kd(e, -110.0), tt);
+  tt = sel(e, fcmp(e, LLVMRealUNO, tt, tt), kd(e, 0.0), tt);
+  LLVMValueRef tm = add(e, mul(e, tt, kd(e, 1.4426950408889634)), kd(e, MD));
+  LLVMValueRef n = sub(e, tm, kd(e, MD));
+  LLVMValueRef ni = isub(e, d2l(e, tm), d2l(e, kd(e, MD)));
+  LLVMValueRef r = sub(e, tt, mul(e, n, kd(e, 0.6931471803691238)));
+  r = sub(e, r, mul(e, n, kd(e, 1.9082149292705877e-10)));
+  LLVMValueRef p = horner64(e, r, X, 11);
+  LLVMValueRef sc = l2d(e, shl(e, iadd(e, ni, kl(e, 1023)), kl(e, 52)));
+  LLVMValueRef res = LLVMBuildFPTrunc(e->b, mul(e, p, sc), e->vf, "");
+  /* integer and odd-integer y */
+  LLVMValueRef ay = fabs32(e, y);
+  LLVMValueRef yc = sel(e, fcmp(e, LLVMRealOLT, ay, kf(e, 16777216.0f)), y, kf(e, 0.0f));
+  LLVMValueRef yi = LLVMBuildFPToSI(e->b, yc, e->vi, "");
+  LLVMValueRef yint = lor(e, fcmp(e, LLVMRealOGE, ay, kf(e, 8388608.0f)),
+                          fcmp(e, LLVMRealOEQ, LLVMBuildSIToFP(e->b, yi, e->vf, ""), yc));
+  LLVMValueRef yodd = land(e, yint, icmp(e, LLVMIntNE, iand(e, yi, ki(e, 1)), ki(e, 0)));
+  LLVMValueRef xneg = icmp(e, LLVMIntSLT, f2i(e, x), ki(e, 0)); /* sign bit, −0 included */
+  res = sel(e, land(e, xneg, yodd), neg(e, res), res);
+  LLVMValueRef bad = land(e, fcmp(e, LLVMRealOLT, x, kf(e, 0.0f)),
+                          land(e, fcmp(e, LLVMRealONE, x, kf(e, -__builtin_inff())),
+                               LLVMBuildNot(e->b, yint, "")));
+  res = sel(e, bad, kf(e, __builtin_nanf("")), res);
+  res = sel(e, fcmp(e, LLVMRealUNO, x, y), add(e, x, y), res);
+  LLVMValueRef one = lor(e, fcmp(e, LLVMRealOEQ, y, kf(e, 0.0f)),
+                         fcmp(e, LLVMRealOEQ, x, kf(e, 1.0f)));
+  one = lor(e, one, land(e, fcmp(e, LLVMRealOEQ, x, kf(e, -1.0f)),
+                         fcmp(e, LLVMRealOEQ, ay, kf(e, __builtin_inff()))));
+  return sel(e, one, kf(e, 1.0f), res);
+}
+
+/* ---- functions ---- */
+
+static void add_enum_attr(LLVMContextRef C, LLVMValueRef f, const char *name, uint64_t val) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  if (kind) LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(C, kind, val));
+}
+
+void xir__vm_function_attrs(LLVMValueRef fn, unsigned W) {
+  LLVMContextRef C = LLVMGetTypeContext(LLVMTypeOf(fn));
+  add_enum_attr(C, fn, "nounwind", 0);
+  char buf[16];
+  int n = snprintf(buf, sizeof buf, "%u", 32 * (W ? W : 1));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(C, "min-legal-vector-width", 22, buf, (unsigned)n));
+}
+
+static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
+  int wi = width_index(W);
+  if (wi < 0) return NULL;
+  if (vm->fns[fn][wi]) return vm->fns[fn][wi];
+  char name[64];
+  if (W == 1) snprintf(name, sizeof name, "xir.v%s.f32", k_fn[fn].name);
+  else snprintf(name, sizeof name, "xir.v%s.v%uf32", k_fn[fn].name, W);
+  LLVMTypeRef vf = lanes(LLVMFloatTypeInContext(vm->ctx), W);
+  LLVMTypeRef params[2] = {vf, vf};
+  LLVMTypeRef fty = LLVMFunctionType(vf, params, (unsigned)k_fn[fn].arity, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(vm->mod, name);
+  if (f) {
+    if (LLVMGlobalGetValueType(f) != fty) return NULL;
+    vm->fns[fn][wi] = f;
+    return f;
+  }
+  f = LLVMAddFunction(vm->mod, name, fty);
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  LLVMSetFunctionCallConv(f, LLVMFastCallConv);
+  xir__vm_function_attrs(f, W);
+  add_enum_attr(vm->ctx, f, "willreturn", 0);
+  add_enum_attr(vm->ctx, f, "nosync", 0);
+  add_enum_attr(vm->ctx, f, "nofree", 0);
+  add_enum_attr(vm->ctx, f, "norecurse", 0);
+  add_enum_attr(vm->ctx, f, "memory", 0); /* memory(none) */
+  vm->fns[fn][wi] = f; /* before the body: bodies may call other functions */
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(vm->ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(vm->ctx, f, "entry"));
+  em e;
+  em_init(&e, vm, b, W);
+  LLVMValueRef x = LLVMGetParam(f, 0), r = NULL;
+  switch (fn) {
+    case XIR__VM_EXP: r = body_exp(&e, x); break;
+    case XIR__VM_LOG: r = body_log(&e, x); break;
+    case XIR__VM_TANH: r = body_tanh(&e, x); break;
+    case XIR__VM_ERF: r = body_erf(&e, x); break;
+    case XIR__VM_SIGMOID: r = body_sigmoid(&e, x); break;
+    case XIR__VM_SIN: r = body_sin(&e, x); break;
+    case XIR__VM_COS: r = body_cos(&e, x); break;
+    case XIR__VM_POW: r = body_pow(&e, x, LLVMGetParam(f, 1)); break;
+    default: break; /* sqrt, rsqrt are inline */
+  }
+  LLVMBuildRet(b, r);
+  LLVMDisposeBuilder(b);
+  return f;
+}
+
+static LLVMValueRef sqrt_inline(em *e, LLVMValueRef x) {
+  unsigned id = LLVMLookupIntrinsicID("llvm.sqrt", 9);
+  LLVMTypeRef t = e->vf;
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->vm->mod, id, &t, 1);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(e->C, id, &t, 1);
+  return LLVMBuildCall2(e->b, fty, decl, &x, 1, "");
+}
+
+/* Emits a call of fn at e->b. */
+static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y) {
+  if (fn == XIR__VM_SQRT) return sqrt_inline(e, x);
+  if (fn == XIR__VM_RSQRT) return fdiv(e, kf(e, 1.0f), sqrt_inline(e, x));
+  LLVMValueRef f = get_fn(e->vm, fn, e->W);
+  if (!f) return NULL;
+  LLVMValueRef args[2] = {x, y};
+  LLVMValueRef c =
+      LLVMBuildCall2(e->b, LLVMGlobalGetValueType(f), f, args, (unsigned)k_fn[fn].arity, "");
+  LLVMSetInstructionCallConv(c, LLVMFastCallConv);
+  return c;
+}
+
+/* ---- API ---- */
+
+xir_status xir__vm_create(LLVMModuleRef mod, LLVMBuilderRef b, xir__vm **out, xir_diag *d) {
+  if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_create: out is NULL");
+  *out = NULL;
+  if (!mod) return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_create: module is NULL");
+  xir__vm *vm = xir__calloc(1, sizeof *vm);
+  if (!vm) return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  vm->mod = mod;
+  vm->ctx = LLVMGetModuleContext(mod);
+  vm->b = b;
+  *out = vm;
+  return XIR_OK;
+}
+
+void xir__vm_destroy(xir__vm *vm) { xir__free(vm); }
+void xir__vm_set_builder(xir__vm *vm, LLVMBuilderRef b) { vm->b = b; }
+
+/* W of a float / <W x float> type in vm's context, or 0. */
+static unsigned type_width(xir__vm *vm, LLVMTypeRef t) {
+  if (LLVMGetTypeContext(t) != vm->ctx) return 0;
+  if (LLVMGetTypeKind(t) == LLVMFloatTypeKind) return 1;
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return 0;
+  if (LLVMGetTypeKind(LLVMGetElementType(t)) != LLVMFloatTypeKind) return 0;
+  unsigned W = LLVMGetVectorSize(t);
+  return width_index(W) > 0 ? W : 0;
+}
+
+xir_status xir__vm_emit(xir__vm *vm, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y,
+                        LLVMValueRef *out, xir_diag *d) {
+  if (out) *out = NULL;
+  if (!vm || !out || !x) return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_emit: NULL argument");
+  if ((unsigned)fn >= XIR__VM_COUNT)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_emit: unknown function %d", (int)fn);
+  if (!vm->b || !LLVMGetInsertBlock(vm->b))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_emit: the builder has no position");
+  unsigned W = type_width(vm, LLVMTypeOf(x));
+  if (!W)
+    return xir__err(d, XIR_ERR_INVALID_ARG,
+                    "%s: the argument must be float or <W x float> (W = 2, 4, 8, 16)",
+                    k_fn[fn].name);
+  if (k_fn[fn].arity == 2 && (!y || LLVMTypeOf(y) != LLVMTypeOf(x)))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "%s needs a second argument of the same type",
+                    k_fn[fn].name);
+  if (k_fn[fn].arity == 1 && y)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "%s takes one argument", k_fn[fn].name);
+  em e;
+  em_init(&e, vm, vm->b, W);
+  LLVMValueRef r = call_fn(&e, fn, x, y);
+  if (!r)
+    return xir__err(d, XIR_ERR_INVALID_ARG,
+                    "the module already has a function named like xir.v%s with another type",
+                    k_fn[fn].name);
+  *out = r;
+  return XIR_OK;
+}
+
+LLVMValueRef xir__vm_call(xir__vm *vm, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef r = NULL;
+  return xir__vm_emit(vm, fn, x, y, &r, NULL) == XIR_OK ? r : NULL;
+}
+
+xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
+                                    xir_diag *d) {
+  if (!vm || !name || !name[0])
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_build_map_kernel: NULL argument");
+  if ((unsigned)fn >= XIR__VM_COUNT)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "unknown vector math function %d", (int)fn);
+  if (width_index(W) < 0)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "W = %u: must be 1, 2, 4, 8 or 16", W);
+  if (LLVMGetNamedFunction(vm->mod, name))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "the module already has a function '%s'", name);
+  LLVMContextRef C = vm->ctx;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(C, 0), i64 = LLVMInt64TypeInContext(C);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(C);
+  LLVMTypeRef vf = lanes(f32, W);
+  LLVMTypeRef ps[4] = {ptr, ptr, ptr, i64};
+  LLVMValueRef f =
+      LLVMAddFunction(vm->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(C), ps, 4, 0));
+  xir__vm_function_attrs(f, W);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(C);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C, f, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(C, f, "loop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C, f, "done");
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef n = LLVMGetParam(f, 3), zero = LLVMConstInt(i64, 0, 0);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero, ""), done, loop);
+  LLVMPositionBuilderAtEnd(b, loop);
+  LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
+  LLVMValueRef off = LLVMBuildMul(b, i, LLVMConstInt(i64, W, 0), "off");
+  LLVMValueRef vx = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 0), &off, 1, ""), "x");
+  LLVMSetAlignment(vx, 4);
+  LLVMValueRef vy = NULL;
+  if (k_fn[fn].arity == 2) {
+    vy = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 1), &off, 1, ""), "y");
+    LLVMSetAlignment(vy, 4);
+  }
+  em e;
+  em_init(&e, vm, b, W);
+  LLVMValueRef r = call_fn(&e, fn, vx, vy);
+  if (!r) {
+    LLVMDisposeBuilder(b);
+    LLVMDeleteFunction(f);
+    return xir__err(d, XIR_ERR_INVALID_ARG,
+                    "the module already has a function named like xir.v%s with another type",
+                    k_fn[fn].name);
+  }
+  LLVMValueRef st = LLVMBuildStore(b, r, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 2), &off, 1, ""));
+  LLVMSetAlignment(st, 4);
+  LLVMValueRef i1 = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, i1, n, ""), loop, done);
+  LLVMValueRef inc_v[2] = {zero, i1};
+  LLVMBasicBlockRef inc_b[2] = {entry, loop};
+  LLVMAddIncoming(i, inc_v, inc_b, 2);
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMBuildRetVoid(b);
+  LLVMDisposeBuilder(b);
+  return XIR_OK;
+}

@@ -1,0 +1,87 @@
+/* vmath.h — vector math emitted as LLVM IR: exp, log, tanh, erf, sigmoid, sin, cos, pow, sqrt,
+ * rsqrt on `float` or `<W x float>` (W = 1, 2, 4, 8, 16).
+ *
+ * Each function is a real vector implementation (range reduction + polynomial) written in IR: no
+ * libm calls, no llvm.exp/llvm.log/llvm.sin intrinsics (they become per-lane libm calls), no
+ * fast-math flags, no FMA (plain fmul/fadd, so the bits are the same on every x86 target and W).
+ * sqrt is llvm.sqrt; rsqrt is exactly 1/sqrt(x) (fdiv of the rounded sqrt, never an approximation
+ * instruction). sin, cos and pow compute internally in fp64 lanes (see docs/vmath.md); their
+ * inputs and results are fp32.
+ *
+ * The first call for a (function, W) emits an internal function `xir.v<name>.<type>` (e.g.
+ * `xir.vexp.v16f32`, `xir.vexp.f32`) into the module, with fastcc and memory(none); every call
+ * site calls it. sqrt and rsqrt are emitted inline. The measured error bounds are in
+ * docs/vmath.md and asserted by tests/test_vmath.c.
+ *
+ * Usage (the lowering):
+ *   xir__vm *vm; xir__vm_create(mod, builder, &vm, d);   // builder positioned inside a function
+ *   LLVMValueRef y = xir__vm_call(vm, XIR__VM_EXP, x, NULL);      // at the builder's position
+ *   LLVMValueRef p = xir__vm_call(vm, XIR__VM_POW, x, e);         // binary: pow only
+ *   xir__vm_destroy(vm);                                          // the module keeps the IR
+ * One xir__vm per module (it remembers which functions it emitted); not thread-safe (an LLVM
+ * context is not either). The LLVM handle types are declared here identically to llvm-c, so that
+ * tests and tools can include this header without the LLVM headers. */
+#ifndef XIR_LOWER_VMATH_H
+#define XIR_LOWER_VMATH_H
+
+/* The same typedefs as llvm-c/Types.h (a repeated identical typedef is valid C11). */
+typedef struct LLVMOpaqueModule *LLVMModuleRef;
+typedef struct LLVMOpaqueValue *LLVMValueRef;
+typedef struct LLVMOpaqueBuilder *LLVMBuilderRef;
+
+#include "xir_status.h"
+
+/* X(enum suffix, name, arity) */
+#define XIR__VM_FUNCS(X) \
+  X(EXP, exp, 1)         \
+  X(LOG, log, 1)         \
+  X(TANH, tanh, 1)       \
+  X(ERF, erf, 1)         \
+  X(SIGMOID, sigmoid, 1) \
+  X(SIN, sin, 1)         \
+  X(COS, cos, 1)         \
+  X(POW, pow, 2)         \
+  X(SQRT, sqrt, 1)       \
+  X(RSQRT, rsqrt, 1)
+
+typedef enum xir__vm_fn {
+#define XIR__VM_ENUM(e, n, a) XIR__VM_##e,
+  XIR__VM_FUNCS(XIR__VM_ENUM)
+#undef XIR__VM_ENUM
+      XIR__VM_COUNT
+} xir__vm_fn;
+
+typedef struct xir__vm xir__vm;
+
+/* mod: the module functions are emitted into; b: the builder calls are emitted at (borrowed,
+ * may be changed later with xir__vm_set_builder). */
+xir_status xir__vm_create(LLVMModuleRef mod, LLVMBuilderRef b, xir__vm **out, xir_diag *d);
+void xir__vm_destroy(xir__vm *vm); /* NULL is fine; never touches the module */
+void xir__vm_set_builder(xir__vm *vm, LLVMBuilderRef b);
+
+/* Emits fn(x) (or pow(x, y)) at the builder's position and returns the result, of x's type.
+ * x (and y) must be float or <W x float> with W in {1, 2, 4, 8, 16}, y of the same type, y NULL
+ * for unary functions. Errors: XIR_ERR_INVALID_ARG (wrong type, arity or fn), XIR_ERR_NOMEM. */
+xir_status xir__vm_emit(xir__vm *vm, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y,
+                        LLVMValueRef *out, xir_diag *d);
+/* The same, returning NULL on error. */
+LLVMValueRef xir__vm_call(xir__vm *vm, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y);
+
+const char *xir__vm_name(xir__vm_fn fn); /* "exp", ...; "?" when out of range */
+int xir__vm_arity(xir__vm_fn fn);        /* 1 or 2; 0 when out of range */
+/* The function named name ("exp", "rsqrt", ...), or XIR__VM_COUNT. */
+xir__vm_fn xir__vm_from_name(const char *name);
+
+/* Sets the attributes a function working on W-lane fp32 vectors needs on x86: nounwind and
+ * "min-legal-vector-width" = 32·W, without which LLVM splits 512-bit vectors on CPUs tuned to
+ * prefer 256-bit ones. The lowering calls it on its kernels; vmath sets it on its own functions. */
+void xir__vm_function_attrs(LLVMValueRef fn, unsigned W);
+
+/* Builds, in vm's module, `void name(const float *x, const float *y, float *out, int64_t nvec)`
+ * that computes out[i] = fn(x[i]) (or fn(x[i], y[i])) for i < nvec·W, W lanes per iteration
+ * (unaligned loads/stores, align 4; y is ignored by unary functions). For tests, benchmarks and
+ * the calibration of per-function vector math cost. Does not use or move vm's builder. */
+xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
+                                    xir_diag *d);
+
+#endif
