@@ -7,7 +7,7 @@ jobs=$(nproc)
 bash scripts/setup.sh build
 (cd build && ctest --output-on-failure -j"$jobs")
 bash scripts/setup.sh build-asan -DXIR_SANITIZE=address,undefined
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE slow -E 'cli_fuzz')
+(cd build-asan && XIR_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE slow -E 'cli_fuzz')
 bash scripts/setup.sh build-tsan -DXIR_SANITIZE=thread
 (cd build-tsan && ctest --output-on-failure -j"$jobs" -R 'runtime')
 echo "test.sh: all test runs passed"
