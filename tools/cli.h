@@ -3,6 +3,7 @@
 #ifndef XIR_CLI_H
 #define XIR_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "xir.h"
@@ -15,6 +16,7 @@ int cmd_check(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
 
 /* Prints "xir: file:line:col: error: msg" to stderr; returns 1. */
 int cli_fail(const xir_diag *d);
@@ -23,6 +25,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 
 /* Loads a built-in kernel by name, or else parses the file at `spec`. */
 xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d);
+
+/* Parses a non-negative 32-bit integer ("max" = UINT32_MAX when allow_max). 0 on success. */
+int cli_parse_u32(const char *s, int allow_max, uint32_t *out);
 
 /* 1 when argv[i] is --help or -h anywhere in argv. */
 int cli_wants_help(int argc, char **argv);

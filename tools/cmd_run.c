@@ -11,6 +11,8 @@
 #include "check/check.h"
 #include "cli.h"
 #include "util/npy.h"
+#include "native.h"
+#include "util/util.h"
 
 static void run_help(void) {
   printf(
@@ -25,9 +27,15 @@ static void run_help(void) {
       "  --set NAME=VALUE  set a scalar parameter (repeatable), e.g. --set eps=1e-6\n"
       "  --inputs DIR      read every input from DIR/<param>.npy instead\n"
       "  --save DIR        write every input and output to DIR/<param>.npy (DIR is created)\n"
-      "  --json            print the summary as JSON\n\n"
-      "Evaluation: the fp64 reference interpreter (native code generation is not built yet);\n"
-      "outputs are its values rounded to f32.\n");
+      "  --json            print the summary as JSON\n"
+      "  --candidate NAME  run this mapping candidate (e.g. perm=r,l=16,B=16,W=16)\n"
+      "  --all-candidates  run and check every legal candidate\n"
+      "  --width W         SIMD width to generate code for (default: the host's widest)\n"
+      "  --workers N       runtime workers, the calling thread included (default 1)\n"
+      "  --grain G         blocks per task (0 = the runtime's heuristic, max = one task)\n"
+      "  --interpret       evaluate with the fp64 interpreter only (no native code)\n\n"
+      "Native code is compiled for the chosen candidate and launched through the runtime;\n"
+      "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n");
 }
 
 static int ensure_dir(const char *dir, xir_diag *d) {
@@ -57,7 +65,13 @@ int cmd_run(int argc, char **argv) {
       {"shape", required_argument, 0, 's'}, {"seed", required_argument, 0, 'e'},
       {"set", required_argument, 0, 'v'},   {"inputs", required_argument, 0, 'i'},
       {"save", required_argument, 0, 'o'},  {"json", no_argument, 0, 'j'},
+      {"candidate", required_argument, 0, 'c'}, {"all-candidates", no_argument, 0, 'a'},
+      {"width", required_argument, 0, 'w'}, {"workers", required_argument, 0, 'n'},
+      {"grain", required_argument, 0, 'g'}, {"interpret", no_argument, 0, 'I'},
       {0, 0, 0, 0}};
+  const char *cand_name = NULL;
+  int all = 0, interpret = 0;
+  uint32_t width = 0, workers = 1, grain = 0;
   const char *shape_spec = NULL, *inputs = NULL, *save = NULL;
   const char *sets[XIR_MAX_PARAMS];
   int nsets = 0, json = 0;
@@ -83,6 +97,22 @@ int cmd_run(int argc, char **argv) {
       case 'i': inputs = optarg; break;
       case 'o': save = optarg; break;
       case 'j': json = 1; break;
+      case 'c': cand_name = optarg; break;
+      case 'a': all = 1; break;
+      case 'I': interpret = 1; break;
+      case 'w':
+      case 'n':
+      case 'g': {
+        uint32_t v;
+        if (cli_parse_u32(optarg, c == 'g', &v))
+          return cli_usage_error("run", "--%s needs a non-negative integer%s, not '%s'",
+                                 c == 'w' ? "width" : c == 'n' ? "workers" : "grain",
+                                 c == 'g' ? " or max" : "", optarg);
+        if (c == 'w') width = v;
+        else if (c == 'n') workers = v;
+        else grain = v;
+        break;
+      }
       default:
         return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -93,7 +123,9 @@ int cmd_run(int argc, char **argv) {
   xir_diag d;
   xir_program *p = NULL;
   xir_case cs = {0};
-  int rc = 1;
+  int rc = 1, all_failed_native = 0;
+  native_result nr;
+  memset(&nr, 0, sizeof nr);
   if (cli_load_program(argv[optind], &p, &d)) return cli_fail(&d);
   xir_shape shape;
   if (xir_shape_parse(p, shape_spec, &shape, &d)) goto fail;
@@ -117,28 +149,37 @@ int cmd_run(int argc, char **argv) {
   }
   if (inputs && xir__case_load_inputs(&cs, inputs, &d)) goto fail;
   if (xir__case_oracle(&cs, &d)) goto fail;
-  /* Evaluator: the interpreter; its fp64 outputs rounded to f32 are the outputs. */
-  for (int i = 0; i < xir_program_num_params(p); i++)
-    if (cs.ref[i])
-      for (size_t k = 0; k < cs.numel[i]; k++) cs.data[i][k] = (float)cs.ref[i][k];
+  if (interpret) {
+    for (int i = 0; i < xir_program_num_params(p); i++)
+      if (cs.ref[i])
+        for (size_t k = 0; k < cs.numel[i]; k++) cs.data[i][k] = (float)cs.ref[i][k];
+  } else {
+    native_opts no = {.cand = cand_name, .all = all, .width = width, .workers = workers,
+                      .grain = grain, .json = json};
+    if (run_native(p, &shape, &cs, &no, &nr, &d)) goto fail;
+    if (!nr.all_pass) all_failed_native = 1;
+  }
 
   char shape_txt[512], fp[65];
   xir_shape_format(p, &shape, shape_txt, sizeof shape_txt);
   xir__case_input_fingerprint(&cs, fp);
   xir_tolerance tol = xir__kernel_tolerance(xir_program_name(p));
-  int all_pass = xir__case_sentinels_ok(&cs);
+  int all_pass = xir__case_sentinels_ok(&cs) && !all_failed_native;
   cJSON *root = cJSON_CreateObject(), *outs = cJSON_CreateArray();
   cJSON_AddStringToObject(root, "kernel", xir_program_name(p));
   cJSON_AddStringToObject(root, "shape", shape_txt);
   cJSON_AddNumberToObject(root, "seed", (double)seed);
   cJSON_AddStringToObject(root, "inputs", inputs ? inputs : "random");
   cJSON_AddStringToObject(root, "input_sha256", fp);
-  cJSON_AddStringToObject(root, "evaluator", "interpreter");
+  cJSON_AddStringToObject(root, "evaluator", interpret ? "interpreter" : "native");
+  if (nr.json) cJSON_AddItemToObject(root, "runs", nr.json);
   if (!json) {
     printf("kernel %s  shape %s  inputs %s (sha256 %.16s…)\n", xir_program_name(p), shape_txt,
            inputs ? inputs : "random", fp);
-    printf("evaluated by the fp64 reference interpreter (native code generation is not built "
-           "yet); outputs are its values rounded to f32\n");
+    if (interpret)
+      printf("evaluated by the fp64 reference interpreter; outputs are its values rounded to f32\n");
+    else
+      fputs(nr.text, stdout);
   }
   for (int i = 0; i < xir_program_num_params(p); i++) {
     if (!cs.ref[i]) continue;
@@ -206,6 +247,7 @@ int cmd_run(int argc, char **argv) {
 fail:
   rc = cli_fail(&d);
 out:
+  xir__free(nr.text);
   xir__case_free(&cs);
   xir_program_free(p);
   return rc;

@@ -1,5 +1,8 @@
 /* xir_main.c — the `xir` command: a table of subcommands and the shared helpers of cli.h. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -15,6 +18,7 @@ static const cli_cmd kCommands[] = {
     {"check", cmd_check, "parse and verify an XIR file"},
     {"print", cmd_print, "print the canonical text of an XIR file or built-in kernel"},
     {"run", cmd_run, "bind dims, make or read inputs, evaluate, check, save .npy files"},
+    {"compile", cmd_compile, "lower and JIT one candidate; write its IR or object, print the JIT time"},
     {"suite", cmd_suite, "run every built-in kernel at its report shape and check it"},
 };
 
@@ -46,6 +50,19 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 int cli_wants_help(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+  return 0;
+}
+
+int cli_parse_u32(const char *s, int allow_max, uint32_t *out) {
+  if (allow_max && strcmp(s, "max") == 0) {
+    *out = UINT32_MAX;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || !*s || *s == '-' || v > UINT32_MAX) return -1;
+  *out = (uint32_t)v;
   return 0;
 }
 
