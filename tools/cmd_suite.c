@@ -6,6 +6,8 @@
 
 #include "check/check.h"
 #include "cli.h"
+#include "native.h"
+#include "util/util.h"
 
 /* The report shape of each built-in kernel in the suite. */
 static const struct {
@@ -19,27 +21,28 @@ static const struct {
     {"attention_causal", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16"},
 };
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int cmd_suite(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
-    printf("usage: xir suite [--seed N]\n\n"
+    printf("usage: xir suite [--seed N] [--workers N]\n\n"
            "Runs every built-in kernel at its report shape on seeded random inputs, checks the\n"
            "whole output against the fp64 reference interpreter and prints a table. Exit status\n"
            "1 if any kernel fails its check.\n");
     return 0;
   }
   uint64_t seed = 1;
+  uint32_t workers = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+      if (cli_parse_u32(argv[++i], 0, &workers) || !workers)
+        return cli_usage_error("suite", "--workers needs a positive integer");
+    }
     else return cli_usage_error("suite", "unknown option '%s'", argv[i]);
   }
-  printf("%-17s %-36s %-12s %10s %10s %9s %s\n", "kernel", "shape", "evaluator", "max abs",
-         "rel l2", "ms", "check");
+  printf("Each kernel: seeded inputs, native code for the chosen candidate, one launch on %u "
+         "worker(s), the whole output checked against the fp64 interpreter.\n\n", workers);
+  printf("%-17s %-36s %-28s %10s %10s %9s %s\n", "kernel", "shape", "candidate", "max abs",
+         "rel l2", "ms(1x)", "check");
   int failed = 0;
   for (size_t k = 0; k < sizeof kSuite / sizeof kSuite[0]; k++) {
     xir_program *p;
@@ -51,25 +54,33 @@ int cmd_suite(int argc, char **argv) {
       xir_program_free(p);
       return cli_fail(&d);
     }
-    double t0 = now_ms();
     if (xir__case_oracle(&c, &d)) {
       xir__case_free(&c);
       xir_program_free(p);
       return cli_fail(&d);
     }
-    double ms = now_ms() - t0;
-    for (int i = 0; i < xir_program_num_params(p); i++)
-      if (c.ref[i])
-        for (size_t e = 0; e < c.numel[i]; e++) c.data[i][e] = (float)c.ref[i][e];
+    native_opts no = {.workers = workers, .grain = 0};
+    native_result nr;
+    if (run_native(p, &shape, &c, &no, &nr, &d)) {
+      xir__case_free(&c);
+      xir_program_free(p);
+      return cli_fail(&d);
+    }
+    double ms = nr.last_ms;
+    const char *cand = "?";
+    cJSON *first = cJSON_GetArrayItem(nr.json, 0);
+    if (first) cand = cJSON_GetStringValue(cJSON_GetObjectItem(first, "candidate"));
     xir_tolerance tol = xir__kernel_tolerance(kSuite[k].kernel);
     for (int i = 0; i < xir_program_num_params(p); i++) {
       if (!c.ref[i]) continue;
       xir_compare cmp = xir__case_compare(&c, i, tol);
       int ok = cmp.pass && xir__case_sentinels_ok(&c);
       failed += !ok;
-      printf("%-17s %-36s %-12s %10.3g %10.3g %9.2f %s\n", kSuite[k].kernel, kSuite[k].shape,
-             "interpreter", cmp.max_abs, cmp.rel_l2, ms, ok ? "ok" : "FAIL");
+      printf("%-17s %-36s %-28s %10.3g %10.3g %9.3f %s\n", kSuite[k].kernel, kSuite[k].shape,
+             cand, cmp.max_abs, cmp.rel_l2, ms, ok ? "ok" : "FAIL");
     }
+    cJSON_Delete(nr.json);
+    xir__free(nr.text);
     xir__case_free(&c);
     xir_program_free(p);
   }
