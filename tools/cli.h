@@ -17,6 +17,7 @@ int cmd_print(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_suite(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* Prints "xir: file:line:col: error: msg" to stderr; returns 1. */
 int cli_fail(const xir_diag *d);

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "util/npy.h"
 #include "native.h"
+#include "plan_flags.h"
 #include "util/util.h"
 
 static void run_help(void) {
@@ -30,11 +31,11 @@ static void run_help(void) {
       "  --json            print the summary as JSON\n"
       "  --candidate NAME  run this mapping candidate (e.g. perm=r,l=16,B=16,W=16)\n"
       "  --all-candidates  run and check every legal candidate\n"
-      "  --width W         SIMD width to generate code for (default: the host's widest)\n"
-      "  --workers N       runtime workers, the calling thread included (default 1)\n"
-      "  --grain G         blocks per task (0 = the runtime's heuristic, max = one task)\n"
-      "  --interpret       evaluate with the fp64 interpreter only (no native code)\n\n"
-      "Native code is compiled for the chosen candidate and launched through the runtime;\n"
+      "  --interpret       evaluate with the fp64 interpreter only (no native code)\n"
+      "planner options (as in xir plan): --local N, --search-grain, --grain G, --workers N,\n"
+      "  --width W, --policy default|experimental, --budget N\n\n"
+      "By default the planner chooses the candidate and grain (and says which ran); native\n"
+      "code is compiled for it and launched through the runtime on --workers workers;\n"
       "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n");
 }
 
@@ -66,12 +67,12 @@ int cmd_run(int argc, char **argv) {
       {"set", required_argument, 0, 'v'},   {"inputs", required_argument, 0, 'i'},
       {"save", required_argument, 0, 'o'},  {"json", no_argument, 0, 'j'},
       {"candidate", required_argument, 0, 'c'}, {"all-candidates", no_argument, 0, 'a'},
-      {"width", required_argument, 0, 'w'}, {"workers", required_argument, 0, 'n'},
-      {"grain", required_argument, 0, 'g'}, {"interpret", no_argument, 0, 'I'},
+      {"interpret", no_argument, 0, 'I'}, CLI_PLAN_LONG_OPTIONS,
       {0, 0, 0, 0}};
   const char *cand_name = NULL;
   int all = 0, interpret = 0;
-  uint32_t width = 0, workers = 1, grain = 0;
+  cli_plan_flags pf;
+  cli_plan_flags_init(&pf);
   const char *shape_spec = NULL, *inputs = NULL, *save = NULL;
   const char *sets[XIR_MAX_PARAMS];
   int nsets = 0, json = 0;
@@ -100,21 +101,11 @@ int cmd_run(int argc, char **argv) {
       case 'c': cand_name = optarg; break;
       case 'a': all = 1; break;
       case 'I': interpret = 1; break;
-      case 'w':
-      case 'n':
-      case 'g': {
-        uint32_t v;
-        if (cli_parse_u32(optarg, c == 'g', &v))
-          return cli_usage_error("run", "--%s needs a non-negative integer%s, not '%s'",
-                                 c == 'w' ? "width" : c == 'n' ? "workers" : "grain",
-                                 c == 'g' ? " or max" : "", optarg);
-        if (c == 'w') width = v;
-        else if (c == 'n') workers = v;
-        else grain = v;
-        break;
+      default: {
+        int r = cli_plan_flag(&pf, c, optarg, "run");
+        if (r < 0) return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
+        if (r) return r;
       }
-      default:
-        return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
   if (optind != argc - 1) return cli_usage_error("run", "needs exactly one KERNEL or FILE");
@@ -154,8 +145,10 @@ int cmd_run(int argc, char **argv) {
       if (cs.ref[i])
         for (size_t k = 0; k < cs.numel[i]; k++) cs.data[i][k] = (float)cs.ref[i][k];
   } else {
-    native_opts no = {.cand = cand_name, .all = all, .width = width, .workers = workers,
-                      .grain = grain, .json = json};
+    native_opts no = {.cand = cand_name, .all = all, .width = pf.width_given ? pf.opt.width : 0,
+                      .workers = pf.opt.workers,
+                      .grain = pf.opt.blocks_per_task == XIR_PLAN_NO_GRAIN ? 0 : (uint32_t)pf.opt.blocks_per_task,
+                      .json = json, .plan = &pf.opt};
     if (run_native(p, &shape, &cs, &no, &nr, &d)) goto fail;
     if (!nr.all_pass) all_failed_native = 1;
   }

@@ -44,6 +44,7 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
   xir_runtime *rt = NULL;
   xir_candidate *list = NULL;
   size_t n = 0;
+  uint32_t grain = o->grain;
   xir_compiler_options co = {.force_width = o->width};
   xir_status st = xir_compiler_create(&co, &cc, d);
   if (st) return st;
@@ -61,8 +62,26 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
       goto done;
     }
     n = 1;
-    st = o->cand ? xir_candidate_parse(p, s, o->cand, W, list, d)
-                 : native_default_candidate(p, s, W, list, d);
+    if (o->cand) {
+      st = xir_candidate_parse(p, s, o->cand, W, list, d);
+    } else if (o->plan) {
+      xir_plan_options po = *o->plan;
+      po.width = W;
+      xir_plan *pl;
+      if ((st = xir_plan_make(p, s, &po, &pl, d))) goto done;
+      list[0] = pl->entries[0].cand;
+      grain = pl->entries[0].work.grain;
+      char nm[160];
+      xir_candidate_name(p, &list[0], nm, sizeof nm);
+      char g[24];
+      if (grain == UINT32_MAX) snprintf(g, sizeof g, "max");
+      else snprintf(g, sizeof g, "%u", grain);
+      appendf(&r->text, &len, &cap, "plan: %s, G=%s chosen from %zu candidates x grains "
+              "(xir plan shows why)\n", nm, g, pl->count);
+      xir_plan_free(pl);
+    } else {
+      st = native_default_candidate(p, s, W, list, d);
+    }
     if (st) goto done;
   }
   r->json = cJSON_CreateArray();
@@ -80,7 +99,7 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
     xir_launch_stats ls;
     double t0 = now_ms();
     st = xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, xir_kernel_blocks(k),
-                            o->grain, o->workers ? o->workers : 1, &ls, d);
+                            grain, o->workers ? o->workers : 1, &ls, d);
     r->last_ms = now_ms() - t0;
     if (st) goto done;
     int ok = xir__case_sentinels_ok(c);

@@ -6,6 +6,7 @@
 
 #include "check/check.h"
 #include "xir_compile.h"
+#include "xir_plan.h"
 
 typedef struct native_opts {
   const char *cand;   /* a candidate name, or NULL for the default choice */
@@ -14,6 +15,8 @@ typedef struct native_opts {
   uint32_t workers;   /* runtime workers incl. the caller */
   uint32_t grain;     /* blocks per task (0 = heuristic) */
   int json;
+  const xir_plan_options *plan; /* when set and no candidate is named: the planner chooses the
+                                   candidate and the grain (its options carry workers and W) */
 } native_opts;
 
 typedef struct native_result {

@@ -19,6 +19,7 @@ static const cli_cmd kCommands[] = {
     {"print", cmd_print, "print the canonical text of an XIR file or built-in kernel"},
     {"run", cmd_run, "bind dims, make or read inputs, evaluate, check, save .npy files"},
     {"compile", cmd_compile, "lower and JIT one candidate; write its IR or object, print the JIT time"},
+    {"plan", cmd_plan, "rank the legal candidates and task grains by cost; explain the choice"},
     {"suite", cmd_suite, "run every built-in kernel at its report shape and check it"},
 };
 

@@ -1,0 +1,143 @@
+/* xir_plan.h — execution work, the replaceable cost policy and the planner.
+ *
+ *   bridge candidates (perm × B × ℓ) × task grains G
+ *        │  execution work: exact counts (Q, L, C, h, critical packets/blocks/tasks) + priors
+ *        ▼
+ *   cost policy ── coefficients hook ─► evaluate hook (or the analytic default, term by term)
+ *        │
+ *        ▼
+ *   plan: every evaluated candidate with its terms, ranked; the chosen one; the rejected ones
+ *
+ * Legality is the bridge's: a policy only scores legal candidates. A policy is borrowed for the
+ * duration of one synchronous xir_plan_make call. */
+#ifndef XIR_PLAN_H
+#define XIR_PLAN_H
+
+#include "xir.h"
+#include "xir_compile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The cost terms of the analytic default policy, in order. */
+typedef enum xir_cost_term {
+  XIR_TERM_ARITH = 0,  /* arithmetic prior on the balanced share: arith/packet · Q / h */
+  XIR_TERM_MEMORY,     /* memory prior on the balanced share: bytes/packet · Q / h */
+  XIR_TERM_BLOCK,      /* per-block overhead on the balanced share: L / h */
+  XIR_TERM_IMBALANCE,  /* static imbalance: (critical packets − Q/h) · (arith + memory)/packet */
+  XIR_TERM_DISPATCH,   /* per-task dispatch on the critical worker: ceil(C / h) */
+  XIR_TERM_ACTIVATION, /* per-worker activation: h − 1 woken workers */
+  XIR_TERM_COUNT
+} xir_cost_term;
+
+/* One coefficient per term. Every coefficient must be finite and ≥ 0. */
+typedef struct xir_cost_coefficients {
+  double c[XIR_TERM_COUNT];
+} xir_cost_coefficients;
+
+/* Production defaults: arith 1, memory 0.25, block 8, imbalance 1, dispatch 0, activation 0. */
+void xir_cost_coefficients_default(xir_cost_coefficients *c);
+/* The report's experimental prior: the defaults with activation 1,000,000 and dispatch 128
+ * (uncalibrated relative weights, not nanoseconds). */
+void xir_cost_coefficients_experimental(xir_cost_coefficients *c);
+/* "arith", "memory", "block", "imbalance", "dispatch", "activation". */
+const char *xir_cost_term_name(xir_cost_term t);
+
+/* The exact description of one candidate × grain. */
+typedef struct xir_execution_work {
+  double arith_per_packet;   /* weighted arithmetic prior per packet (weights: docs/planner.md) */
+  double memory_per_packet;  /* bytes moved per packet (gathers counted per lane) */
+  uint64_t packets;          /* Q */
+  uint64_t blocks;           /* L */
+  uint64_t tasks;            /* C */
+  uint32_t grain;            /* G as requested (0 = heuristic, UINT32_MAX = one task) */
+  uint64_t grain_used;       /* G' after the runtime's resolution */
+  uint32_t workers;          /* H requested */
+  uint32_t active;           /* h = min(C, H) */
+  uint64_t critical_packets; /* longest home assignment, SPEC.md's formula */
+  uint64_t critical_blocks;
+  uint64_t critical_tasks;   /* ceil(C / h) */
+  xir_impl_kind kind;        /* from the bridge */
+  int full_packet_path, ragged_packets, ragged_inner;
+} xir_execution_work;
+
+/* The terms and the total of one evaluation. */
+typedef struct xir_cost_terms {
+  double term[XIR_TERM_COUNT];
+  double total;
+} xir_cost_terms;
+
+/* A cost policy. Any hook may be NULL (= the analytic default). Hooks return XIR_OK or an error
+ * that aborts planning. `evaluate` returns the complete objective (terms optional, total
+ * required); the solver never divides it by the worker count again. `term[t]` overrides one term
+ * of the analytic default. */
+typedef struct xir_cost_policy {
+  void *ud;
+  xir_status (*coefficients)(void *ud, xir_cost_coefficients *c);
+  xir_status (*evaluate)(void *ud, const xir_execution_work *w, const xir_cost_coefficients *c,
+                         xir_cost_terms *out);
+  double (*term[XIR_TERM_COUNT])(void *ud, const xir_execution_work *w,
+                                 const xir_cost_coefficients *c);
+} xir_cost_policy;
+
+/* The closed form of SPEC.md: N items in chunks of R, C chunks, round-robin over h workers.
+ * Returns the items of the longest home assignment. */
+uint64_t xir_critical_count(uint64_t N, uint64_t R, uint64_t C, uint32_t h);
+
+/* Fills the execution work of candidate c with grain G on H workers. */
+xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
+                                   const xir_candidate *c, uint32_t grain, uint32_t workers,
+                                   xir_execution_work *w, xir_diag *d);
+
+/* Evaluates one work with a policy (NULL = analytic default) and coefficients; checks that every
+ * term and the total are finite and ≥ 0 (XIR_ERR_COST naming the term otherwise). */
+xir_status xir_cost_evaluate(const xir_cost_policy *pol, const xir_execution_work *w,
+                             const xir_cost_coefficients *c, xir_cost_terms *out, xir_diag *d);
+
+enum { XIR_PLAN_NO_GRAIN = -1 };
+
+typedef struct xir_plan_options {
+  int64_t blocks_per_task;   /* explicit G (wins over search); XIR_PLAN_NO_GRAIN = not given */
+  int search_task_grain;     /* search G ∈ {0, 1, 2, 4, …, ≤ L, UINT32_MAX} */
+  uint32_t local_lanes;      /* 0 = search ℓ; else ℓ fixed (default 1: whole-program) */
+  uint32_t workers;          /* H ≥ 1 (default 1) */
+  uint32_t width;            /* W (default 16 when the caller does not know the host) */
+  size_t budget;             /* max candidates × grains evaluated (default 4096) */
+  const xir_cost_policy *policy;            /* borrowed for the call; NULL = analytic default */
+  const xir_cost_coefficients *coefficients; /* NULL = production defaults */
+} xir_plan_options;
+
+void xir_plan_options_default(xir_plan_options *o);
+
+typedef struct xir_plan_entry {
+  xir_candidate cand;
+  xir_execution_work work;
+  xir_cost_terms cost;
+} xir_plan_entry;
+
+typedef struct xir_plan_rejection {
+  char name[96];
+  char reason[256];
+} xir_plan_rejection;
+
+typedef struct xir_plan {
+  xir_plan_entry *entries;   /* ranked by total cost, ties broken by enumeration order */
+  size_t count;              /* entries[0] is the choice */
+  xir_plan_rejection *rejected;
+  size_t nrejected;
+  xir_cost_coefficients coefficients; /* after the coefficients hook */
+} xir_plan;
+
+/* Plans a program for a shape. Errors: XIR_ERR_BUDGET when the legal candidates × grains exceed
+ * the budget (never a truncated search), XIR_ERR_COST when a policy produces a non-finite or
+ * negative value, XIR_ERR_INVALID_ARG for zero workers, budget 0, bad coefficients, an
+ * explicit grain of 0 < G that is not representable, or a fixed ℓ that is not legal. */
+xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_plan_options *o,
+                         xir_plan **out, xir_diag *d);
+void xir_plan_free(xir_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

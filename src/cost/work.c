@@ -1,0 +1,278 @@
+/* work.c — execution work (exact counts + priors) and the analytic default cost policy.
+ *
+ * Counts come from the bridge (Q, L) and the runtime's own launch resolution (G', C, h), so the
+ * model and the runtime can never disagree on them; the critical counts use SPEC.md's closed form.
+ * The priors walk the program the way lower.c emits it: rank-0 values once per unit, each
+ * consumer (reduction or store) a loop nest that recomputes its tile expression pointwise. Op
+ * weights are one table (kWeights): data, not code. */
+#include <math.h>
+#include <string.h>
+
+#include "ir/program.h"
+#include "xir_plan.h"
+#include "xir_runtime.h"
+
+/* Relative cost of one vector op of each kind (an add = 1). See docs/planner.md. */
+static const struct {
+  xir_op op;
+  double w;
+} kWeights[] = {
+    {XIR_OP_DIV, 4},   {XIR_OP_SQRT, 6},  {XIR_OP_RSQRT, 8},   {XIR_OP_EXP, 14},
+    {XIR_OP_LOG, 16},  {XIR_OP_TANH, 20}, {XIR_OP_ERF, 22},    {XIR_OP_SIGMOID, 18},
+    {XIR_OP_SIN, 28},  {XIR_OP_COS, 28},  {XIR_OP_POW, 40},    {XIR_OP_REM, 3},
+    {XIR_OP_CONST, 0}, {XIR_OP_DIM, 0},   {XIR_OP_PARAM, 0},   {XIR_OP_ROOT, 0},
+    {XIR_OP_IOTA, 0.5},
+};
+static const double kDefaultWeight = 1.0;
+static const double kGatherPerLane = 0.5;  /* a gather costs about half an op per lane */
+static const double kGatherBytesPerLane = 16; /* a gathered lane touches part of a cache line */
+
+static double op_weight(int op) {
+  for (size_t i = 0; i < sizeof kWeights / sizeof kWeights[0]; i++)
+    if ((int)kWeights[i].op == op) return kWeights[i].w;
+  return kDefaultWeight;
+}
+
+uint64_t xir_critical_count(uint64_t N, uint64_t R, uint64_t C, uint32_t h) {
+  if (C == 0 || h == 0) return 0;
+  if (h == 1) return N;
+  uint64_t F = C - 1;
+  uint64_t last = N - F * R;
+  uint64_t a = ((F + h - 1) / h) * R;
+  uint64_t b = (F / h) * R + last;
+  return a > b ? a : b;
+}
+
+typedef struct wctx {
+  const xir_program *p;
+  const xir_shape *s;
+  const xir_candidate *c;
+  unsigned k;
+  unsigned *mark;
+  unsigned gen;
+  double arith, bytes;
+} wctx;
+
+static int lane_dep(const wctx *w, int id) {
+  const xir_node *n = &w->p->nodes[id];
+  unsigned ell = w->c->local, W = w->c->W;
+  if (n->op == XIR_OP_ROOT) return ell < W;
+  if (n->op == XIR_OP_IOTA) return ell > 1 && n->ref == w->c->inner_dim;
+  if (n->op == XIR_OP_IOTA || xir__is_inline_leaf(n->op)) return 0;
+  for (int i = 0; i < n->nargs; i++)
+    if (n->args[i] >= 0 && lane_dep(w, n->args[i])) return 1;
+  return 0;
+}
+
+/* Classifies a load/store access: 0 broadcast, 1 contiguous, 2 gather/scatter. */
+static int access_kind(const wctx *w, const xir_node *n, int nidx) {
+  const xir_param *q = &w->p->params[n->ref];
+  unsigned ell = w->c->local, W = w->c->W;
+  int last = nidx - 1, dep = 0;
+  for (int k = 0; k < nidx; k++) {
+    int a = n->args[k];
+    int d = a < 0 ? (ell > 1 && q->dims[k] == w->c->inner_dim) : lane_dep(w, a);
+    if (d && k != last) dep = 2;
+    else if (d) dep = dep ? dep : 1;
+  }
+  if (dep == 0) return 0;
+  if (dep == 2) return 2;
+  int a = n->args[last];
+  if (a < 0) return ell >= W ? 1 : 2; /* the inner axis slice */
+  const xir_node *ix = &w->p->nodes[a];
+  if (ell == 1 && ix->op == XIR_OP_ROOT) {
+    int fastest = w->c->perm[w->c->nperm - 1];
+    int64_t E = w->s->dims[w->p->root[fastest].dim];
+    if (ix->ref == fastest && (w->c->nperm == 1 || E % W == 0)) return 1;
+  }
+  return 2;
+}
+
+static void access_cost(wctx *w, int kind, double *arith, double *bytes) {
+  double W = w->c->W;
+  if (kind == 0) {
+    *arith += 1;
+    *bytes += 4;
+  } else if (kind == 1) {
+    *arith += 1;
+    *bytes += 4 * W;
+  } else {
+    *arith += 1 + kGatherPerLane * W;
+    *bytes += kGatherBytesPerLane * W;
+  }
+}
+
+/* Cost of evaluating tile expression `id` once (distinct nodes, rank-0 values excluded). */
+static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
+  const xir_node *n = &w->p->nodes[id];
+  if (w->mark[id] == w->gen) return;
+  w->mark[id] = w->gen;
+  if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) return; /* computed once per unit */
+  if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
+    *arith += 1; /* a scratch load */
+    *bytes += 4 * w->c->W;
+    return;
+  }
+  if (n->op == XIR_OP_LOAD) {
+    access_cost(w, access_kind(w, n, n->nargs), arith, bytes);
+  } else {
+    *arith += op_weight(n->op);
+  }
+  for (int i = 0; i < n->nargs; i++)
+    if (n->args[i] >= 0) expr_cost(w, n->args[i], arith, bytes);
+}
+
+static double iterations(const wctx *w, const xir_type *t) {
+  double it = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t N = w->s->dims[t->axes[i]];
+    if (w->c->local > 1 && t->axes[i] == w->c->inner_dim) it *= (double)((N + w->c->local - 1) / w->c->local);
+    else it *= (double)N;
+  }
+  return it;
+}
+
+static void unit_cost(wctx *w) {
+  const xir_program *p = w->p;
+  double k = w->k;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    double a = 0, b = 0;
+    w->gen++;
+    if (n->op == XIR_OP_STORE) {
+      xir_type tile = {.elem = XIR_F32};
+      for (int kd = 0; kd < n->nargs - 1; kd++)
+        if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)p->params[n->ref].dims[kd];
+      expr_cost(w, n->args[n->nargs - 1], &a, &b);
+      access_cost(w, access_kind(w, n, n->nargs - 1), &a, &b);
+      double it = iterations(w, &tile);
+      w->arith += it * k * a;
+      w->bytes += it * k * b;
+    } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX ||
+               n->op == XIR_OP_REDUCE_MIN) {
+      const xir_type *in = &p->nodes[n->args[0]].type;
+      expr_cost(w, n->args[0], &a, &b);
+      a += n->type.rank > 0 ? 3 : 1;
+      double it = iterations(w, in);
+      w->arith += it * k * a;
+      w->bytes += it * k * b;
+      if (w->c->local > 1) {
+        unsigned g = w->c->local < w->c->W ? w->c->local : w->c->W;
+        w->arith += (k - 1) + 2 * log2((double)g);
+      }
+    } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
+      if (n->op == XIR_OP_LOAD) access_cost(w, access_kind(w, n, n->nargs), &a, &b);
+      else a = op_weight(n->op);
+      w->arith += k * a;
+      w->bytes += k * b;
+    }
+  }
+}
+
+xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
+                                   const xir_candidate *c, uint32_t grain, uint32_t workers,
+                                   xir_execution_work *w, xir_diag *d) {
+  memset(w, 0, sizeof *w);
+  if (workers == 0)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "workers must be at least 1");
+  if (workers > XIR_RUNTIME_MAX_WORKERS)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "workers = %u is above the runtime's maximum %d",
+                    workers, XIR_RUNTIME_MAX_WORKERS);
+  xir_launch_shape ls;
+  xir_status st = xir_launch_resolve(workers, c->blocks, grain, workers, &ls, d);
+  if (st) return st;
+  w->packets = c->packets;
+  w->blocks = c->blocks;
+  w->tasks = ls.tasks;
+  w->grain = grain;
+  w->grain_used = ls.grain;
+  w->workers = workers;
+  w->active = ls.active;
+  uint64_t ppb = c->B / c->W; /* packets per block */
+  if (ls.active <= 1) {
+    w->critical_packets = w->packets;
+    w->critical_blocks = w->blocks;
+    w->critical_tasks = 1;
+  } else {
+    w->critical_packets = xir_critical_count(w->packets, ls.grain * ppb, ls.tasks, ls.active);
+    w->critical_blocks = xir_critical_count(w->blocks, ls.grain, ls.tasks, ls.active);
+    w->critical_tasks = (ls.tasks + ls.active - 1) / ls.active;
+  }
+  w->kind = c->kind;
+  w->full_packet_path = c->full_packet_path;
+  w->ragged_packets = c->ragged_packets;
+  w->ragged_inner = c->ragged_inner;
+  wctx x = {.p = p, .s = s, .c = c, .k = c->local > c->W ? c->local / c->W : 1};
+  x.mark = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
+  if (!x.mark) return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  unit_cost(&x);
+  xir__free(x.mark);
+  w->arith_per_packet = x.arith / x.k;
+  w->memory_per_packet = x.bytes / x.k;
+  return XIR_OK;
+}
+
+/* ---- the analytic default policy ---- */
+
+void xir_cost_coefficients_default(xir_cost_coefficients *c) {
+  c->c[XIR_TERM_ARITH] = 1;
+  c->c[XIR_TERM_MEMORY] = 0.25;
+  c->c[XIR_TERM_BLOCK] = 8;
+  c->c[XIR_TERM_IMBALANCE] = 1;
+  c->c[XIR_TERM_DISPATCH] = 0;
+  c->c[XIR_TERM_ACTIVATION] = 0;
+}
+
+void xir_cost_coefficients_experimental(xir_cost_coefficients *c) {
+  xir_cost_coefficients_default(c);
+  c->c[XIR_TERM_ACTIVATION] = 1000000;
+  c->c[XIR_TERM_DISPATCH] = 128;
+}
+
+const char *xir_cost_term_name(xir_cost_term t) {
+  static const char *names[XIR_TERM_COUNT] = {"arith",     "memory",   "block",
+                                              "imbalance", "dispatch", "activation"};
+  return (int)t >= 0 && t < XIR_TERM_COUNT ? names[t] : "?";
+}
+
+static double default_term(int t, const xir_execution_work *w, const xir_cost_coefficients *c) {
+  double h = w->active ? w->active : 1;
+  double per_packet = c->c[XIR_TERM_ARITH] * w->arith_per_packet +
+                      c->c[XIR_TERM_MEMORY] * w->memory_per_packet;
+  switch (t) {
+    case XIR_TERM_ARITH: return c->c[t] * w->arith_per_packet * (double)w->packets / h;
+    case XIR_TERM_MEMORY: return c->c[t] * w->memory_per_packet * (double)w->packets / h;
+    case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
+    case XIR_TERM_IMBALANCE: {
+      double extra = (double)w->critical_packets - (double)w->packets / h;
+      return c->c[t] * (extra > 0 ? extra : 0) * per_packet;
+    }
+    case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
+    case XIR_TERM_ACTIVATION: return c->c[t] * (h - 1);
+    default: return 0;
+  }
+}
+
+xir_status xir_cost_evaluate(const xir_cost_policy *pol, const xir_execution_work *w,
+                             const xir_cost_coefficients *c, xir_cost_terms *out, xir_diag *d) {
+  memset(out, 0, sizeof *out);
+  if (pol && pol->evaluate) {
+    xir_status st = pol->evaluate(pol->ud, w, c, out);
+    if (st) return xir__err(d, st, "the cost policy's evaluate hook failed (%s)", xir_status_name(st));
+  } else {
+    double total = 0;
+    for (int t = 0; t < XIR_TERM_COUNT; t++) {
+      out->term[t] = pol && pol->term[t] ? pol->term[t](pol->ud, w, c) : default_term(t, w, c);
+      total += out->term[t];
+    }
+    out->total = total;
+  }
+  for (int t = 0; t < XIR_TERM_COUNT; t++)
+    if (!isfinite(out->term[t]) || out->term[t] < 0)
+      return xir__err(d, XIR_ERR_COST, "cost term '%s' is %g: every term must be finite and >= 0",
+                      xir_cost_term_name((xir_cost_term)t), out->term[t]);
+  if (!isfinite(out->total) || out->total < 0)
+    return xir__err(d, XIR_ERR_COST, "the cost total is %g: it must be finite and >= 0",
+                    out->total);
+  return XIR_OK;
+}
