@@ -1,0 +1,379 @@
+/* test_plan.c — execution work and the planner: the closed-form critical counts against a
+ * task-by-task simulation of the runtime's assignment, against real runtime launches, the cost
+ * policy hooks, and every bad-input path. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "xir_plan.h"
+#include "xir_runtime.h"
+
+static void die(const xir_diag *d) {
+  char b[2048];
+  fail_msg("%s", xir_diag_format(d, b, sizeof b));
+}
+
+static xir_program *load(const char *k, const char *spec, xir_shape *s) {
+  xir_program *p;
+  xir_diag d;
+  if (xir_kernel_load(k, &p, &d) || xir_shape_parse(p, spec, s, &d)) die(&d);
+  return p;
+}
+
+/* Simulates the runtime's static home assignment task by task. */
+static void simulate(const xir_candidate *c, const xir_launch_shape *ls, uint64_t *crit_p,
+                     uint64_t *crit_b, uint64_t *crit_t) {
+  uint64_t pk[64] = {0}, bl[64] = {0}, tk[64] = {0};
+  uint64_t ppb = c->B / c->W;
+  uint32_t h = ls->active ? ls->active : 1;
+  for (uint64_t t = 0; t < ls->tasks; t++) {
+    uint64_t b0 = t * ls->grain, b1 = b0 + ls->grain < c->blocks ? b0 + ls->grain : c->blocks;
+    uint32_t w = h == 1 ? 0 : (uint32_t)(t % h);
+    for (uint64_t b = b0; b < b1; b++) {
+      uint64_t first = b * ppb, n = c->packets - first < ppb ? c->packets - first : ppb;
+      pk[w] += n;
+      bl[w]++;
+    }
+    tk[w]++;
+  }
+  *crit_p = *crit_b = *crit_t = 0;
+  for (int w = 0; w < 64; w++) {
+    if (pk[w] > *crit_p) *crit_p = pk[w];
+    if (bl[w] > *crit_b) *crit_b = bl[w];
+    if (tk[w] > *crit_t) *crit_t = tk[w];
+  }
+  if (h == 1) *crit_t = 1; /* the caller runs the whole range once */
+}
+
+static void test_critical_counts_match_simulation(void **state) {
+  (void)state;
+  static const uint32_t Ws[] = {1, 2, 4, 8, 16}, Hs[] = {1, 3, 8};
+  static const char *Rs[] = {"R=1,C=5", "R=2,C=5", "R=7,C=5", "R=33,C=5", "R=100,C=5", "R=257,C=5"};
+  size_t checked = 0;
+  for (size_t wi = 0; wi < 5; wi++)
+    for (size_t ri = 0; ri < 6; ri++) {
+      xir_shape s;
+      xir_program *p = load("rmsnorm", Rs[ri], &s);
+      for (uint32_t Bm = 1; Bm <= 4; Bm *= 4)
+        for (uint32_t l = 1; l <= Ws[wi] * Bm; l *= 4) {
+          xir_candidate c;
+          uint8_t perm[1] = {0};
+          xir_diag d;
+          if (xir_candidate_make(p, &s, Ws[wi], Ws[wi] * Bm, l, perm, &c, &d)) die(&d);
+          uint64_t L = c.blocks;
+          uint32_t grains[] = {0, 1, 3, (uint32_t)(L > 1 ? L - 1 : 1), (uint32_t)L, UINT32_MAX,
+                               (uint32_t)(L + 5)};
+          for (size_t gi = 0; gi < sizeof grains / sizeof *grains; gi++)
+            for (size_t hi = 0; hi < 3; hi++) {
+              xir_execution_work w;
+              if (xir_execution_work_make(p, &s, &c, grains[gi], Hs[hi], &w, &d)) die(&d);
+              xir_launch_shape ls;
+              if (xir_launch_resolve(Hs[hi], L, grains[gi], Hs[hi], &ls, &d)) die(&d);
+              uint64_t cp, cb, ct;
+              simulate(&c, &ls, &cp, &cb, &ct);
+              assert_int_equal(w.tasks, ls.tasks);
+              assert_int_equal(w.active, ls.active);
+              if (w.critical_packets != cp || w.critical_blocks != cb || w.critical_tasks != ct)
+                fail_msg("W=%u %s B=%u l=%u G=%u H=%u: formula %llu/%llu/%llu, simulation "
+                         "%llu/%llu/%llu", Ws[wi], Rs[ri], c.B, l, grains[gi], Hs[hi],
+                         (unsigned long long)w.critical_packets,
+                         (unsigned long long)w.critical_blocks,
+                         (unsigned long long)w.critical_tasks, (unsigned long long)cp,
+                         (unsigned long long)cb, (unsigned long long)ct);
+              checked++;
+            }
+        }
+      xir_program_free(p);
+    }
+  assert_true(checked > 1000);
+}
+
+static int count_blocks(void *ctx, uint64_t b0, uint64_t b1) {
+  (void)ctx;
+  (void)b0;
+  (void)b1;
+  return 0;
+}
+
+/* Real launches: the runtime's counters agree with the prediction. */
+static void test_runtime_counters_match_prediction(void **state) {
+  (void)state;
+  xir_runtime_options ro;
+  xir_runtime_options_default(&ro);
+  ro.workers = 3;
+  xir_runtime *rt;
+  xir_diag d;
+  if (xir_runtime_create(&ro, &rt, &d)) die(&d);
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=100,C=5", &s);
+  xir_candidate c;
+  uint8_t perm[1] = {0};
+  if (xir_candidate_make(p, &s, 8, 8, 1, perm, &c, &d)) die(&d);
+  uint32_t grains[] = {0, 1, 3, 12, 13, UINT32_MAX};
+  for (size_t gi = 0; gi < 6; gi++)
+    for (uint32_t H = 1; H <= 3; H++) {
+      xir_execution_work w;
+      if (xir_execution_work_make(p, &s, &c, grains[gi], H, &w, &d)) die(&d);
+      xir_launch_stats st;
+      if (xir_runtime_launch(rt, count_blocks, NULL, c.blocks, grains[gi], H, &st, &d)) die(&d);
+      assert_int_equal(st.shape.tasks, w.tasks);
+      assert_int_equal(st.shape.active, w.active);
+      assert_int_equal(st.shape.caller_path, w.active == 1);
+      uint64_t sum = 0;
+      for (uint32_t k = 0; k < st.pool_workers; k++) {
+        sum += st.tasks_per_worker[k];
+        uint64_t home = st.tasks_per_worker[k] - st.steals_per_worker[k];
+        if (w.active > 1) assert_true(home <= xir_launch_home_share(w.tasks, w.active, k));
+      }
+      assert_int_equal(sum, w.tasks);
+      if (w.active > 1) assert_int_equal(xir_launch_home_share(w.tasks, w.active, 0), w.critical_tasks);
+    }
+  xir_program_free(p);
+  xir_runtime_destroy(rt);
+}
+
+static void test_defaults_keep_whole_program_and_g0(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=129,C=768", &s);
+  xir_plan_options o;
+  xir_plan_options_default(&o);
+  assert_int_equal(o.local_lanes, 1);
+  assert_int_equal(o.search_task_grain, 0);
+  assert_true(o.blocks_per_task == XIR_PLAN_NO_GRAIN);
+  xir_plan *pl;
+  xir_diag d;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  for (size_t i = 0; i < pl->count; i++) {
+    assert_int_equal(pl->entries[i].cand.local, 1);
+    assert_int_equal(pl->entries[i].work.grain, 0);
+    if (i) assert_true(pl->entries[i - 1].cost.total <= pl->entries[i].cost.total);
+  }
+  assert_true(pl->coefficients.c[XIR_TERM_DISPATCH] == 0 && pl->coefficients.c[XIR_TERM_ACTIVATION] == 0);
+  xir_plan_free(pl);
+  xir_program_free(p);
+}
+
+static void test_explicit_grain_wins_over_search(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=129,C=768", &s);
+  xir_plan_options o;
+  xir_plan_options_default(&o);
+  o.search_task_grain = 1;
+  o.blocks_per_task = 3;
+  o.workers = 2;
+  xir_plan *pl;
+  xir_diag d;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  for (size_t i = 0; i < pl->count; i++) assert_int_equal(pl->entries[i].work.grain, 3);
+  xir_plan_free(pl);
+  /* a grain larger than the launch is clamped to one task (documented) */
+  o.blocks_per_task = 100000;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  assert_int_equal(pl->entries[0].work.tasks, 1);
+  assert_int_equal(pl->entries[0].work.grain_used, pl->entries[0].work.blocks);
+  assert_int_equal(pl->entries[0].work.active, 1);
+  xir_plan_free(pl);
+  xir_program_free(p);
+}
+
+/* The experimental prior (activation 1e6) puts a small RMSNorm on the caller; the default does
+ * not charge activation and keeps h = 2. */
+static void test_activation_prior_selects_caller(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=64,C=256", &s);
+  xir_plan_options o;
+  xir_plan_options_default(&o);
+  o.search_task_grain = 1;
+  o.local_lanes = 0;
+  o.workers = 2;
+  xir_plan *pl;
+  xir_diag d;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  assert_int_equal(pl->entries[0].work.active, 2);
+  xir_plan_free(pl);
+  xir_cost_coefficients c;
+  xir_cost_coefficients_experimental(&c);
+  o.coefficients = &c;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  assert_int_equal(pl->entries[0].work.active, 1);
+  xir_plan_free(pl);
+  xir_program_free(p);
+}
+
+typedef struct hook_state {
+  int coef_calls, eval_calls, term_calls;
+  double bad_value;
+  int mode;
+} hook_state;
+
+static xir_status coef_hook(void *ud, xir_cost_coefficients *c) {
+  hook_state *h = ud;
+  h->coef_calls++;
+  if (h->mode == 1) c->c[XIR_TERM_MEMORY] = h->bad_value;
+  if (h->mode == 2) return XIR_ERR_COST;
+  return XIR_OK;
+}
+
+/* Prefers the largest B, ignoring everything else: the solver must take the total as is. */
+static xir_status eval_hook(void *ud, const xir_execution_work *w, const xir_cost_coefficients *c,
+                            xir_cost_terms *out) {
+  hook_state *h = ud;
+  (void)c;
+  h->eval_calls++;
+  out->total = h->mode == 3 ? NAN : 1e6 / (double)w->packets + (double)w->blocks;
+  return XIR_OK;
+}
+
+static double term_hook(void *ud, const xir_execution_work *w, const xir_cost_coefficients *c) {
+  hook_state *h = ud;
+  (void)w;
+  (void)c;
+  h->term_calls++;
+  return h->mode == 4 ? -1.0 : 0.0;
+}
+
+static void test_policy_hooks(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=129,C=768", &s);
+  hook_state hs;
+  memset(&hs, 0, sizeof hs);
+  xir_cost_policy pol;
+  memset(&pol, 0, sizeof pol);
+  pol.ud = &hs;
+  pol.coefficients = coef_hook;
+  pol.evaluate = eval_hook;
+  xir_plan_options o;
+  xir_plan_options_default(&o);
+  o.local_lanes = 0;
+  o.policy = &pol;
+  xir_plan *pl;
+  xir_diag d;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  assert_int_equal(hs.coef_calls, 1);
+  assert_int_equal((size_t)hs.eval_calls, pl->count);
+  /* the complete objective decides: its minimum is the choice, not divided by anything */
+  double best = pl->entries[0].cost.total;
+  for (size_t i = 0; i < pl->count; i++) assert_true(best <= pl->entries[i].cost.total);
+  assert_true(fabs(best - (1e6 / (double)pl->entries[0].work.packets + (double)pl->entries[0].work.blocks)) < 1e-9);
+  xir_plan_free(pl);
+  int calls = hs.eval_calls;
+  /* the policy is borrowed only during the call */
+  assert_int_equal(hs.eval_calls, calls);
+  /* a per-term override, one at a time: the dispatch term from the hook, others default */
+  pol.evaluate = NULL;
+  pol.term[XIR_TERM_MEMORY] = term_hook;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  assert_true(hs.term_calls > 0);
+  for (size_t i = 0; i < pl->count; i++) {
+    assert_true(pl->entries[i].cost.term[XIR_TERM_MEMORY] == 0.0);
+    assert_true(pl->entries[i].cost.term[XIR_TERM_ARITH] > 0.0);
+  }
+  xir_plan_free(pl);
+  /* garbage from hooks: named errors */
+  hs.mode = 4;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "memory"));
+  pol.term[XIR_TERM_MEMORY] = NULL;
+  pol.evaluate = eval_hook;
+  hs.mode = 3;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "total"));
+  double bads[] = {NAN, INFINITY, -1.0};
+  for (int i = 0; i < 3; i++) {
+    hs.mode = 1;
+    hs.bad_value = bads[i];
+    assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+    assert_non_null(strstr(d.msg, "memory"));
+  }
+  hs.mode = 2;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "coefficients hook"));
+  xir_program_free(p);
+}
+
+static void test_bad_options(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=129,C=768", &s);
+  xir_plan_options o;
+  xir_plan *pl;
+  xir_diag d;
+  xir_plan_options_default(&o);
+  o.budget = 0;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_INVALID_ARG);
+  assert_null(pl);
+  xir_plan_options_default(&o);
+  o.workers = 0;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_INVALID_ARG);
+  xir_plan_options_default(&o);
+  o.local_lanes = 0;
+  o.search_task_grain = 1;
+  o.budget = 10;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_BUDGET);
+  assert_non_null(strstr(d.msg, "budget"));
+  xir_plan_options_default(&o);
+  o.local_lanes = 3;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_INVALID_ARG);
+  xir_cost_coefficients c;
+  xir_cost_coefficients_default(&c);
+  c.c[XIR_TERM_DISPATCH] = -5;
+  xir_plan_options_default(&o);
+  o.coefficients = &c;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "dispatch"));
+  xir_program_free(p);
+  /* attention admits no local redistribution: ℓ = 2 is rejected with the reason */
+  p = load("attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", &s);
+  xir_plan_options_default(&o);
+  o.local_lanes = 2;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_INVALID_ARG);
+  assert_non_null(strstr(d.msg, "2-D tiles"));
+  xir_plan_options_default(&o);
+  o.local_lanes = 0;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  assert_true(pl->nrejected > 0);
+  assert_non_null(strstr(pl->rejected[0].reason, "2-D"));
+  xir_plan_free(pl);
+  xir_program_free(p);
+}
+
+/* Exp-heavy bodies get a larger arithmetic prior than add/mul bodies of the same size. */
+static void test_primitive_weights_separate_bodies(void **state) {
+  (void)state;
+  xir_shape s1, s2;
+  xir_program *a = load("rmsnorm", "R=64,C=256", &s1), *b = load("softmax_mask", "R=64,C=256", &s2);
+  xir_candidate c1, c2;
+  uint8_t perm[1] = {0};
+  xir_diag d;
+  if (xir_candidate_make(a, &s1, 16, 16, 16, perm, &c1, &d) ||
+      xir_candidate_make(b, &s2, 16, 16, 16, perm, &c2, &d)) die(&d);
+  xir_execution_work w1, w2;
+  if (xir_execution_work_make(a, &s1, &c1, 0, 1, &w1, &d) || xir_execution_work_make(b, &s2, &c2, 0, 1, &w2, &d))
+    die(&d);
+  assert_true(w2.arith_per_packet > 1.5 * w1.arith_per_packet);
+  xir_program_free(a);
+  xir_program_free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_critical_counts_match_simulation),
+      cmocka_unit_test(test_runtime_counters_match_prediction),
+      cmocka_unit_test(test_defaults_keep_whole_program_and_g0),
+      cmocka_unit_test(test_explicit_grain_wins_over_search),
+      cmocka_unit_test(test_activation_prior_selects_caller),
+      cmocka_unit_test(test_policy_hooks),
+      cmocka_unit_test(test_bad_options),
+      cmocka_unit_test(test_primitive_weights_separate_bodies),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
