@@ -76,8 +76,11 @@ xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **o
 void xir_compiler_destroy(xir_compiler *c);
 /* The SIMD width code is generated for. */
 uint32_t xir_compiler_width(const xir_compiler *c);
-/* The CPU name and feature string. */
+/* The CPU name and feature string code is generated for. */
 const char *xir_compiler_cpu(const xir_compiler *c);
+const char *xir_compiler_features(const xir_compiler *c);
+/* The LLVM version xir was built with ("19.1.7"). */
+const char *xir_llvm_version(void);
 
 typedef struct xir_kernel xir_kernel;
 

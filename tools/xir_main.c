@@ -20,6 +20,8 @@ static const cli_cmd kCommands[] = {
     {"run", cmd_run, "bind dims, make or read inputs, evaluate, check, save .npy files"},
     {"compile", cmd_compile, "lower and JIT one candidate; write its IR or object, print the JIT time"},
     {"plan", cmd_plan, "rank the legal candidates and task grains by cost; explain the choice"},
+    {"bench", cmd_bench, "run a benchmark suite with the measurement protocol; write records"},
+    {"audit", cmd_audit, "recompute a benchmark's statistics from its raw records; reject tampering"},
     {"suite", cmd_suite, "run every built-in kernel at its report shape and check it"},
 };
 

@@ -79,6 +79,8 @@ void xir_compiler_destroy(xir_compiler *c) {
 
 uint32_t xir_compiler_width(const xir_compiler *c) { return c->width; }
 const char *xir_compiler_cpu(const xir_compiler *c) { return xir__jit_cpu(c->jit); }
+const char *xir_compiler_features(const xir_compiler *c) { return xir__jit_features(c->jit); }
+const char *xir_llvm_version(void) { return XIR_LLVM_VERSION; }
 
 xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
                        const xir_candidate *cand, const xir_kernel **out, xir_diag *d) {

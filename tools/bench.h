@@ -1,0 +1,99 @@
+/* bench.h — the benchmark's cases, suites and external peers (tools/bench_*.c, cmd_bench.c,
+ * cmd_audit.c). The protocol and its statistics are in src/bench/records.h. */
+#ifndef XIR_TOOLS_BENCH_H
+#define XIR_TOOLS_BENCH_H
+
+#include <cjson/cJSON.h>
+
+#include "check/check.h"
+#include "xir_compile.h"
+#include "xir_plan.h"
+#include "xir_runtime.h"
+
+/* What a case runs. */
+typedef enum bcase_kind { BC_XIR = 1, BC_CPEER, BC_EXT } bcase_kind;
+
+typedef struct ext_peer ext_peer;
+
+/* The declaration of one case: enough to rebuild it (the audit does). */
+typedef struct bcase_decl {
+  char kernel[32];
+  char shape[160];   /* "R=64,C=256" */
+  char config[96];   /* joint_legacy | joint_tasks | fixed:l=8,B=32,G=3 | peer:c_omp | ext:torch_eager */
+} bcase_decl;
+
+typedef struct bcase {
+  bcase_decl decl;
+  bcase_kind kind;
+  xir_program *p;
+  xir_shape shape;
+  xir_case cs;
+  int cs_ok;
+  /* xir */
+  const xir_kernel *k;
+  uint64_t slots[XIR_MAX_PARAMS];
+  uint32_t grain;
+  uint32_t workers;  /* workers the launches may use */
+  char cand[160];
+  char impl[24];
+  xir_batch *batch;
+  /* C peer */
+  void *peer_fn;
+  void *peer_args;
+  /* external peer */
+  ext_peer *ext;
+  char tmpdir[256];
+  /* provenance */
+  char input_sha[65], ir_sha[65], obj_sha[65], out_sha[65];
+  int unsupported;
+  char why[256];
+} bcase;
+
+typedef struct bench_env {
+  xir_runtime *rt;
+  xir_compiler *cc;
+  uint32_t workers;
+  uint64_t seed;
+  const char *peers_dir;
+  ext_peer *peers[8];
+  char peer_names[8][32];
+  int npeers;
+} bench_env;
+
+/* A suite: its cases, its comparisons (baseline, variant indices) and its declared orders. */
+typedef struct bench_suite {
+  char name[32];
+  bcase_decl *cases;
+  int ncases;
+  int (*comparisons)[2];
+  int ncomparisons;
+  int **orders;      /* norders arrays of ncases indices */
+  int norders;
+  int default_rounds;
+} bench_suite;
+
+typedef struct suite_filter {
+  const char *kernels;  /* comma list or NULL */
+  const char *shapes;   /* ';' list or NULL */
+  const char *configs;  /* comma list or NULL */
+} suite_filter;
+
+/* Builds a named suite (pilot, validation, fixed-grain, peers, smoke). Deterministic: the audit
+ * rebuilds it from the same name and filter and compares. */
+xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suite *s, xir_diag *d);
+void bench_suite_free(bench_suite *s);
+
+/* Case lifecycle. prepare: inputs, oracle, plan/compile or peer setup (outside timing).
+ * run: the timed region (n launches + wait), returning wall ns. check: the whole output vs the
+ * oracle after timing. */
+xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d);
+xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d);
+xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_ok, xir_diag *d);
+void bcase_release(bcase *c);
+
+/* External peers (bench_ext.c). */
+xir_status ext_peer_start(const char *name, const char *command, ext_peer **out, xir_diag *d);
+xir_status ext_peer_request(ext_peer *p, const char *json_line, cJSON **answer, xir_diag *d);
+void ext_peer_stop(ext_peer *p);
+
+#endif

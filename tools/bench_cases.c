@@ -1,0 +1,291 @@
+/* bench_cases.c — one benchmark case: xir (planned or fixed), an in-process C peer, or an
+ * external peer process. prepare/check are outside the timed region; run is the timed region:
+ * a batch of n launches plus the wait (xir), or n calls (peers). */
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "util/npy.h"
+#include "util/util.h"
+
+#if __has_include("xir_peers.h")
+#include "xir_peers.h"
+#define HAVE_C_PEERS 1
+#else
+#define HAVE_C_PEERS 0
+#endif
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void sha_hex(const void *data, size_t n, char hex[65]) {
+  struct sha256_ctx h;
+  uint8_t dig[SHA256_DIGEST_SIZE];
+  sha256_init(&h);
+  sha256_update(&h, n, data);
+  sha256_digest(&h, sizeof dig, dig);
+  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+}
+
+static int output_param(const xir_program *p) {
+  for (int i = 0; i < xir_program_num_params(p); i++) {
+    xir_param_info in;
+    xir_program_param(p, i, &in);
+    if (in.kind == XIR_PARAM_BUFFER && in.is_output) return i;
+  }
+  return -1;
+}
+
+static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
+  const char *cfg = c->decl.config;
+  xir_candidate cand;
+  xir_status st;
+  uint32_t workers = e->workers;
+  if (!strncmp(cfg, "fixed:", 6)) {
+    unsigned l = 0, B = 0;
+    char g[16] = "";
+    if (sscanf(cfg + 6, "l=%u,B=%u,G=%15s", &l, &B, g) != 3)
+      return xir__err(d, XIR_ERR_INVALID_ARG, "bad fixed configuration '%s'", cfg);
+    uint8_t perm[XIR_MAX_ROOT];
+    for (int k = 0; k < xir_program_num_root(c->p); k++) perm[k] = (uint8_t)k;
+    uint32_t W = xir_compiler_width(e->cc);
+    if ((st = xir_candidate_make(c->p, &c->shape, W, B, l, perm, &cand, d))) return st;
+    c->grain = !strcmp(g, "max") ? UINT32_MAX : (uint32_t)atol(g);
+  } else {
+    xir_plan_options o;
+    xir_plan_options_default(&o);
+    o.width = xir_compiler_width(e->cc);
+    o.local_lanes = 0;
+    xir_cost_coefficients coef;
+    if (!strcmp(cfg, "joint_tasks") || !strcmp(cfg, "joint_tasks_1w")) {
+      o.search_task_grain = 1;
+      xir_cost_coefficients_experimental(&coef);
+      o.coefficients = &coef;
+      if (!strcmp(cfg, "joint_tasks_1w")) workers = 1;
+    } else if (strcmp(cfg, "joint_legacy") != 0) {
+      return xir__err(d, XIR_ERR_INVALID_ARG, "unknown configuration '%s'", cfg);
+    }
+    o.workers = workers;
+    xir_plan *pl;
+    if ((st = xir_plan_make(c->p, &c->shape, &o, &pl, d))) return st;
+    cand = pl->entries[0].cand;
+    c->grain = pl->entries[0].work.grain;
+    xir_plan_free(pl);
+  }
+  c->workers = workers;
+  if ((st = xir_compile(e->cc, c->p, &c->shape, &cand, &c->k, d))) return st;
+  xir_candidate_name(c->p, xir_kernel_candidate(c->k), c->cand, sizeof c->cand);
+  snprintf(c->impl, sizeof c->impl, "%s", xir_impl_kind_name(xir_kernel_candidate(c->k)->kind));
+  xir_kernel_info info;
+  xir_kernel_get_info(c->k, &info);
+  snprintf(c->ir_sha, sizeof c->ir_sha, "%s", info.ir_sha256);
+  snprintf(c->obj_sha, sizeof c->obj_sha, "%s", info.obj_sha256);
+  if ((st = xir_kernel_pack_args(c->k, c->cs.args, c->slots, d))) return st;
+  return xir_batch_create(e->rt, &c->batch, d);
+}
+
+#if HAVE_C_PEERS
+static xir_status prepare_cpeer(bcase *c, xir_diag *d) {
+  const char *variant = c->decl.config + 5;
+  xir_peer_fn fn = xir_peer_find(c->decl.kernel, variant);
+  if (!fn) {
+    c->unsupported = 1;
+    snprintf(c->why, sizeof c->why, "no C peer '%s' for %s", variant, c->decl.kernel);
+    return XIR_OK;
+  }
+  xir_peer_args *a = xir__calloc(1, sizeof *a);
+  if (!a) return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  int ni = 0, ns = 0;
+  for (int i = 0; i < xir_program_num_params(c->p); i++) {
+    xir_param_info in;
+    xir_program_param(c->p, i, &in);
+    if (in.kind == XIR_PARAM_BUFFER && !in.is_output) a->in[ni++] = c->cs.data[i];
+    else if (in.kind == XIR_PARAM_BUFFER) a->out = c->cs.data[i];
+    else a->scalar[ns++] = c->cs.args[i].use_default ? in.default_value : c->cs.args[i].scalar;
+  }
+  for (int k = 0; k < xir_program_num_dims(c->p); k++) a->dims[k] = c->shape.dims[k];
+  memcpy(&c->peer_fn, &fn, sizeof fn);
+  c->peer_args = a;
+  return XIR_OK;
+}
+#endif
+
+static xir_status prepare_ext(bench_env *e, bcase *c, xir_diag *d) {
+  const char *name = c->decl.config + 4;
+  for (int i = 0; i < e->npeers; i++)
+    if (!strcmp(e->peer_names[i], name)) c->ext = e->peers[i];
+  if (!c->ext) {
+    c->unsupported = 1;
+    snprintf(c->why, sizeof c->why, "external peer '%s' is not available", name);
+    return XIR_OK;
+  }
+  snprintf(c->tmpdir, sizeof c->tmpdir, "/tmp/xir-bench-XXXXXX");
+  if (!mkdtemp(c->tmpdir)) return xir__err(d, XIR_ERR_IO, "cannot create a temporary folder");
+  cJSON *req = cJSON_CreateObject();
+  cJSON_AddStringToObject(req, "op", "prepare");
+  cJSON_AddStringToObject(req, "kernel", c->decl.kernel);
+  cJSON *dims = cJSON_AddObjectToObject(req, "dims");
+  for (int k = 0; k < xir_program_num_dims(c->p); k++)
+    cJSON_AddNumberToObject(dims, xir_program_dim_name(c->p, k), (double)c->shape.dims[k]);
+  cJSON *sc = cJSON_AddObjectToObject(req, "scalars");
+  cJSON *ins = cJSON_AddObjectToObject(req, "inputs");
+  xir_status st = XIR_OK;
+  for (int i = 0; i < xir_program_num_params(c->p) && !st; i++) {
+    xir_param_info in;
+    xir_program_param(c->p, i, &in);
+    if (in.kind == XIR_PARAM_SCALAR) {
+      cJSON_AddNumberToObject(sc, in.name, c->cs.args[i].use_default ? in.default_value : c->cs.args[i].scalar);
+    } else if (in.is_output) {
+      cJSON_AddStringToObject(req, "output", in.name);
+    } else {
+      size_t sh[XIR_MAX_RANK];
+      for (int k = 0; k < in.rank; k++) sh[k] = (size_t)c->shape.dims[in.dims[k]];
+      char path[512];
+      snprintf(path, sizeof path, "%s/%s.npy", c->tmpdir, in.name);
+      st = xir__npy_write_f32(path, c->cs.data[i], sh, in.rank, d);
+      cJSON_AddStringToObject(ins, in.name, path);
+    }
+  }
+  char *line = st ? NULL : cJSON_PrintUnformatted(req);
+  cJSON_Delete(req);
+  if (st) return st;
+  cJSON *ans = NULL;
+  st = ext_peer_request(c->ext, line, &ans, d);
+  cJSON_free(line);
+  if (st) return st;
+  if (!cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok"))) {
+    c->unsupported = 1;
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error"));
+    snprintf(c->why, sizeof c->why, "%s: %s", name, why ? why : "unsupported");
+  }
+  cJSON_Delete(ans);
+  return XIR_OK;
+}
+
+xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
+  xir_status st;
+  if ((st = xir_kernel_load(c->decl.kernel, &c->p, d))) return st;
+  if ((st = xir_shape_parse(c->p, c->decl.shape, &c->shape, d))) return st;
+  if ((st = xir__case_init(&c->cs, c->p, &c->shape, e->seed, d))) return st;
+  c->cs_ok = 1;
+  xir__case_input_fingerprint(&c->cs, c->input_sha);
+  if ((st = xir__case_oracle(&c->cs, d))) return st;
+  if (!strncmp(c->decl.config, "peer:", 5)) {
+    c->kind = BC_CPEER;
+#if HAVE_C_PEERS
+    return prepare_cpeer(c, d);
+#else
+    c->unsupported = 1;
+    snprintf(c->why, sizeof c->why, "this build has no C peers");
+    return XIR_OK;
+#endif
+  }
+  if (!strncmp(c->decl.config, "ext:", 4)) {
+    c->kind = BC_EXT;
+    return prepare_ext(e, c, d);
+  }
+  c->kind = BC_XIR;
+  return prepare_xir(e, c, d);
+}
+
+xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d) {
+  xir_status st = XIR_OK;
+  if (c->kind == BC_XIR) {
+    xir_batch_reset(c->batch);
+    for (uint64_t i = 0; i < n && !st; i++)
+      st = xir_batch_record(c->batch, (xir_block_fn)xir_kernel_entry(c->k), c->slots,
+                            xir_kernel_blocks(c->k), c->grain, c->workers, d);
+    if (st) return st;
+    double t0 = now_ns();
+    st = xir_runtime_submit(e->rt, c->batch, d);
+    *ns = now_ns() - t0;
+    return st;
+  }
+#if HAVE_C_PEERS
+  if (c->kind == BC_CPEER) {
+    xir_peer_fn fn;
+    memcpy(&fn, &c->peer_fn, sizeof fn);
+    const xir_peer_args *a = c->peer_args;
+    double t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++)
+      if (fn(a)) return xir__err(d, XIR_ERR_RUNTIME, "C peer for %s failed", c->decl.kernel);
+    *ns = now_ns() - t0;
+    return XIR_OK;
+  }
+#endif
+  if (c->kind == BC_EXT) {
+    char line[96];
+    snprintf(line, sizeof line, "{\"op\":\"run\",\"n\":%llu}", (unsigned long long)n);
+    cJSON *ans;
+    if ((st = ext_peer_request(c->ext, line, &ans, d))) return st;
+    const cJSON *t = cJSON_GetObjectItem(ans, "ns");
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok")) || !cJSON_IsNumber(t)) {
+      cJSON_Delete(ans);
+      return xir__err(d, XIR_ERR_RUNTIME, "peer %s failed to run %s", c->decl.config, c->decl.kernel);
+    }
+    *ns = t->valuedouble;
+    cJSON_Delete(ans);
+    return XIR_OK;
+  }
+  return xir__err(d, XIR_ERR_INVALID_ARG, "case %s cannot run", c->decl.config);
+}
+
+xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_ok, xir_diag *d) {
+  (void)e;
+  int o = output_param(c->p);
+  if (c->kind == BC_EXT) {
+    char path[512], line[640];
+    snprintf(path, sizeof path, "%s/out.npy", c->tmpdir);
+    snprintf(line, sizeof line, "{\"op\":\"output\",\"path\":\"%s\"}", path);
+    cJSON *ans;
+    xir_status st = ext_peer_request(c->ext, line, &ans, d);
+    if (st) return st;
+    cJSON_Delete(ans);
+    float *data;
+    size_t sh[XIR_MAX_RANK];
+    int nd;
+    if ((st = xir__npy_read_f32(path, &data, sh, &nd, XIR_MAX_RANK, d))) return st;
+    size_t n = 1;
+    for (int k = 0; k < nd; k++) n *= sh[k];
+    if (n != c->cs.numel[o]) {
+      xir__free(data);
+      return xir__err(d, XIR_ERR_FORMAT, "peer %s wrote %zu elements, expected %zu", c->decl.config, n, c->cs.numel[o]);
+    }
+    memcpy(c->cs.data[o], data, n * sizeof(float));
+    xir__free(data);
+    remove(path);
+  }
+  *out = xir__case_compare(&c->cs, o, xir__kernel_tolerance(c->decl.kernel));
+  *sentinels_ok = xir__case_sentinels_ok(&c->cs);
+  sha_hex(c->cs.data[o], c->cs.numel[o] * sizeof(float), c->out_sha);
+  return XIR_OK;
+}
+
+void bcase_release(bcase *c) {
+  if (c->batch) xir_batch_destroy(c->batch);
+  if (c->kind == BC_CPEER) xir__free(c->peer_args);
+  if (c->tmpdir[0]) {
+    for (int i = 0; c->p && i < xir_program_num_params(c->p); i++) {
+      xir_param_info in;
+      xir_program_param(c->p, i, &in);
+      char path[512];
+      snprintf(path, sizeof path, "%s/%s.npy", c->tmpdir, in.name);
+      remove(path);
+    }
+    rmdir(c->tmpdir);
+  }
+  if (c->cs_ok) xir__case_free(&c->cs);
+  xir_program_free(c->p);
+  c->p = NULL;
+  c->batch = NULL;
+  c->peer_args = NULL;
+  c->cs_ok = 0;
+}

@@ -1,0 +1,240 @@
+/* bench_suites.c — the benchmark suites: which cases, which comparisons, which visit orders.
+ *
+ *   pilot        rmsnorm, gelu_residual, swiglu at 64x256 and attention 1,4,2,16,32,16,16:
+ *                joint_legacy vs joint_tasks (forward and reverse orders)
+ *   validation   every kernel x the six report shapes (attention: a small and a large shape):
+ *                joint_legacy vs joint_tasks (four fixed orders)
+ *   fixed-grain  l = 8, B = 32 (l = 1 where the body has no inner tile) with G = 0, 1, 3, max
+ *                at 129x768 and 1024x4096 (attention: small and large): each G vs G = 0
+ *   peers        xir (joint_tasks) vs hand-written C (OpenMP, 2 threads) and, single-threaded,
+ *                vs C built with -ffast-math; plus external peers when --peers-dir is given
+ *   smoke        two tiny cases for CI
+ * Everything here is deterministic: the audit rebuilds the suite and compares. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "util/util.h"
+
+static const char *kRowShapes[] = {"R=64,C=256",   "R=129,C=768",   "R=17,C=65",
+                                   "R=257,C=1538", "R=1024,C=4096", "R=4096,C=1024"};
+static const char *kAttnShapes[] = {"B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16",
+                                    "B=1,HQ=8,HKV=2,Q=64,K=256,D=64,DV=64"};
+static const char *kKernels[] = {"rmsnorm", "layernorm", "rope", "softmax_mask", "softmax_causal",
+                                 "swiglu", "gelu_residual", "attention", "attention_causal"};
+
+/* The head width RoPE uses at a row width (0: RoPE needs an even C). */
+static int rope_hd(long C) {
+  if (C % 2) return 0;
+  for (int h = 128; h >= 2; h -= 2)
+    if (C % h == 0) return h <= 128 ? h : 0;
+  return 0;
+}
+
+static int in_list(const char *list, const char *item, char sep) {
+  if (!list) return 1;
+  size_t n = strlen(item);
+  for (const char *s = list; *s;) {
+    const char *e = strchr(s, sep);
+    size_t l = e ? (size_t)(e - s) : strlen(s);
+    if (l == n && strncmp(s, item, n) == 0) return 1;
+    if (!e) break;
+    s = e + 1;
+  }
+  return 0;
+}
+
+typedef struct builder {
+  bench_suite *s;
+  size_t ccap, kcap;
+  const suite_filter *f;
+  int oom;
+} builder;
+
+static int add_case(builder *b, const char *kernel, const char *shape, const char *config) {
+  bench_suite *s = b->s;
+  for (int i = 0; i < s->ncases; i++)
+    if (!strcmp(s->cases[i].kernel, kernel) && !strcmp(s->cases[i].shape, shape) &&
+        !strcmp(s->cases[i].config, config))
+      return i;
+  if (xir__grow((void **)&s->cases, &b->ccap, (size_t)s->ncases + 1, sizeof *s->cases)) {
+    b->oom = 1;
+    return -1;
+  }
+  bcase_decl *c = &s->cases[s->ncases];
+  memset(c, 0, sizeof *c);
+  snprintf(c->kernel, sizeof c->kernel, "%s", kernel);
+  snprintf(c->shape, sizeof c->shape, "%s", shape);
+  snprintf(c->config, sizeof c->config, "%s", config);
+  return s->ncases++;
+}
+
+static void add_cmp(builder *b, int base, int var) {
+  bench_suite *s = b->s;
+  if (base < 0 || var < 0) return;
+  if (xir__grow((void **)&s->comparisons, &b->kcap, (size_t)s->ncomparisons + 1, sizeof *s->comparisons)) {
+    b->oom = 1;
+    return;
+  }
+  s->comparisons[s->ncomparisons][0] = base;
+  s->comparisons[s->ncomparisons][1] = var;
+  s->ncomparisons++;
+}
+
+/* Kernel × shape pairs of a suite, after the filter; calls fn for each. */
+static void each_shape(builder *b, const char **kernels, int nk, const char **rows, int nrows,
+                       const char **attn, int nattn,
+                       void (*fn)(builder *, const char *, const char *)) {
+  for (int k = 0; k < nk; k++) {
+    if (!in_list(b->f->kernels, kernels[k], ',')) continue;
+    int is_attn = strncmp(kernels[k], "attention", 9) == 0;
+    const char **shapes = is_attn ? attn : rows;
+    int ns = is_attn ? nattn : nrows;
+    for (int i = 0; i < ns; i++) {
+      char shape[160];
+      snprintf(shape, sizeof shape, "%s", shapes[i]);
+      if (!strcmp(kernels[k], "rope")) {
+        const char *cp = strstr(shapes[i], "C=");
+        int hd = cp ? rope_hd(atol(cp + 2)) : 0;
+        if (!hd) continue; /* RoPE rotates pairs: odd widths are not RoPE shapes */
+        snprintf(shape, sizeof shape, "%s,HD=%d", shapes[i], hd);
+      }
+      if (b->f->shapes && !in_list(b->f->shapes, shapes[i], ';') && !in_list(b->f->shapes, shape, ';'))
+        continue;
+      fn(b, kernels[k], shape);
+    }
+  }
+}
+
+static void pair_configs(builder *b, const char *k, const char *shape, const char *base,
+                         const char *var) {
+  if (!in_list(b->f->configs, base, ',') || !in_list(b->f->configs, var, ',')) return;
+  int x = add_case(b, k, shape, base), y = add_case(b, k, shape, var);
+  add_cmp(b, x, y);
+}
+
+static void legacy_vs_tasks(builder *b, const char *k, const char *shape) {
+  pair_configs(b, k, shape, "joint_legacy", "joint_tasks");
+}
+
+static void fixed_grains(builder *b, const char *k, const char *shape) {
+  int local = (!strcmp(k, "swiglu") || !strcmp(k, "gelu_residual") || !strncmp(k, "attention", 9)) ? 1 : 8;
+  const char *gs[] = {"0", "1", "3", "max"};
+  int base = -1;
+  for (int i = 0; i < 4; i++) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "fixed:l=%d,B=32,G=%s", local, gs[i]);
+    if (!in_list(b->f->configs, cfg, ',') && b->f->configs) continue;
+    int c = add_case(b, k, shape, cfg);
+    if (i == 0) base = c;
+    else add_cmp(b, base, c);
+  }
+}
+
+static const char *g_ext_peers[4];
+static int g_next;
+
+static void vs_peers(builder *b, const char *k, const char *shape) {
+  pair_configs(b, k, shape, "peer:c_omp", "joint_tasks");
+  pair_configs(b, k, shape, "peer:c_fastmath", "joint_tasks_1w");
+  for (int i = 0; i < g_next; i++) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
+    pair_configs(b, k, shape, cfg, "joint_tasks");
+  }
+}
+
+/* Visit orders for n cases: forward, reverse, and for large suites interleaved and shuffled. */
+static int make_orders(bench_suite *s, int four) {
+  int n = s->ncases;
+  s->norders = four ? 4 : 2;
+  s->orders = xir__calloc((size_t)s->norders, sizeof(int *));
+  if (!s->orders) return -1;
+  for (int o = 0; o < s->norders; o++) {
+    int *a = s->orders[o] = xir__malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!a) return -1;
+    for (int i = 0; i < n; i++) a[i] = i;
+    if (o == 1)
+      for (int i = 0; i < n; i++) a[i] = n - 1 - i;
+    if (o == 2) {
+      int k = 0;
+      for (int i = 0; i < n; i += 2) a[k++] = i;
+      for (int i = 1; i < n; i += 2) a[k++] = i;
+    }
+    if (o == 3) {
+      uint64_t x = 0x9E3779B97F4A7C15ull; /* a fixed xorshift shuffle */
+      for (int i = n - 1; i > 0; i--) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int j = (int)(x % (uint64_t)(i + 1)), t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+      }
+    }
+  }
+  return 0;
+}
+
+void bench_set_ext_peers(const char **names, int n) {
+  g_next = n > 4 ? 4 : n;
+  for (int i = 0; i < g_next; i++) g_ext_peers[i] = names[i];
+}
+
+xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suite *s, xir_diag *d) {
+  memset(s, 0, sizeof *s);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  suite_filter none = {0};
+  builder b = {.s = s, .f = f ? f : &none};
+  int four = 0;
+  s->default_rounds = 4;
+  if (!strcmp(name, "pilot")) {
+    const char *ks[] = {"rmsnorm", "gelu_residual", "swiglu", "attention"};
+    const char *rows[] = {"R=64,C=256"};
+    each_shape(&b, ks, 4, rows, 1, kAttnShapes, 1, legacy_vs_tasks);
+  } else if (!strcmp(name, "validation")) {
+    each_shape(&b, kKernels, 9, kRowShapes, 6, kAttnShapes, 2, legacy_vs_tasks);
+    four = 1;
+  } else if (!strcmp(name, "fixed-grain")) {
+    const char *rows[] = {"R=129,C=768", "R=1024,C=4096"};
+    each_shape(&b, kKernels, 9, rows, 2, kAttnShapes, 2, fixed_grains);
+    s->default_rounds = 2;
+  } else if (!strcmp(name, "peers")) {
+    const char *rows[] = {"R=64,C=256", "R=129,C=768", "R=1024,C=4096"};
+    each_shape(&b, kKernels, 9, rows, 3, kAttnShapes, 2, vs_peers);
+  } else if (!strcmp(name, "smoke")) {
+    const char *ks[] = {"rmsnorm", "swiglu"};
+    const char *rows[] = {"R=3,C=7", "R=17,C=65"};
+    each_shape(&b, ks, 2, rows, 2, kAttnShapes, 0, legacy_vs_tasks);
+    s->default_rounds = 2;
+  } else {
+    return xir__err(d, XIR_ERR_NOT_FOUND,
+                    "unknown suite '%s' (pilot, validation, fixed-grain, peers, smoke)", name);
+  }
+  if (b.oom || make_orders(s, four)) {
+    bench_suite_free(s);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory building suite '%s'", name);
+  }
+  if (s->ncases == 0) {
+    bench_suite_free(s);
+    return xir__err(d, XIR_ERR_INVALID_ARG, "suite '%s' has no case left after the filters", name);
+  }
+  return XIR_OK;
+}
+
+/* Rebuilds the orders after cases were dropped (unsupported peers). */
+int bench_suite_reorder(bench_suite *s) {
+  int four = s->norders == 4;
+  for (int o = 0; o < s->norders; o++) xir__free(s->orders[o]);
+  xir__free(s->orders);
+  s->orders = NULL;
+  return make_orders(s, four);
+}
+
+void bench_suite_free(bench_suite *s) {
+  for (int o = 0; o < s->norders; o++) xir__free(s->orders[o]);
+  xir__free(s->orders);
+  xir__free(s->cases);
+  xir__free(s->comparisons);
+  memset(s, 0, sizeof *s);
+}

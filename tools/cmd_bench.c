@@ -1,0 +1,606 @@
+/* cmd_bench.c — `xir bench`: the measurement protocol of SPEC.md.
+ *
+ *   build suite ─► prepare every case (inputs, oracle, plan, compile / peer setup; untimed)
+ *   for round r: for case in declared order r % norders:
+ *       warm-up ≈ 75 ms (doubling batches) ─► calibrate n for ≈ 20 ms ─► 7 samples of n launches
+ *       ─► re-read the whole output, compare with the oracle, check sentinels
+ *   ─► summarize (src/bench/records.c) ─► raw.json.gz, tables.md, ratios.svg
+ * Every round is kept. The timed region is one batch of n launches plus the wait. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bench/records.h"
+#include "cli.h"
+#include "util/util.h"
+
+void bench_set_ext_peers(const char **names, int n);
+int bench_suite_reorder(bench_suite *s);
+
+typedef struct bench_opts {
+  const char *suite, *out, *peers_dir;
+  suite_filter filter;
+  int rounds;
+  double warmup_ms, sample_ms;
+  int samples;
+  int plot;
+  char ext_names[4][32], ext_cmds[4][4400];
+  int next;
+} bench_opts;
+
+static void help(void) {
+  printf(
+      "usage: xir bench --suite NAME [options]\n\n"
+      "Runs a benchmark suite with the measurement protocol of SPEC.md and writes raw records\n"
+      "(gzip'd JSON), tables.md and ratios.svg into the output folder; `xir audit DIR` checks\n"
+      "them. Suites: pilot, validation, fixed-grain, peers, smoke.\n\n"
+      "options:\n"
+      "  --suite NAME          the suite (required)\n"
+      "  --kernels a,b         only these kernels\n"
+      "  --shapes 'S1;S2'      only these shapes (e.g. 'R=64,C=256;R=129,C=768')\n"
+      "  --configs a,b         only these configurations (e.g. joint_legacy,joint_tasks)\n"
+      "  --rounds N            rounds (default: 4, fixed-grain and smoke 2)\n"
+      "  --workers N           runtime workers incl. the caller (default 2)\n"
+      "  --warmup-ms X         warm-up per visit (default 75)\n"
+      "  --sample-ms X         target length of one sample (default 20)\n"
+      "  --samples N           samples per visit (default 7)\n"
+      "  --seed N              input seed (default 1)\n"
+      "  --peers-dir DIR       external peers set up by scripts/setup_peers.sh DIR\n"
+      "  --peer NAME=COMMAND   an external peer server (repeatable; docs/peers.md)\n"
+      "  --out DIR             output folder (default results/SUITE-YYYYmmdd-HHMMSS)\n"
+      "  --no-plot             skip ratios.svg\n");
+}
+
+static void sha_file(const char *path, char hex[65]) {
+  struct sha256_ctx h;
+  sha256_init(&h);
+  FILE *f = fopen(path, "rb");
+  unsigned char buf[65536];
+  size_t n;
+  strcpy(hex, "unknown");
+  if (!f) return;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&h, n, buf);
+  fclose(f);
+  uint8_t dig[SHA256_DIGEST_SIZE];
+  sha256_digest(&h, sizeof dig, dig);
+  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+}
+
+void bench_binary_sha(char hex[65]) { sha_file("/proc/self/exe", hex); }
+
+static void read_line_of(const char *cmd, char *out, size_t cap) {
+  snprintf(out, cap, "unknown");
+  FILE *f = popen(cmd, "r");
+  if (!f) return;
+  if (fgets(out, (int)cap, f)) out[strcspn(out, "\n")] = 0;
+  else snprintf(out, cap, "unknown");
+  pclose(f);
+}
+
+static cJSON *provenance(int argc, char **argv, bench_env *e, const char *cpu_features) {
+  cJSON *p = cJSON_CreateObject();
+  char buf[1024], cmd[4096] = "";
+  snprintf(buf, sizeof buf, "git -C '%s' rev-parse HEAD 2>/dev/null", XIR_SOURCE_DIR);
+  read_line_of(buf, cmd, sizeof cmd);
+  cJSON_AddStringToObject(p, "git_commit", cmd);
+  snprintf(buf, sizeof buf, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null | wc -l", XIR_SOURCE_DIR);
+  read_line_of(buf, cmd, sizeof cmd);
+  cJSON_AddBoolToObject(p, "git_dirty", atoi(cmd) > 0);
+  cJSON_AddStringToObject(p, "compiler", "gcc " __VERSION__);
+  cJSON_AddStringToObject(p, "llvm", xir_llvm_version());
+  read_line_of("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'", cmd, sizeof cmd);
+  cJSON_AddStringToObject(p, "cpu_model", cmd);
+  cJSON_AddStringToObject(p, "cpu", xir_compiler_cpu(e->cc));
+  cJSON_AddStringToObject(p, "cpu_features", cpu_features);
+  cJSON_AddNumberToObject(p, "simd_width", xir_compiler_width(e->cc));
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  cJSON_AddNumberToObject(p, "online_cpus", (double)ncpu);
+  cJSON *rt = cJSON_AddObjectToObject(p, "runtime");
+  xir_wait_policy wp;
+  uint32_t spin;
+  xir_runtime_get_wait(e->rt, &wp, &spin);
+  cJSON_AddNumberToObject(rt, "workers", e->workers);
+  cJSON_AddStringToObject(rt, "wait", wp == XIR_WAIT_SPIN ? "spin" : wp == XIR_WAIT_SLEEP ? "sleep" : "spin_then_sleep");
+  cJSON_AddNumberToObject(rt, "spin_us", spin);
+  size_t o = 0;
+  for (int i = 0; i < argc; i++) o += (size_t)snprintf(cmd + o, o < sizeof cmd ? sizeof cmd - o : 0, "%s%s", i ? " " : "", argv[i]);
+  cJSON_AddStringToObject(p, "command_line", cmd);
+  char hex[65];
+  bench_binary_sha(hex);
+  cJSON_AddStringToObject(p, "binary_sha256", hex);
+  time_t now = time(NULL);
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  cJSON_AddStringToObject(p, "date", buf);
+  return p;
+}
+
+static cJSON *filter_json(const suite_filter *f) {
+  cJSON *o = cJSON_CreateObject();
+  if (f->kernels) cJSON_AddStringToObject(o, "kernels", f->kernels);
+  if (f->shapes) cJSON_AddStringToObject(o, "shapes", f->shapes);
+  if (f->configs) cJSON_AddStringToObject(o, "configs", f->configs);
+  return o;
+}
+
+/* One visit: warm-up, calibration, samples, check. */
+static xir_status visit(bench_env *e, bcase *c, const bench_opts *o, cJSON *v, xir_diag *d) {
+  double elapsed = 0, per = 0, t = 0;
+  uint64_t n = 1;
+  xir_status st;
+  while (elapsed < o->warmup_ms * 1e6) {
+    if ((st = bcase_run(e, c, n, &t, d))) return st;
+    elapsed += t;
+    per = t / (double)n;
+    if (t < 2e6 && n < (1u << 24)) n *= 2;
+  }
+  if (!(per > 0)) per = 1;
+  double want = o->sample_ms * 1e6 / per;
+  n = want < 1 ? 1 : (uint64_t)llround(want);
+  cJSON_AddNumberToObject(v, "n", (double)n);
+  cJSON *arr = cJSON_AddArrayToObject(v, "samples_ns");
+  for (int s = 0; s < o->samples; s++) {
+    if ((st = bcase_run(e, c, n, &t, d))) return st;
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(t > 0 ? t : 1));
+  }
+  xir_compare cmp;
+  int sent;
+  if ((st = bcase_check(e, c, &cmp, &sent, d))) return st;
+  cJSON *chk = cJSON_AddObjectToObject(v, "check");
+  cJSON_AddBoolToObject(chk, "pass", cmp.pass && sent);
+  cJSON_AddNumberToObject(chk, "max_abs", cmp.max_abs);
+  cJSON_AddNumberToObject(chk, "rel_l2", cmp.rel_l2);
+  cJSON_AddBoolToObject(chk, "sentinels", sent);
+  cJSON_AddStringToObject(chk, "output_sha256", c->out_sha);
+  if (!cmp.pass || !sent)
+    return xir__err(d, XIR_ERR_RUNTIME, "%s %s %s: the output after timing does not match the "
+                    "oracle (%zu bad elements, max abs %.3g, sentinels %s)", c->decl.kernel,
+                    c->decl.shape, c->decl.config, cmp.bad, cmp.max_abs, sent ? "ok" : "broken");
+  return XIR_OK;
+}
+
+static const char *fmt_us(double ns, char *buf, size_t cap) {
+  if (isnan(ns)) snprintf(buf, cap, "-");
+  else if (ns < 1e5) snprintf(buf, cap, "%.2f", ns / 1e3);
+  else snprintf(buf, cap, "%.1f", ns / 1e3);
+  return buf;
+}
+
+static double jnum(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* tables.md: every comparison, then every case. */
+static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) {
+  FILE *f = fopen(path, "w");
+  if (!f) return xir__err(d, XIR_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  const cJSON *cases = cJSON_GetObjectItem(rec, "cases"), *sum = cJSON_GetObjectItem(rec, "summary");
+  const cJSON *prov = cJSON_GetObjectItem(rec, "provenance");
+  const cJSON *cs = cJSON_GetObjectItem(sum, "cases"), *cmps = cJSON_GetObjectItem(sum, "comparisons");
+  int rounds = (int)jnum(rec, "rounds");
+  fprintf(f, "# xir bench: suite %s\n\n", cJSON_GetStringValue(cJSON_GetObjectItem(rec, "suite")));
+  fprintf(f, "`%s` — commit %s, %s, LLVM %s, %s (%s, W=%g), %g workers, %d rounds x %g samples.\n\n",
+          cJSON_GetStringValue(cJSON_GetObjectItem(prov, "command_line")),
+          cJSON_GetStringValue(cJSON_GetObjectItem(prov, "git_commit")),
+          cJSON_GetStringValue(cJSON_GetObjectItem(prov, "compiler")),
+          cJSON_GetStringValue(cJSON_GetObjectItem(prov, "llvm")),
+          cJSON_GetStringValue(cJSON_GetObjectItem(prov, "cpu_model")),
+          cJSON_GetStringValue(cJSON_GetObjectItem(prov, "cpu")), jnum(prov, "simd_width"),
+          jnum(cJSON_GetObjectItem(prov, "runtime"), "workers"), rounds, jnum(rec, "samples"));
+  fprintf(f, "Times are host wall µs per launch (batch of n launches + wait, divided by n): the "
+             "median over rounds of each round's p50. A ratio is variant / baseline, the median "
+             "over rounds of the same-round ratio (< 1: the variant is faster); min–max over "
+             "rounds.\n\n");
+  fprintf(f, "## Comparisons\n\n| kernel | shape | baseline | variant | baseline µs | variant µs "
+             "| ratio | min–max | max abs err (b / v) |\n|---|---|---|---|---:|---:|---:|---|---|\n");
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cmps) {
+    int b = (int)jnum(c, "baseline"), v = (int)jnum(c, "variant");
+    const cJSON *cb = cJSON_GetArrayItem(cases, b), *cv = cJSON_GetArrayItem(cases, v);
+    char x[32], y[32];
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %.3f | %.3f–%.3f | %.2g / %.2g |\n",
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "kernel")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "shape")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "config")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cv, "config")),
+            fmt_us(jnum(cJSON_GetArrayItem(cs, b), "median_p50_ns"), x, sizeof x),
+            fmt_us(jnum(cJSON_GetArrayItem(cs, v), "median_p50_ns"), y, sizeof y),
+            jnum(c, "median_ratio"), jnum(c, "min_ratio"), jnum(c, "max_ratio"),
+            jnum(cb, "max_abs_err"), jnum(cv, "max_abs_err"));
+  }
+  fprintf(f, "\n## Cases\n\n| # | kernel | shape | config | candidate | G | impl | median µs | "
+             "min–max µs | max abs err | ir / obj sha256 |\n|---|---|---|---|---|---|---|---:|---|---|---|\n");
+  int i = 0;
+  cJSON_ArrayForEach(c, cases) {
+    const cJSON *s = cJSON_GetArrayItem(cs, i);
+    char a[32], b1[32], b2[32];
+    const char *ir = cJSON_GetStringValue(cJSON_GetObjectItem(c, "ir_sha256"));
+    const char *ob = cJSON_GetStringValue(cJSON_GetObjectItem(c, "obj_sha256"));
+    fprintf(f, "| %d | %s | %s | %s | %s | %s | %s | %s | %s–%s | %.2g | %.12s / %.12s |\n", i,
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "kernel")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "shape")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "config")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "candidate")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "grain")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "implementation")),
+            fmt_us(jnum(s, "median_p50_ns"), a, sizeof a), fmt_us(jnum(s, "min_p50_ns"), b1, sizeof b1),
+            fmt_us(jnum(s, "max_p50_ns"), b2, sizeof b2), jnum(c, "max_abs_err"), ir ? ir : "-",
+            ob ? ob : "-");
+    i++;
+  }
+  const cJSON *ident = cJSON_GetObjectItem(rec, "grain_identity");
+  if (ident) {
+    fprintf(f, "\n## Task grain changes no code and no result\n\n| kernel | shape | cases | IR | "
+               "object | output |\n|---|---|---|---|---|---|\n");
+    cJSON_ArrayForEach(c, ident)
+    fprintf(f, "| %s | %s | %g | %s | %s | %s |\n", cJSON_GetStringValue(cJSON_GetObjectItem(c, "kernel")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "shape")), jnum(c, "cases"),
+            cJSON_IsTrue(cJSON_GetObjectItem(c, "ir_identical")) ? "identical" : "DIFFERENT",
+            cJSON_IsTrue(cJSON_GetObjectItem(c, "obj_identical")) ? "identical" : "DIFFERENT",
+            cJSON_IsTrue(cJSON_GetObjectItem(c, "output_identical")) ? "identical" : "DIFFERENT");
+  }
+  const cJSON *uns = cJSON_GetObjectItem(rec, "unsupported");
+  if (cJSON_GetArraySize(uns)) {
+    fprintf(f, "\n## Not measured\n\n");
+    cJSON_ArrayForEach(c, uns)
+    fprintf(f, "- %s %s %s: %s\n", cJSON_GetStringValue(cJSON_GetObjectItem(c, "kernel")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "shape")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "config")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(c, "reason")));
+  }
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  return bad ? xir__err(d, XIR_ERR_IO, "cannot write '%s'", path) : XIR_OK;
+}
+
+/* ratios.svg through gnuplot (skipped with a note when gnuplot is missing). */
+static void write_plot(const char *dir, const cJSON *rec) {
+  char dat[4096], gp[4096], cmd[8400];
+  snprintf(dat, sizeof dat, "%s/ratios.dat", dir);
+  snprintf(gp, sizeof gp, "%s/ratios.gp", dir);
+  FILE *f = fopen(dat, "w");
+  if (!f) return;
+  const cJSON *cases = cJSON_GetObjectItem(rec, "cases");
+  const cJSON *c;
+  int n = 0;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(cJSON_GetObjectItem(rec, "summary"), "comparisons")) {
+    const cJSON *cb = cJSON_GetArrayItem(cases, (int)jnum(c, "baseline"));
+    const cJSON *cv = cJSON_GetArrayItem(cases, (int)jnum(c, "variant"));
+    fprintf(f, "%d \"%s %s: %s/%s\" %g %g %g\n", n++, cJSON_GetStringValue(cJSON_GetObjectItem(cb, "kernel")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "shape")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cv, "config")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "config")), jnum(c, "median_ratio"),
+            jnum(c, "min_ratio"), jnum(c, "max_ratio"));
+  }
+  fclose(f);
+  f = fopen(gp, "w");
+  if (!f) return;
+  fprintf(f, "set terminal svg size 1100,%d dynamic font 'sans,10'\nset output '%s/ratios.svg'\n"
+             "set title 'paired ratios variant/baseline (median over rounds, min-max bars); < 1: variant faster'\n"
+             "set logscale x 2\nset xlabel 'ratio'\nset ytics font 'sans,8'\nset yrange [-1:%d]\n"
+             "set grid x\nset arrow from 1,-1 to 1,%d nohead lc rgb 'red'\nunset key\n"
+             "plot '%s' using 3:1:4:5:ytic(2) with xerrorbars pt 7 ps 0.6\n",
+          160 + 14 * n, dir, n, n, dat);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "command -v gnuplot >/dev/null 2>&1 && gnuplot '%s' 2>/dev/null", gp);
+  if (system(cmd) != 0) fprintf(stderr, "xir bench: gnuplot not available, no ratios.svg\n");
+}
+
+/* For the fixed-grain suite: per kernel × shape, are IR, object and output identical across G? */
+static cJSON *grain_identity(bcase *cs, int n) {
+  cJSON *arr = cJSON_CreateArray();
+  for (int i = 0; i < n; i++) {
+    if (strncmp(cs[i].decl.config, "fixed:", 6) != 0) continue;
+    int first = 1;
+    for (int j = 0; j < i; j++)
+      if (!strcmp(cs[j].decl.kernel, cs[i].decl.kernel) && !strcmp(cs[j].decl.shape, cs[i].decl.shape))
+        first = 0;
+    if (!first) continue;
+    int count = 0, ir = 1, obj = 1, out = 1;
+    for (int j = i; j < n; j++) {
+      if (strcmp(cs[j].decl.kernel, cs[i].decl.kernel) || strcmp(cs[j].decl.shape, cs[i].decl.shape)) continue;
+      count++;
+      ir &= !strcmp(cs[j].ir_sha, cs[i].ir_sha);
+      obj &= !strcmp(cs[j].obj_sha, cs[i].obj_sha);
+      out &= !strcmp(cs[j].out_sha, cs[i].out_sha);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kernel", cs[i].decl.kernel);
+    cJSON_AddStringToObject(o, "shape", cs[i].decl.shape);
+    cJSON_AddNumberToObject(o, "cases", count);
+    cJSON_AddBoolToObject(o, "ir_identical", ir);
+    cJSON_AddBoolToObject(o, "obj_identical", obj);
+    cJSON_AddBoolToObject(o, "output_identical", out);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
+}
+
+int bench_start_peers(bench_env *e, bench_opts *o, xir_diag *d);
+
+int cmd_bench(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    help();
+    return 0;
+  }
+  static const struct option opts[] = {
+      {"suite", required_argument, 0, 's'},     {"kernels", required_argument, 0, 'k'},
+      {"shapes", required_argument, 0, 'S'},    {"configs", required_argument, 0, 'c'},
+      {"rounds", required_argument, 0, 'r'},    {"workers", required_argument, 0, 'w'},
+      {"warmup-ms", required_argument, 0, 'W'}, {"sample-ms", required_argument, 0, 'm'},
+      {"samples", required_argument, 0, 'n'},   {"seed", required_argument, 0, 'e'},
+      {"peers-dir", required_argument, 0, 'P'}, {"peer", required_argument, 0, 'p'},
+      {"out", required_argument, 0, 'o'},       {"no-plot", no_argument, 0, 'x'},
+      {0, 0, 0, 0}};
+  bench_opts o;
+  memset(&o, 0, sizeof o);
+  o.warmup_ms = 75;
+  o.sample_ms = 20;
+  o.samples = 7;
+  o.plot = 1;
+  bench_env e;
+  memset(&e, 0, sizeof e);
+  e.workers = 2;
+  e.seed = 1;
+  uint32_t u;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+      case 's': o.suite = optarg; break;
+      case 'k': o.filter.kernels = optarg; break;
+      case 'S': o.filter.shapes = optarg; break;
+      case 'c': o.filter.configs = optarg; break;
+      case 'o': o.out = optarg; break;
+      case 'P': o.peers_dir = optarg; break;
+      case 'x': o.plot = 0; break;
+      case 'p': {
+        const char *eq = strchr(optarg, '=');
+        if (!eq || eq == optarg || o.next >= 4) return cli_usage_error("bench", "--peer needs NAME=COMMAND (at most 4)");
+        snprintf(o.ext_names[o.next], sizeof o.ext_names[0], "%.*s", (int)(eq - optarg), optarg);
+        snprintf(o.ext_cmds[o.next], sizeof o.ext_cmds[0], "%s", eq + 1);
+        o.next++;
+        break;
+      }
+      case 'W':
+      case 'm': {
+        char *end;
+        double v = strtod(optarg, &end);
+        if (*end || !(v > 0) || v > 60000) return cli_usage_error("bench", "--%s needs a positive number of ms", c == 'W' ? "warmup-ms" : "sample-ms");
+        if (c == 'W') o.warmup_ms = v;
+        else o.sample_ms = v;
+        break;
+      }
+      case 'r':
+      case 'w':
+      case 'n':
+      case 'e':
+        if (cli_parse_u32(optarg, 0, &u) || (c != 'e' && (u == 0 || u > 1000)))
+          return cli_usage_error("bench", "'%s' is not a valid count", optarg);
+        if (c == 'r') o.rounds = (int)u;
+        else if (c == 'w') e.workers = u;
+        else if (c == 'n') o.samples = u > 256 ? 256 : (int)u;
+        else e.seed = u;
+        break;
+      default: return cli_usage_error("bench", "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+  }
+  if (!o.suite) return cli_usage_error("bench", "needs --suite (pilot, validation, fixed-grain, peers, smoke)");
+  if (optind != argc) return cli_usage_error("bench", "unexpected argument '%s'", argv[optind]);
+  xir_diag d;
+  int rc = 1;
+  bench_suite s;
+  bcase *cs = NULL;
+  cJSON *rec = NULL;
+  memset(&s, 0, sizeof s);
+  if (o.peers_dir) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/venv/bin/python", o.peers_dir);
+    if (access(path, X_OK) == 0 && o.next + 2 <= 4) {
+      snprintf(o.ext_names[o.next], 32, "torch_eager");
+      snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s' '%s/peers/ext/torch_peer.py' --mode eager", path, XIR_SOURCE_DIR);
+      snprintf(o.ext_names[o.next], 32, "torch_compile");
+      snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s' '%s/peers/ext/torch_peer.py' --mode compile", path, XIR_SOURCE_DIR);
+    }
+    snprintf(path, sizeof path, "%s/bin/onednn_peer", o.peers_dir);
+    if (access(path, X_OK) == 0 && o.next < 4) {
+      snprintf(o.ext_names[o.next], 32, "onednn");
+      snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s'", path);
+    }
+  }
+  const char *names[4];
+  for (int i = 0; i < o.next; i++) names[i] = o.ext_names[i];
+  bench_set_ext_peers(names, o.next);
+  if (bench_suite_build(o.suite, &o.filter, &s, &d)) return cli_fail(&d);
+  int rounds = o.rounds ? o.rounds : s.default_rounds;
+  xir_runtime_options ro;
+  xir_runtime_options_default(&ro);
+  ro.workers = e.workers;
+  if (xir_runtime_create(&ro, &e.rt, &d) || xir_compiler_create(NULL, &e.cc, &d)) goto fail;
+  for (int i = 0; i < o.next; i++) {
+    fprintf(stderr, "xir bench: starting peer %s: %s\n", o.ext_names[i], o.ext_cmds[i]);
+    if (ext_peer_start(o.ext_names[i], o.ext_cmds[i], &e.peers[e.npeers], &d) == XIR_OK)
+      snprintf(e.peer_names[e.npeers++], 32, "%s", o.ext_names[i]);
+    else {
+      char b[1200];
+      fprintf(stderr, "xir bench: peer %s unavailable: %s\n", o.ext_names[i], xir_diag_format(&d, b, sizeof b));
+    }
+  }
+  /* prepare every case (untimed); drop what a peer cannot run, and say so */
+  cs = xir__calloc((size_t)s.ncases, sizeof *cs);
+  if (!cs) goto fail;
+  rec = cJSON_CreateObject();
+  cJSON *uns = cJSON_CreateArray();
+  int *remap = xir__malloc(sizeof(int) * (size_t)s.ncases);
+  if (!remap) goto fail;
+  int kept = 0;
+  for (int i = 0; i < s.ncases; i++) {
+    cs[kept].decl = s.cases[i];
+    fprintf(stderr, "\rxir bench: preparing %d/%d %-60.60s", i + 1, s.ncases, s.cases[i].config);
+    if (bcase_prepare(&e, &cs[kept], &d)) {
+      fprintf(stderr, "\n");
+      xir__free(remap);
+      goto fail;
+    }
+    if (cs[kept].unsupported) {
+      cJSON *u1 = cJSON_CreateObject();
+      cJSON_AddStringToObject(u1, "kernel", s.cases[i].kernel);
+      cJSON_AddStringToObject(u1, "shape", s.cases[i].shape);
+      cJSON_AddStringToObject(u1, "config", s.cases[i].config);
+      cJSON_AddStringToObject(u1, "reason", cs[kept].why);
+      cJSON_AddItemToArray(uns, u1);
+      bcase_release(&cs[kept]);
+      remap[i] = -1;
+      continue;
+    }
+    remap[i] = kept++;
+  }
+  fprintf(stderr, "\n");
+  int nc = 0;
+  for (int k = 0; k < s.ncomparisons; k++) {
+    int b = remap[s.comparisons[k][0]], v = remap[s.comparisons[k][1]];
+    if (b >= 0 && v >= 0) {
+      s.comparisons[nc][0] = b;
+      s.comparisons[nc][1] = v;
+      nc++;
+    }
+  }
+  xir__free(remap);
+  s.ncomparisons = nc;
+  for (int i = 0; i < kept; i++) s.cases[i] = cs[i].decl;
+  s.ncases = kept;
+  if (kept == 0 || bench_suite_reorder(&s)) {
+    xir__err(&d, XIR_ERR_INVALID_ARG, "no case of suite '%s' can run here", o.suite);
+    goto fail;
+  }
+  /* records: declaration */
+  cJSON_AddStringToObject(rec, "format", XIR_BENCH_FORMAT);
+  cJSON_AddItemToObject(rec, "provenance", provenance(argc + 1, argv - 1, &e, xir_compiler_features(e.cc)));
+  cJSON_AddStringToObject(rec, "suite", s.name);
+  cJSON_AddItemToObject(rec, "filter", filter_json(&o.filter));
+  cJSON *pj = cJSON_AddArrayToObject(rec, "peers");
+  for (int i = 0; i < o.next; i++) cJSON_AddItemToArray(pj, cJSON_CreateString(o.ext_names[i]));
+  cJSON_AddNumberToObject(rec, "rounds", rounds);
+  cJSON_AddNumberToObject(rec, "samples", o.samples);
+  cJSON_AddNumberToObject(rec, "warmup_ms", o.warmup_ms);
+  cJSON_AddNumberToObject(rec, "sample_ms", o.sample_ms);
+  cJSON_AddNumberToObject(rec, "seed", (double)e.seed);
+  cJSON_AddNumberToObject(rec, "workers", e.workers);
+  cJSON_AddItemToObject(rec, "unsupported", uns);
+  cJSON *jc = cJSON_AddArrayToObject(rec, "cases");
+  for (int i = 0; i < kept; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "kernel", cs[i].decl.kernel);
+    cJSON_AddStringToObject(j, "shape", cs[i].decl.shape);
+    cJSON_AddStringToObject(j, "config", cs[i].decl.config);
+    cJSON_AddStringToObject(j, "input_sha256", cs[i].input_sha);
+    if (cs[i].kind == BC_XIR) {
+      char g[24];
+      if (cs[i].grain == UINT32_MAX) snprintf(g, sizeof g, "max");
+      else snprintf(g, sizeof g, "%u", cs[i].grain);
+      cJSON_AddStringToObject(j, "candidate", cs[i].cand);
+      cJSON_AddStringToObject(j, "grain", g);
+      cJSON_AddStringToObject(j, "implementation", cs[i].impl);
+      cJSON_AddNumberToObject(j, "workers", cs[i].workers);
+      cJSON_AddStringToObject(j, "ir_sha256", cs[i].ir_sha);
+      cJSON_AddStringToObject(j, "obj_sha256", cs[i].obj_sha);
+    } else {
+      cJSON_AddStringToObject(j, "candidate", "-");
+      cJSON_AddStringToObject(j, "grain", "-");
+      cJSON_AddStringToObject(j, "implementation", cs[i].kind == BC_CPEER ? "C peer" : "external peer");
+    }
+    cJSON_AddItemToArray(jc, j);
+  }
+  cJSON *jk = cJSON_AddArrayToObject(rec, "comparisons");
+  for (int k = 0; k < s.ncomparisons; k++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "baseline", s.comparisons[k][0]);
+    cJSON_AddNumberToObject(j, "variant", s.comparisons[k][1]);
+    cJSON_AddItemToArray(jk, j);
+  }
+  cJSON *jo = cJSON_AddArrayToObject(rec, "orders");
+  for (int k = 0; k < s.norders; k++) cJSON_AddItemToArray(jo, cJSON_CreateIntArray(s.orders[k], s.ncases));
+  /* the rounds */
+  cJSON *visits = cJSON_AddArrayToObject(rec, "visits");
+  double t_start = (double)time(NULL);
+  for (int r = 0; r < rounds; r++) {
+    const int *order = s.orders[r % s.norders];
+    for (int pos = 0; pos < s.ncases; pos++) {
+      int ci = order[pos];
+      fprintf(stderr, "\rxir bench: round %d/%d, case %3d/%d (%s %s %s) %5.0f s ", r + 1, rounds,
+              pos + 1, s.ncases, cs[ci].decl.kernel, cs[ci].decl.shape, cs[ci].decl.config,
+              (double)time(NULL) - t_start);
+      cJSON *v = cJSON_CreateObject();
+      cJSON_AddNumberToObject(v, "round", r);
+      cJSON_AddNumberToObject(v, "position", pos);
+      cJSON_AddNumberToObject(v, "case", ci);
+      cJSON_AddItemToArray(visits, v);
+      if (visit(&e, &cs[ci], &o, v, &d)) {
+        fprintf(stderr, "\n");
+        goto fail;
+      }
+    }
+  }
+  fprintf(stderr, "\n");
+  for (int i = 0; i < kept; i++) {
+    /* the worst oracle error over the visits, for the tables */
+    double worst = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, visits) if ((int)jnum(v, "case") == i) {
+      double m = jnum(cJSON_GetObjectItem(v, "check"), "max_abs");
+      if (m > worst) worst = m;
+    }
+    cJSON_AddNumberToObject(cJSON_GetArrayItem(jc, i), "max_abs_err", worst);
+    cJSON_AddStringToObject(cJSON_GetArrayItem(jc, i), "output_sha256", cs[i].out_sha);
+  }
+  if (!strcmp(s.name, "fixed-grain")) cJSON_AddItemToObject(rec, "grain_identity", grain_identity(cs, kept));
+  if (xir__bench_summarize(rec, &d)) goto fail;
+  /* outputs */
+  char dir[2048], path[2300];
+  if (o.out) {
+    snprintf(dir, sizeof dir, "%s", o.out);
+  } else {
+    char ts[32];
+    time_t now = time(NULL);
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", gmtime(&now));
+    mkdir("results", 0777);
+    snprintf(dir, sizeof dir, "results/%s-%s", s.name, ts);
+  }
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    xir__err(&d, XIR_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
+    goto fail;
+  }
+  snprintf(path, sizeof path, "%s/raw.json.gz", dir);
+  if (xir__json_write_gz(path, rec, &d)) goto fail;
+  snprintf(path, sizeof path, "%s/tables.md", dir);
+  if (write_tables(path, rec, &d)) goto fail;
+  if (o.plot) write_plot(dir, rec);
+  FILE *t = fopen(path, "r");
+  if (t) {
+    char line[4096];
+    while (fgets(line, sizeof line, t)) fputs(line, stdout);
+    fclose(t);
+  }
+  printf("\nrecords: %s/raw.json.gz  (check them: xir audit %s)\n", dir, dir);
+  rc = 0;
+  goto out;
+fail:
+  rc = cli_fail(&d);
+out:
+  for (int i = 0; cs && i < s.ncases; i++) bcase_release(&cs[i]);
+  xir__free(cs);
+  cJSON_Delete(rec);
+  for (int i = 0; i < e.npeers; i++) ext_peer_stop(e.peers[i]);
+  bench_suite_free(&s);
+  xir_compiler_destroy(e.cc);
+  xir_runtime_destroy(e.rt);
+  return rc;
+}
