@@ -212,7 +212,7 @@ static int const_of(LLVMValueRef v, int64_t *out) {
 }
 
 static val int_binop(lw *L, int op, const val *a, const val *b) {
-  int64_t cv;
+  int64_t cv = 0;
   if (a->aff && b->aff) {
     if (op == XIR_OP_ADD) return vaff(LLVMBuildAdd(L->b, a->u, b->u, ""), a->s + b->s);
     if (op == XIR_OP_SUB) return vaff(LLVMBuildSub(L->b, a->u, b->u, ""), a->s - b->s);
