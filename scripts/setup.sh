@@ -4,7 +4,7 @@
 # Run as root on Debian 12. Nothing is downloaded except Debian packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="build-essential cmake pkg-config llvm-19-dev libcjson-dev nettle-dev zlib1g-dev libcmocka-dev clang-14 libclang-rt-14-dev"
+PKGS="build-essential cmake pkg-config git llvm-19-dev libcjson-dev nettle-dev zlib1g-dev libcmocka-dev clang-14 libclang-rt-14-dev gnuplot-nox"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
