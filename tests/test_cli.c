@@ -1,0 +1,182 @@
+/* test_cli.c — the `xir` command as a user meets it: `xir run rmsnorm --save` writes x.npy w.npy
+ * y.npy whose y matches an independent fp64 reference; bad input (unknown kernels and dims,
+ * missing or wrong-shaped .npy files, unwritable folders, bad candidates, bad widths) gives a
+ * clear message and a non-zero exit, never a crash or a half-written file. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ref_kernels.h"
+#include "util/npy.h"
+#include "util/util.h"
+
+static char g_bin[1024], g_tmp[256];
+
+static int run(const char *args, char *out, size_t cap) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", g_tmp, g_bin, args);
+  FILE *f = popen(cmd, "r");
+  if (!f) return -1;
+  size_t n = fread(out, 1, cap - 1, f);
+  out[n] = 0;
+  int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void expect_fail(const char *args, const char *words) {
+  char out[16384];
+  int rc = run(args, out, sizeof out);
+  if (rc == 0 || rc >= 128 || !strstr(out, words))
+    fail_msg("xir %s: exit %d, wanted a failure mentioning '%s'; output: %s", args, rc, words, out);
+}
+
+static float *read_npy(const char *name, size_t *shape, int *nd) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+  float *data;
+  xir_diag d;
+  if (xir__npy_read_f32(path, &data, shape, nd, 8, &d)) fail_msg("%s: %s", name, d.msg);
+  return data;
+}
+
+static void test_run_save_matches_hand_reference(void **state) {
+  (void)state;
+  char out[16384];
+  int rc = run("run rmsnorm --shape R=129,C=768 --save out/", out, sizeof out);
+  if (rc) fail_msg("xir run failed: %s", out);
+  assert_non_null(strstr(out, "plan:"));
+  size_t sx[8], sw[8], sy[8];
+  int nx, nw, ny;
+  float *x = read_npy("out/x.npy", sx, &nx), *w = read_npy("out/w.npy", sw, &nw);
+  float *y = read_npy("out/y.npy", sy, &ny);
+  assert_int_equal(nx, 2);
+  assert_int_equal(sx[0], 129);
+  assert_int_equal(sx[1], 768);
+  assert_int_equal(nw, 1);
+  assert_int_equal(sw[0], 768);
+  assert_int_equal(ny, 2);
+  double *ref = malloc(sizeof(double) * 129 * 768);
+  ref_rmsnorm(129, 768, x, w, (double)1e-5f, ref);
+  double worst = 0;
+  for (size_t i = 0; i < 129 * 768; i++) {
+    assert_true(x[i] != 0.0f);
+    double e = fabs(y[i] - ref[i]);
+    if (!(e <= 1e-5 + 1e-4 * fabs(ref[i]))) fail_msg("y[%zu] = %g, reference %g", i, (double)y[i], ref[i]);
+    if (e > worst) worst = e;
+  }
+  free(ref);
+  xir__free(x);
+  xir__free(w);
+  xir__free(y);
+  /* the saved inputs read back give the same result */
+  rc = run("run rmsnorm --shape R=129,C=768 --inputs out --save out2", out, sizeof out);
+  if (rc) fail_msg("xir run --inputs failed: %s", out);
+  char a[700], b[700];
+  snprintf(a, sizeof a, "cmp -s '%s/out/y.npy' '%s/out2/y.npy'", g_tmp, g_tmp);
+  assert_int_equal(system(a), 0);
+  (void)b;
+}
+
+static void test_run_every_candidate_and_runtime_flags(void **state) {
+  (void)state;
+  char out[65536];
+  int rc = run("run softmax_causal --shape R=17,C=65 --all-candidates --workers 3 --grain 2", out, sizeof out);
+  if (rc) fail_msg("%s", out);
+  assert_null(strstr(out, "FAIL"));
+  assert_non_null(strstr(out, "multi-packet"));
+  rc = run("run layernorm --shape R=33,C=1000 --candidate perm=r,l=8,B=32,W=16 --workers 2 --grain max --json", out, sizeof out);
+  if (rc) fail_msg("%s", out);
+  assert_non_null(strstr(out, "\"caller\":\ttrue"));
+}
+
+static void test_bad_input_is_reported(void **state) {
+  (void)state;
+  expect_fail("run nosuchkernel --shape R=1", "unknown kernel 'nosuchkernel'");
+  expect_fail("run rmsnorm --shape R=3", "dim 'C'");
+  expect_fail("run rmsnorm --shape R=3,C=0", "outside [1, 2^31)");
+  expect_fail("run rmsnorm --shape R=3,X=4", "no dim 'X'");
+  expect_fail("run rmsnorm --shape R=3,C=x", "not a positive integer");
+  expect_fail("run rope --shape R=3,C=6,HD=4", "does not hold");
+  expect_fail("run rmsnorm", "needs --shape");
+  expect_fail("run rmsnorm --shape R=3,C=7 --inputs nowhere", "nowhere/x.npy");
+  expect_fail("run rmsnorm --shape R=3,C=7 --candidate perm=r,l=3,B=16", "power of two");
+  expect_fail("run attention --shape B=1,HQ=2,HKV=1,Q=3,K=4,D=5,DV=6 --candidate perm=b.h.i,l=2,B=16",
+              "not legal");
+  expect_fail("run rmsnorm --shape R=3,C=7 --width 32", "SIMD width");
+  expect_fail("run rmsnorm --shape R=3,C=7 --set nope=1", "no scalar parameter 'nope'");
+  expect_fail("compile rmsnorm --shape R=3,C=7 --candidate garbage", "cannot read candidate");
+  expect_fail("plan rmsnorm --shape R=129,C=768 --local 0 --search-grain --budget 5", "budget");
+  expect_fail("plan rmsnorm --shape R=129,C=768 --budget 0", "budget");
+  expect_fail("plan rmsnorm --shape R=129,C=768 --workers 0", "--workers");
+  expect_fail("bench --suite nosuch", "unknown suite");
+  expect_fail("frobnicate", "unknown command");
+  expect_fail("audit /nonexistent", "cannot read");
+}
+
+static void test_wrong_shaped_inputs_and_unwritable_output(void **state) {
+  (void)state;
+  char out[16384];
+  assert_int_equal(run("run rmsnorm --shape R=3,C=7 --save small", out, sizeof out), 0);
+  expect_fail("run rmsnorm --shape R=4,C=7 --inputs small", "x.npy has shape (3, 7) but the kernel expects (4, 7)");
+  /* a file where the output folder should be */
+  char path[600];
+  snprintf(path, sizeof path, "%s/afile", g_tmp);
+  FILE *f = fopen(path, "w");
+  fputs("x", f);
+  fclose(f);
+  expect_fail("run rmsnorm --shape R=3,C=7 --save afile", "not a folder");
+  expect_fail("run rmsnorm --shape R=3,C=7 --save /proc/xir-cannot", "cannot create output folder");
+  /* a truncated .npy */
+  snprintf(path, sizeof path, "%s/small/x.npy", g_tmp);
+  assert_int_equal(truncate(path, 100), 0);
+  expect_fail("run rmsnorm --shape R=3,C=7 --inputs small", "x.npy");
+}
+
+static void test_help_everywhere(void **state) {
+  (void)state;
+  const char *cmds[] = {"kernels", "check", "print", "run", "compile", "plan", "bench", "audit", "suite"};
+  char out[16384], args[64];
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+    snprintf(args, sizeof args, "%s --help", cmds[i]);
+    assert_int_equal(run(args, out, sizeof out), 0);
+    assert_non_null(strstr(out, "usage: xir"));
+  }
+  assert_int_equal(run("--help", out, sizeof out), 0);
+  assert_int_equal(run("kernels --json", out, sizeof out), 0);
+  assert_non_null(strstr(out, "\"attention_causal\""));
+}
+
+static int setup(void **state) {
+  (void)state;
+  const char *bin = getenv("XIR_BIN");
+  snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "./xir");
+  snprintf(g_tmp, sizeof g_tmp, "/tmp/xir-cli-XXXXXX");
+  return mkdtemp(g_tmp) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_run_save_matches_hand_reference),
+      cmocka_unit_test(test_run_every_candidate_and_runtime_flags),
+      cmocka_unit_test(test_bad_input_is_reported),
+      cmocka_unit_test(test_wrong_shaped_inputs_and_unwritable_output),
+      cmocka_unit_test(test_help_everywhere),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
