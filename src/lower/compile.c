@@ -46,6 +46,7 @@ xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **o
   xir__jit_options jo;
   memset(&jo, 0, sizeof jo);
   jo.pipeline = opt ? opt->pipeline : NULL;
+  jo.codegen_level = -1; /* the JIT default (LLVMCodeGenLevelDefault) */
   xir_status s = xir__jit_create(&jo, &c->jit, d);
   if (s) {
     xir__free(c);
