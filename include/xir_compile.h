@@ -68,6 +68,8 @@ typedef struct xir_compiler xir_compiler;
 typedef struct xir_compiler_options {
   uint32_t force_width;   /* 0 = the host's widest; else 1, 2, 4, 8 or 16 (must be runnable) */
   const char *pipeline;   /* NULL = the default pass pipeline */
+  const char *codegen;    /* code generation level: NULL or "default", "none", "less",
+                             "aggressive" */
 } xir_compiler_options;
 
 /* A compiler owns one JIT for the host CPU and a cache: compiling the same candidate of the same

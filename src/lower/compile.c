@@ -47,6 +47,17 @@ xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **o
   memset(&jo, 0, sizeof jo);
   jo.pipeline = opt ? opt->pipeline : NULL;
   jo.codegen_level = -1; /* the JIT default (LLVMCodeGenLevelDefault) */
+  if (opt && opt->codegen && strcmp(opt->codegen, "default") != 0) {
+    static const char *levels[] = {"none", "less", "default", "aggressive"};
+    jo.codegen_level = -2;
+    for (int i = 0; i < 4; i++)
+      if (!strcmp(opt->codegen, levels[i])) jo.codegen_level = i;
+    if (jo.codegen_level < 0) {
+      xir__free(c);
+      return xir__err(d, XIR_ERR_INVALID_ARG,
+                      "codegen level '%s' is not none, less, default or aggressive", opt->codegen);
+    }
+  }
   xir_status s = xir__jit_create(&jo, &c->jit, d);
   if (s) {
     xir__free(c);

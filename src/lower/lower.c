@@ -800,16 +800,27 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "next");
   LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLT, L.p0, ci64(&L, L.P), ""), live, un.exit);
   LLVMPositionBuilderAtEnd(L.b, live);
-  LLVMValueRef end = LLVMBuildAdd(L.b, L.p0, ci64(&L, rp_per_unit), "");
-  LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, end, ci64(&L, L.P), ""), fullb, maskb);
+  /* A masked path exists only where a unit can lack root programs: ℓ < W with P·ℓ not a
+   * multiple of W (for ℓ ≥ W a unit is one root program, and p0 < P was just checked). */
+  int need_masked = L.ell < L.W && c->ragged_packets;
+  if (need_masked) {
+    LLVMValueRef end = LLVMBuildAdd(L.b, L.p0, ci64(&L, rp_per_unit), "");
+    LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, end, ci64(&L, L.P), ""), fullb, maskb);
+  } else {
+    LLVMBuildBr(L.b, fullb);
+  }
   LLVMPositionBuilderAtEnd(L.b, fullb);
   L.full = 1;
   emit_unit(&L);
   LLVMBuildBr(L.b, next);
-  LLVMPositionBuilderAtEnd(L.b, maskb);
-  L.full = 0;
-  emit_unit(&L);
-  LLVMBuildBr(L.b, next);
+  if (need_masked) {
+    LLVMPositionBuilderAtEnd(L.b, maskb);
+    L.full = 0;
+    emit_unit(&L);
+    LLVMBuildBr(L.b, next);
+  } else {
+    LLVMDeleteBasicBlock(maskb);
+  }
   LLVMPositionBuilderAtEnd(L.b, next);
   loop_end(&L, &un);
   loop_end(&L, &blk);
