@@ -166,6 +166,24 @@ static void test_block_subrange_writes_exactly_its_part(void **state) {
   xir_program_free(p);
 }
 
+/* The narrow widths W = 1, 2, 4 (forced): every candidate at a ragged and a regular shape. */
+static void test_narrow_widths(void **state) {
+  (void)state;
+  const char *spec = strcmp(g_kernel, "rope") == 0            ? "R=5,C=12,HD=4"
+                     : strncmp(g_kernel, "attention", 9) == 0 ? "B=1,HQ=4,HKV=2,Q=5,K=7,D=3,DV=5"
+                                                              : "R=5,C=13";
+  uint32_t widths[] = {1, 2, 4};
+  for (int i = 0; i < 3; i++) {
+    xir_compiler_options o = {.force_width = widths[i]};
+    xir_compiler *cc;
+    xir_diag d;
+    if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    assert_int_equal(xir_compiler_width(cc), widths[i]);
+    check_all(cc, g_kernel, spec);
+    xir_compiler_destroy(cc);
+  }
+}
+
 /* Compiling the same candidate twice returns the first kernel. */
 static void test_compile_twice_reuses_result(void **state) {
   (void)state;
@@ -204,6 +222,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_every_candidate_matches_oracle),
       cmocka_unit_test(test_block_subrange_writes_exactly_its_part),
       cmocka_unit_test(test_compile_twice_reuses_result),
+      cmocka_unit_test(test_narrow_widths),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
   xir_compiler_destroy(g_cc[0]);

@@ -366,6 +366,16 @@ static val eval_load(lw *L, const xir_node *n) {
   return vvec(L, r);
 }
 
+/* A vmath call; vmath takes `float` for W = 1, so <1 x float> goes through element 0. */
+static LLVMValueRef vm(lw *L, xir__vm_fn fn, LLVMValueRef a, LLVMValueRef b) {
+  if (L->W != 1) return xir__vm_call(L->vm, fn, a, b);
+  LLVMValueRef zero = LLVMConstInt(L->i32, 0, 0);
+  LLVMValueRef x = LLVMBuildExtractElement(L->b, a, zero, "");
+  LLVMValueRef y = b ? LLVMBuildExtractElement(L->b, b, zero, "") : NULL;
+  LLVMValueRef r = xir__vm_call(L->vm, fn, x, y);
+  return r ? LLVMBuildInsertElement(L->b, LLVMGetPoison(L->vf), r, zero, "") : NULL;
+}
+
 static LLVMValueRef f_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   LLVMTypeRef t = LLVMTypeOf(a);
   switch (op) {
@@ -387,16 +397,16 @@ static LLVMValueRef f_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b, LLVMValu
       LLVMValueRef args[3] = {a, b, c};
       return intrinsic(L, "llvm.fma", &t, 1, args, 3);
     }
-    case XIR_OP_EXP: return xir__vm_call(L->vm, XIR__VM_EXP, a, NULL);
-    case XIR_OP_LOG: return xir__vm_call(L->vm, XIR__VM_LOG, a, NULL);
-    case XIR_OP_TANH: return xir__vm_call(L->vm, XIR__VM_TANH, a, NULL);
-    case XIR_OP_ERF: return xir__vm_call(L->vm, XIR__VM_ERF, a, NULL);
-    case XIR_OP_SQRT: return xir__vm_call(L->vm, XIR__VM_SQRT, a, NULL);
-    case XIR_OP_RSQRT: return xir__vm_call(L->vm, XIR__VM_RSQRT, a, NULL);
-    case XIR_OP_SIGMOID: return xir__vm_call(L->vm, XIR__VM_SIGMOID, a, NULL);
-    case XIR_OP_SIN: return xir__vm_call(L->vm, XIR__VM_SIN, a, NULL);
-    case XIR_OP_COS: return xir__vm_call(L->vm, XIR__VM_COS, a, NULL);
-    case XIR_OP_POW: return xir__vm_call(L->vm, XIR__VM_POW, a, b);
+    case XIR_OP_EXP: return vm(L, XIR__VM_EXP, a, NULL);
+    case XIR_OP_LOG: return vm(L, XIR__VM_LOG, a, NULL);
+    case XIR_OP_TANH: return vm(L, XIR__VM_TANH, a, NULL);
+    case XIR_OP_ERF: return vm(L, XIR__VM_ERF, a, NULL);
+    case XIR_OP_SQRT: return vm(L, XIR__VM_SQRT, a, NULL);
+    case XIR_OP_RSQRT: return vm(L, XIR__VM_RSQRT, a, NULL);
+    case XIR_OP_SIGMOID: return vm(L, XIR__VM_SIGMOID, a, NULL);
+    case XIR_OP_SIN: return vm(L, XIR__VM_SIN, a, NULL);
+    case XIR_OP_COS: return vm(L, XIR__VM_COS, a, NULL);
+    case XIR_OP_POW: return vm(L, XIR__VM_POW, a, b);
     default: return NULL;
   }
 }
