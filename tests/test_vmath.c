@@ -1,0 +1,550 @@
+/* test_vmath.c — accuracy and special values of the vector math (src/lower/vmath.c).
+ *
+ * For W = 1, 8 and 16 (16 only where the host has AVX-512) one module holds a kernel per function
+ * that applies it over an array, W lanes per iteration. Each function is swept densely over its
+ * range (bit-pattern sweeps, linear sweeps, boundary points, special values), compared with fp64
+ * libm, and its max ulp error (against the fp64 value) and max abs error are checked against the
+ * bounds documented in docs/vmath.md. All widths must give the same bits. Under sanitizers the
+ * sweeps are 8x smaller. Set XIR_VMATH_REPORT=1 to print the measured table. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lower/jit.h"
+#include "lower/vmath.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+#define SWEEP_SHIFT 3
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SWEEP_SHIFT 3
+#endif
+#endif
+#ifndef SWEEP_SHIFT
+#define SWEEP_SHIFT 0
+#endif
+
+typedef void (*kern_fn)(const float *x, const float *y, float *out, int64_t nvec);
+
+/* ---- building and compiling the kernels ---- */
+
+typedef struct kset {
+  unsigned W;
+  kern_fn k[XIR__VM_COUNT];
+  double ms;
+} kset;
+
+static xir__jit *g_jit;
+static kset g_sets[3];
+static int g_nsets;
+
+static void compile_set(kset *s, unsigned W) {
+  xir_diag d = {0};
+  xir__jit_module m;
+  assert_int_equal(xir__jit_module_create(g_jit, "vmath_test", &m, &d), XIR_OK);
+  xir__vm *vm;
+  assert_int_equal(xir__vm_create(m.mod, NULL, &vm, &d), XIR_OK);
+  for (int f = 0; f < XIR__VM_COUNT; f++) {
+    char name[64];
+    snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
+    if (xir__vm_build_map_kernel(vm, name, (xir__vm_fn)f, W, &d)) fail_msg("%s", d.msg);
+  }
+  xir__vm_destroy(vm);
+  const xir__jit_artifact *a;
+  xir_status st = xir__jit_add(g_jit, &m, "k_exp", NULL, &a, NULL, &d);
+  if (st) fail_msg("compile W=%u: %s", W, d.msg);
+  /* no libm calls, no llvm math intrinsics other than sqrt */
+  static const char *banned[] = {"@expf", "@logf", "@sinf", "@cosf", "@tanhf", "@erff", "@powf",
+                                 "@llvm.exp.", "@llvm.log.", "@llvm.sin.", "@llvm.cos.",
+                                 "@llvm.pow.", "@llvm.fma.", "@llvm.fmuladd.", " fast ",
+                                 " reassoc ", " contract ", " afn ", " arcp "};
+  for (size_t i = 0; i < sizeof banned / sizeof *banned; i++)
+    if (strstr(a->ir_text, banned[i])) fail_msg("W=%u: IR contains '%s'", W, banned[i]);
+  s->W = W;
+  s->ms = a->total_ms;
+  for (int f = 0; f < XIR__VM_COUNT; f++) {
+    char name[64];
+    snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
+    void *p;
+    if (xir__jit_lookup(g_jit, a, name, &p, &d)) fail_msg("lookup %s: %s", name, d.msg);
+    s->k[f] = (kern_fn)p;
+  }
+}
+
+static int setup(void **state) {
+  (void)state;
+  xir_diag d = {0};
+  if (xir__jit_create(NULL, &g_jit, &d)) {
+    fprintf(stderr, "jit: %s\n", d.msg);
+    return -1;
+  }
+  static const unsigned Ws[3] = {1, 8, 16};
+  for (int i = 0; i < 3; i++)
+    if (xir__jit_check_width(g_jit, Ws[i], NULL) == XIR_OK) compile_set(&g_sets[g_nsets++], Ws[i]);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  xir__jit_destroy(g_jit);
+  g_jit = NULL;
+  return 0;
+}
+
+/* ---- sweeps ---- */
+
+typedef struct pts {
+  float *x, *y;
+  size_t n, cap;
+} pts;
+
+static void push(pts *p, float x, float y) {
+  if (p->n == p->cap) {
+    p->cap = p->cap ? 2 * p->cap : 1 << 16;
+    p->x = realloc(p->x, p->cap * sizeof(float));
+    p->y = realloc(p->y, p->cap * sizeof(float));
+    assert_non_null(p->x);
+    assert_non_null(p->y);
+  }
+  p->x[p->n] = x;
+  p->y[p->n] = y;
+  p->n++;
+}
+
+static uint32_t f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* n points spread over the bit patterns of [lo, hi] (0 ≤ lo < hi), both signs if both. */
+static void sweep_bits(pts *p, float lo, float hi, size_t n, int both) {
+  n >>= SWEEP_SHIFT;
+  uint32_t a = f2u(lo), b = f2u(hi);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = a + (uint32_t)(((uint64_t)(b - a) * i) / (n > 1 ? n - 1 : 1));
+    push(p, u2f(u), 0);
+    if (both) push(p, -u2f(u), 0);
+  }
+}
+static void sweep_lin(pts *p, double lo, double hi, size_t n) {
+  n >>= SWEEP_SHIFT;
+  for (size_t i = 0; i < n; i++) push(p, (float)(lo + (hi - lo) * (double)i / (double)(n - 1)), 0);
+}
+/* x and its neighbours (k floats each side). */
+static void around(pts *p, float x, int k) {
+  for (int i = -k; i <= k; i++) {
+    uint32_t u = f2u(x) + (uint32_t)i;
+    if (x == 0.0f && i < 0) continue;
+    push(p, u2f(u), 0);
+  }
+}
+static void specials(pts *p) {
+  const float s[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, FLT_MIN, -FLT_MIN, FLT_MAX,
+                     -FLT_MAX, 1e-45f, -1e-45f, 1.0f, -1.0f};
+  for (size_t i = 0; i < sizeof s / sizeof *s; i++) push(p, s[i], 0);
+}
+
+static void pad(pts *p) { /* to a multiple of 16 with zeros */
+  while (p->n % 16) push(p, 0.0f, 1.0f);
+}
+
+/* ---- the reference and the error ---- */
+
+static double ref_of(xir__vm_fn fn, float x, float y) {
+  double X = x, Y = y;
+  switch (fn) {
+    case XIR__VM_EXP: return exp(X);
+    case XIR__VM_LOG: return log(X);
+    case XIR__VM_TANH: return tanh(X);
+    case XIR__VM_ERF: return erf(X);
+    case XIR__VM_SIGMOID: return X >= 0 ? 1.0 / (1.0 + exp(-X)) : exp(X) / (1.0 + exp(X));
+    case XIR__VM_SIN: return sin(X);
+    case XIR__VM_COS: return cos(X);
+    case XIR__VM_POW: return pow(X, Y);
+    case XIR__VM_SQRT: return sqrt(X);
+    case XIR__VM_RSQRT: return 1.0 / sqrt(X);
+    default: return NAN;
+  }
+}
+
+/* fp32 ulp at the magnitude of r (subnormal spacing below FLT_MIN). */
+static double ulp32(double r) {
+  r = fabs(r);
+  if (r < FLT_MIN) return ldexp(1.0, -149);
+  int e;
+  frexp(r, &e); /* r = m·2^e, m ∈ [0.5, 1) */
+  if (e > 128) e = 128;
+  return ldexp(1.0, e - 24);
+}
+
+typedef struct errs {
+  double max_ulp, max_abs, at_ulp, at_abs;
+  size_t bad_special; /* NaN/inf mismatches */
+  float bad_x, bad_y, bad_got;
+} errs;
+
+static void measure(xir__vm_fn fn, const pts *p, const float *got, errs *e,
+                    double ulp_from, double ulp_to) {
+  for (size_t i = 0; i < p->n; i++) {
+    float x = p->x[i], y = p->y[i], g = got[i];
+    double r = ref_of(fn, x, y);
+    float rf = (float)r;
+    if (isnan(rf) || isinf(rf) || isnan(g) || isinf(g)) {
+      int same = (isnan(rf) && isnan(g)) || (isinf(rf) && isinf(g) && !signbit(rf) == !signbit(g));
+      if (!same) {
+        if (!e->bad_special) {
+          e->bad_x = x;
+          e->bad_y = y;
+          e->bad_got = g;
+        }
+        e->bad_special++;
+      }
+      continue;
+    }
+    if (r == 0.0 && g == 0.0f && !signbit(r) != !signbit(g)) {
+      /* a zero of the wrong sign counts as a special-value error */
+      if (!e->bad_special) {
+        e->bad_x = x;
+        e->bad_y = y;
+        e->bad_got = g;
+      }
+      e->bad_special++;
+      continue;
+    }
+    double ae = fabs((double)g - r);
+    if (fabs(r) <= 1.0 && ae > e->max_abs) { /* abs error where |f| <= 1 */
+      e->max_abs = ae;
+      e->at_abs = x;
+    }
+    double ax = fabs((double)x);
+    if (ax < ulp_from || ax > ulp_to) continue;
+    double ue = ae / ulp32(r);
+    if (ue > e->max_ulp) {
+      e->max_ulp = ue;
+      e->at_ulp = x;
+    }
+  }
+}
+
+static void run_all(xir__vm_fn fn, pts *p, float *out[3]) {
+  pad(p);
+  for (int s = 0; s < g_nsets; s++) {
+    out[s] = malloc(p->n * sizeof(float));
+    assert_non_null(out[s]);
+    for (size_t i = 0; i < p->n; i++) out[s][i] = -12345.0f;
+    g_sets[s].k[fn](p->x, p->y, out[s], (int64_t)(p->n / g_sets[s].W));
+  }
+  for (int s = 1; s < g_nsets; s++)
+    for (size_t i = 0; i < p->n; i++)
+      if (f2u(out[s][i]) != f2u(out[0][i]))
+        fail_msg("%s: W=%u and W=%u differ at x=%a y=%a: %a vs %a", xir__vm_name(fn),
+                 g_sets[0].W, g_sets[s].W, p->x[i], p->y[i], out[0][i], out[s][i]);
+}
+
+static int report(void) { return getenv("XIR_VMATH_REPORT") != NULL; }
+
+/* Sweeps fn over p, checks identical bits across W, ulp error (for |x| in [ulp_from, ulp_to]) ≤
+ * max_ulp and abs error ≤ max_abs. */
+static void check(xir__vm_fn fn, const char *what, pts *p, double ulp_from, double ulp_to,
+                  double max_ulp, double max_abs) {
+  float *out[3] = {0};
+  run_all(fn, p, out);
+  errs e = {0};
+  measure(fn, p, out[0], &e, ulp_from, ulp_to);
+  if (report())
+    printf("  %-8s %-34s n=%-8zu max ulp %.3f (x=%.9g)  max abs(|f|<=1) %.3g (x=%.9g)\n",
+           xir__vm_name(fn), what, p->n, e.max_ulp, e.at_ulp, e.max_abs, e.at_abs);
+  for (int s = 0; s < 3; s++) free(out[s]);
+  if (e.bad_special)
+    fail_msg("%s %s: %zu special-value mismatches, first x=%a y=%a got %a", xir__vm_name(fn),
+             what, e.bad_special, e.bad_x, e.bad_y, e.bad_got);
+  if (e.max_ulp > max_ulp)
+    fail_msg("%s %s: max ulp error %.3f at x=%.9g exceeds %.3f", xir__vm_name(fn), what, e.max_ulp,
+             e.at_ulp, max_ulp);
+  if (e.max_abs > max_abs)
+    fail_msg("%s %s: max abs error %.3g at x=%.9g exceeds %.3g", xir__vm_name(fn), what, e.max_abs,
+             e.at_abs, max_abs);
+  free(p->x);
+  free(p->y);
+  memset(p, 0, sizeof *p);
+}
+
+/* Exact expectations: y = fn(x) bit-for-bit (NaN: any NaN). */
+static void expect(xir__vm_fn fn, float x, float y, float want) {
+  float xs[16], ys[16], o[16];
+  for (int i = 0; i < 16; i++) xs[i] = x, ys[i] = y;
+  for (int s = 0; s < g_nsets; s++) {
+    g_sets[s].k[fn](xs, ys, o, 16 / g_sets[s].W);
+    for (int i = 0; i < 16; i++) {
+      int ok = isnan(want) ? isnan(o[i]) : f2u(o[i]) == f2u(want);
+      if (!ok)
+        fail_msg("%s(%a, %a) with W=%u: got %a, want %a", xir__vm_name(fn), x, y, g_sets[s].W,
+                 o[i], want);
+    }
+  }
+}
+
+/* ---- tests ---- */
+
+static void test_exp_accuracy(void **state) {
+  (void)state;
+  pts p = {0};
+  sweep_bits(&p, 0.0f, 89.0f, 1u << 21, 1);
+  sweep_bits(&p, 89.0f, 104.0f, 1u << 16, 0);
+  sweep_lin(&p, -104.0, 89.0, 1u << 20);
+  around(&p, 88.72283935546875f, 64);   /* overflow threshold */
+  around(&p, -87.33654022216797f, 64);  /* FLT_MIN threshold */
+  around(&p, -103.27892303466797f, 64); /* smallest subnormal */
+  specials(&p);
+  check(XIR__VM_EXP, "[-104, 104] + thresholds", &p, 0, 87.3, 1.0, INFINITY);
+  sweep_bits(&p, 87.3f, 104.0f, 1u << 16, 0);
+  for (size_t i = 0; i < p.n; i++) p.x[i] = -p.x[i];
+  check(XIR__VM_EXP, "subnormal results [-104, -87.3]", &p, 0, INFINITY, 1.0, 0x1p-149);
+  expect(XIR__VM_EXP, -INFINITY, 0, 0.0f);
+  expect(XIR__VM_EXP, INFINITY, 0, INFINITY);
+  expect(XIR__VM_EXP, 89.0f, 0, INFINITY);
+  expect(XIR__VM_EXP, 1000.0f, 0, INFINITY);
+  expect(XIR__VM_EXP, -1000.0f, 0, 0.0f);
+  expect(XIR__VM_EXP, NAN, 0, NAN);
+  expect(XIR__VM_EXP, 0.0f, 0, 1.0f);
+  expect(XIR__VM_EXP, -0.0f, 0, 1.0f);
+}
+
+static void test_log_accuracy(void **state) {
+  (void)state;
+  pts p = {0};
+  sweep_bits(&p, 1e-45f, FLT_MAX, 1u << 21, 0);
+  sweep_lin(&p, 0.5, 2.0, 1u << 20);
+  sweep_bits(&p, 0.70f, 1.42f, 1u << 20, 0);
+  around(&p, 1.0f, 256);
+  around(&p, FLT_MIN, 16);
+  specials(&p);
+  check(XIR__VM_LOG, "(0, FLT_MAX] + near 1", &p, 0, INFINITY, 1.0, INFINITY);
+  expect(XIR__VM_LOG, 0.0f, 0, -INFINITY);
+  expect(XIR__VM_LOG, -0.0f, 0, -INFINITY);
+  expect(XIR__VM_LOG, -1.0f, 0, NAN);
+  expect(XIR__VM_LOG, -INFINITY, 0, NAN);
+  expect(XIR__VM_LOG, INFINITY, 0, INFINITY);
+  expect(XIR__VM_LOG, NAN, 0, NAN);
+  expect(XIR__VM_LOG, 1.0f, 0, 0.0f);
+}
+
+static void test_tanh_accuracy(void **state) {
+  (void)state;
+  pts p = {0};
+  sweep_bits(&p, 0.0f, 20.0f, 1u << 21, 1);
+  sweep_lin(&p, -10.0, 10.0, 1u << 20);
+  around(&p, 0.625f, 64);
+  around(&p, -0.625f, 64);
+  specials(&p);
+  check(XIR__VM_TANH, "[-20, 20]", &p, 0, INFINITY, 1.5, INFINITY);
+  expect(XIR__VM_TANH, INFINITY, 0, 1.0f);
+  expect(XIR__VM_TANH, -INFINITY, 0, -1.0f);
+  expect(XIR__VM_TANH, 100.0f, 0, 1.0f);
+  expect(XIR__VM_TANH, NAN, 0, NAN);
+  expect(XIR__VM_TANH, -0.0f, 0, -0.0f);
+}
+
+static void test_erf_accuracy(void **state) {
+  (void)state;
+  pts p = {0};
+  sweep_bits(&p, 0.0f, 6.0f, 1u << 21, 1);
+  sweep_lin(&p, -5.0, 5.0, 1u << 20);
+  around(&p, 1.0f, 64);
+  around(&p, 2.5f, 64);
+  around(&p, 4.0f, 64);
+  specials(&p);
+  check(XIR__VM_ERF, "[-6, 6]", &p, 0, INFINITY, 1.5, INFINITY);
+  expect(XIR__VM_ERF, INFINITY, 0, 1.0f);
+  expect(XIR__VM_ERF, -INFINITY, 0, -1.0f);
+  expect(XIR__VM_ERF, NAN, 0, NAN);
+  expect(XIR__VM_ERF, -0.0f, 0, -0.0f);
+}
+
+static void test_sigmoid_accuracy(void **state) {
+  (void)state;
+  pts p = {0};
+  sweep_bits(&p, 0.0f, 110.0f, 1u << 21, 1);
+  sweep_lin(&p, -20.0, 20.0, 1u << 20);
+  specials(&p);
+  check(XIR__VM_SIGMOID, "[-110, 110]", &p, 0, INFINITY, 2.0, INFINITY);
+  expect(XIR__VM_SIGMOID, -INFINITY, 0, 0.0f);
+  expect(XIR__VM_SIGMOID, INFINITY, 0, 1.0f);
+  expect(XIR__VM_SIGMOID, 0.0f, 0, 0.5f);
+  expect(XIR__VM_SIGMOID, NAN, 0, NAN);
+}
+
+/* floats nearest to k·π/2, where sin or cos is tiny: the hardest points for range reduction */
+static void near_half_pis(pts *p, double maxx, int both) {
+  long kmax = (long)(maxx / (M_PI / 2));
+  long step = kmax > (4000 >> SWEEP_SHIFT) ? kmax / (4000 >> SWEEP_SHIFT) : 1;
+  for (long k = 1; k <= kmax; k += step) {
+    float x = (float)(k * (M_PI / 2));
+    around(p, x, 2);
+    if (both) around(p, -x, 2);
+  }
+}
+
+static void test_sin_cos_accuracy(void **state) {
+  (void)state;
+  for (int c = 0; c < 2; c++) {
+    xir__vm_fn fn = c ? XIR__VM_COS : XIR__VM_SIN;
+    pts p = {0};
+    sweep_lin(&p, -1e4, 1e4, 1u << 21);
+    sweep_bits(&p, 0.0f, 1e4f, 1u << 20, 1);
+    near_half_pis(&p, 1e4, 1);
+    const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MIN, -FLT_MIN, 1e-45f, -1e-45f};
+    for (size_t i = 0; i < sizeof sp / sizeof *sp; i++) push(&p, sp[i], 0);
+    check(fn, "|x| <= 1e4", &p, 0, INFINITY, 0.6, 1e-7);
+    sweep_bits(&p, 1e4f, 5.2e7f, 1u << 19, 1);
+    near_half_pis(&p, 5.2e7, 0);
+    check(fn, "1e4 < |x| <= 5.2e7", &p, 0, INFINITY, 0.6, 1e-7);
+    sweep_bits(&p, 5.2e7f, 1e9f, 1u << 18, 1);
+    check(fn, "5.2e7 < |x| <= 1e9 (abs only)", &p, INFINITY, INFINITY, INFINITY, 1e-6);
+    sweep_bits(&p, 1e9f, FLT_MAX, 1u << 17, 1);
+    push(&p, FLT_MAX, 0);
+    push(&p, -FLT_MAX, 0);
+    check(fn, "|x| > 1e9 (bounded only)", &p, INFINITY, INFINITY, INFINITY, 2.0);
+  }
+  expect(XIR__VM_SIN, INFINITY, 0, NAN);
+  expect(XIR__VM_SIN, -INFINITY, 0, NAN);
+  expect(XIR__VM_SIN, NAN, 0, NAN);
+  expect(XIR__VM_SIN, -0.0f, 0, -0.0f);
+  expect(XIR__VM_SIN, 0.0f, 0, 0.0f);
+  expect(XIR__VM_COS, INFINITY, 0, NAN);
+  expect(XIR__VM_COS, NAN, 0, NAN);
+  expect(XIR__VM_COS, -0.0f, 0, 1.0f);
+}
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static double urand(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return (double)(g_rng >> 11) * 0x1p-53;
+}
+
+static void test_pow_accuracy(void **state) {
+  (void)state;
+  pts p = {0};
+  size_t n = (1u << 21) >> SWEEP_SHIFT;
+  for (size_t i = 0; i < n; i++) /* x log-uniform over 2^±40, y in [-3, 3] */
+    push(&p, (float)exp2(-40 + 80 * urand()), (float)(-3 + 6 * urand()));
+  for (size_t i = 0; i < n; i++) /* x near 1, large |y|: the log must be accurate */
+    push(&p, (float)(0.5 + 1.5 * urand()), (float)(-150 + 300 * urand()));
+  for (size_t i = 0; i < n / 4; i++) /* results near overflow and into the subnormals */
+    push(&p, (float)exp2(-8 + 16 * urand()), (float)(-25 + 50 * urand()) * 1.0f);
+  for (size_t i = 0; i < n / 4; i++) { /* negative x, integer y */
+    float y = (float)(int)(-20 + 40 * urand());
+    push(&p, (float)-(0.25 + 4 * urand()), y);
+  }
+  const float sx[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, INFINITY, -INFINITY,
+                      NAN, 1e-45f, FLT_MAX, 3.0f};
+  const float sy[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 3.0f, -3.0f, 0.5f, -0.5f,
+                      INFINITY, -INFINITY, NAN, 1e30f, 16777217.0f, 1.5f};
+  for (size_t i = 0; i < sizeof sx / sizeof *sx; i++)
+    for (size_t j = 0; j < sizeof sy / sizeof *sy; j++) push(&p, sx[i], sy[j]);
+  check(XIR__VM_POW, "x in 2^±40, |y| <= 150, specials", &p, 0, INFINITY, 0.6, INFINITY);
+  expect(XIR__VM_POW, NAN, 0.0f, 1.0f);
+  expect(XIR__VM_POW, 1.0f, NAN, 1.0f);
+  expect(XIR__VM_POW, -1.0f, INFINITY, 1.0f);
+  expect(XIR__VM_POW, -2.0f, 0.5f, NAN);
+  expect(XIR__VM_POW, -2.0f, 3.0f, -8.0f);
+  expect(XIR__VM_POW, -0.0f, -1.0f, -INFINITY);
+  expect(XIR__VM_POW, -0.0f, 3.0f, -0.0f);
+  expect(XIR__VM_POW, -0.0f, 0.5f, 0.0f);
+  expect(XIR__VM_POW, 0.0f, -2.0f, INFINITY);
+  expect(XIR__VM_POW, -INFINITY, 3.0f, -INFINITY);
+  expect(XIR__VM_POW, -INFINITY, 0.5f, INFINITY);
+  expect(XIR__VM_POW, -INFINITY, -3.0f, -0.0f);
+  expect(XIR__VM_POW, 0.5f, INFINITY, 0.0f);
+  expect(XIR__VM_POW, 2.0f, -INFINITY, 0.0f);
+  expect(XIR__VM_POW, 2.0f, 128.0f, INFINITY);
+  expect(XIR__VM_POW, 2.0f, -149.0f, 1e-45f);
+  expect(XIR__VM_POW, 2.0f, -151.0f, 0.0f);
+}
+
+static void test_sqrt_rsqrt_exact(void **state) {
+  (void)state;
+  pts p = {0};
+  sweep_bits(&p, 0.0f, INFINITY, 1u << 21, 0);
+  specials(&p);
+  check(XIR__VM_SQRT, "[0, inf]", &p, 0, INFINITY, 0.5, INFINITY);
+  sweep_bits(&p, 0.0f, INFINITY, 1u << 21, 0);
+  specials(&p);
+  check(XIR__VM_RSQRT, "[0, inf]", &p, 0, INFINITY, 1.5, INFINITY);
+  /* rsqrt is exactly 1/sqrt(x) in fp32: compare bits with the C expression */
+  float xs[64], o[64];
+  for (int i = 0; i < 64; i++) xs[i] = 0.37f + 1.93f * (float)i;
+  g_sets[0].k[XIR__VM_RSQRT](xs, xs, o, 64 / g_sets[0].W);
+  for (int i = 0; i < 64; i++) assert_true(f2u(o[i]) == f2u(1.0f / sqrtf(xs[i])));
+  expect(XIR__VM_SQRT, -1.0f, 0, NAN);
+  expect(XIR__VM_SQRT, -0.0f, 0, -0.0f);
+  expect(XIR__VM_RSQRT, 0.0f, 0, INFINITY);
+  expect(XIR__VM_RSQRT, INFINITY, 0, 0.0f);
+}
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+static void test_api_errors_and_emit_once(void **state) {
+  (void)state;
+  xir_diag d = {0};
+  /* a JIT without optimization ("verify" only), so that the IR shows what vmath emitted */
+  xir__jit *jit;
+  xir__jit_options o = {.pipeline = "verify", .codegen_level = -1};
+  assert_int_equal(xir__jit_create(&o, &jit, &d), XIR_OK);
+  xir__jit_module m;
+  assert_int_equal(xir__jit_module_create(jit, "api", &m, &d), XIR_OK);
+  xir__vm *vm;
+  assert_int_equal(xir__vm_create(m.mod, NULL, &vm, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k3", XIR__VM_EXP, 3, &d), XIR_ERR_INVALID_ARG);
+  assert_non_null(strstr(d.msg, "W = 3"));
+  assert_int_equal(xir__vm_build_map_kernel(vm, "kx", XIR__VM_COUNT, 8, &d), XIR_ERR_INVALID_ARG);
+  assert_int_equal(xir__vm_emit(vm, XIR__VM_EXP, NULL, NULL, NULL, &d), XIR_ERR_INVALID_ARG);
+  /* tanh and sigmoid call exp; exp itself is emitted once per module and type */
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp", XIR__VM_EXP, 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_tanh", XIR__VM_TANH, 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_sig", XIR__VM_SIGMOID, 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp8", XIR__VM_EXP, 8, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp", XIR__VM_LOG, 1, &d), XIR_ERR_INVALID_ARG);
+  xir__vm_destroy(vm);
+  const xir__jit_artifact *a;
+  assert_int_equal(xir__jit_add(jit, &m, "k_tanh", NULL, &a, NULL, &d), XIR_OK);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vexp.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc <8 x float> @xir.vexp.v8f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vtanh.f32("), 1);
+  assert_int_equal(xir__vm_from_name("sigmoid"), XIR__VM_SIGMOID);
+  assert_int_equal(xir__vm_from_name("nope"), XIR__VM_COUNT);
+  assert_int_equal(xir__vm_arity(XIR__VM_POW), 2);
+  assert_string_equal(xir__vm_name(XIR__VM_RSQRT), "rsqrt");
+  xir__jit_destroy(jit);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exp_accuracy),     cmocka_unit_test(test_log_accuracy),
+      cmocka_unit_test(test_tanh_accuracy),    cmocka_unit_test(test_erf_accuracy),
+      cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sin_cos_accuracy),
+      cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_sqrt_rsqrt_exact),
+      cmocka_unit_test(test_api_errors_and_emit_once),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
