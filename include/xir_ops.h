@@ -28,8 +28,8 @@
 
 /* Elementwise ops. */
 #define XIR_OPS_ELEM(O)                                                    \
-  O(NEG, "neg", 1, XIR_TY_NUM1, -a, -ia)                                   \
-  O(ABS, "abs", 1, XIR_TY_NUM1, fabs(a), (ia < 0 ? -ia : ia))              \
+  O(NEG, "neg", 1, XIR_TY_NUM1, -a, xir__isub(0, ia))                     \
+  O(ABS, "abs", 1, XIR_TY_NUM1, fabs(a), (ia < 0 ? xir__isub(0, ia) : ia)) \
   O(EXP, "exp", 1, XIR_TY_F1, exp(a), 0)                                   \
   O(LOG, "log", 1, XIR_TY_F1, log(a), 0)                                   \
   O(TANH, "tanh", 1, XIR_TY_F1, tanh(a), 0)                                \

@@ -131,6 +131,7 @@ static xir_status prepare_ext(bench_env *e, bcase *c, xir_diag *d) {
   if (!mkdtemp(c->tmpdir)) return xir__err(d, XIR_ERR_IO, "cannot create a temporary folder");
   cJSON *req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "op", "prepare");
+  cJSON_AddStringToObject(req, "case", c->tmpdir); /* several cases are prepared at once */
   cJSON_AddStringToObject(req, "kernel", c->decl.kernel);
   cJSON *dims = cJSON_AddObjectToObject(req, "dims");
   for (int k = 0; k < xir_program_num_dims(c->p); k++)
@@ -222,8 +223,9 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
   }
 #endif
   if (c->kind == BC_EXT) {
-    char line[96];
-    snprintf(line, sizeof line, "{\"op\":\"run\",\"n\":%llu}", (unsigned long long)n);
+    char line[512];
+    snprintf(line, sizeof line, "{\"op\":\"run\",\"case\":\"%s\",\"n\":%llu}", c->tmpdir,
+             (unsigned long long)n);
     cJSON *ans;
     if ((st = ext_peer_request(c->ext, line, &ans, d))) return st;
     const cJSON *t = cJSON_GetObjectItem(ans, "ns");
@@ -242,9 +244,10 @@ xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_
   (void)e;
   int o = output_param(c->p);
   if (c->kind == BC_EXT) {
-    char path[512], line[640];
+    char path[512], line[1024];
     snprintf(path, sizeof path, "%s/out.npy", c->tmpdir);
-    snprintf(line, sizeof line, "{\"op\":\"output\",\"path\":\"%s\"}", path);
+    snprintf(line, sizeof line, "{\"op\":\"output\",\"case\":\"%s\",\"path\":\"%s\"}",
+             c->tmpdir, path);
     cJSON *ans;
     xir_status st = ext_peer_request(c->ext, line, &ans, d);
     if (st) return st;

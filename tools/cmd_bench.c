@@ -443,6 +443,7 @@ int cmd_bench(int argc, char **argv) {
   if (!remap) goto fail;
   int kept = 0;
   for (int i = 0; i < s.ncases; i++) {
+    memset(&cs[kept], 0, sizeof cs[kept]); /* the slot may hold a released unsupported case */
     cs[kept].decl = s.cases[i];
     fprintf(stderr, "\rxir bench: preparing %d/%d %-60.60s", i + 1, s.ncases, s.cases[i].config);
     if (bcase_prepare(&e, &cs[kept], &d)) {

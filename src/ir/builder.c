@@ -120,9 +120,23 @@ static int valid_ident(const char *s) {
   return strlen(s) < 64;
 }
 
+/* Words of the text form that cannot name anything (the parser reads them as keywords or
+ * literals, so a name spelled like them could never be used). */
+static int reserved(const char *s) {
+  static const char *words[] = {"inf", "nan",    "load", "store", "kernel", "root",
+                                "in",  "require", "out", "f32",   "i64",    "iota"};
+  for (size_t i = 0; i < XIR_ARRAY_LEN(words); i++)
+    if (strcmp(s, words[i]) == 0) return 1;
+  return 0;
+}
+
 static const char *decl_name(xir_builder *b, const char *name, const char *what) {
   if (!valid_ident(name)) {
     fail(b, XIR_ERR_PARSE, "invalid %s name", what);
+    return NULL;
+  }
+  if (reserved(name)) {
+    fail(b, XIR_ERR_VERIFY, "'%s' is a reserved word and cannot be a name", name);
     return NULL;
   }
   if (name_taken(b->p, name)) {

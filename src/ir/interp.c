@@ -27,10 +27,16 @@ typedef struct ictx {
   int64_t strides[XIR_MAX_PARAMS][XIR_MAX_RANK];
 } ictx;
 
+/* Integer operands are exact doubles of i64 values (|v| < 2^63 by construction). */
+static int64_t to_i64(double v) {
+  if (!(v > -9223372036854775808.0 && v < 9223372036854775808.0)) return v > 0 ? INT64_MAX : INT64_MIN;
+  return (int64_t)v;
+}
+
 static double elem_eval(int op, int integer, double a, double b, double c) {
-  int64_t ia = (int64_t)a, ib = (int64_t)b;
   (void)c;
   if (integer) {
+    int64_t ia = to_i64(a), ib = to_i64(b);
     switch (op) {
 #define XIR_OP_I_(id, text, n, ty, f, i) \
   case XIR_OP_##id:                      \
@@ -223,7 +229,7 @@ static xir_status eval_elementwise(ictx *c, int id) {
     double cc = n->nargs > 2 ? src[2][off[2]] : 0;
     double r;
     if (n->op == XIR_OP_TOF32) r = a;
-    else if (integer && (n->op == XIR_OP_DIV || n->op == XIR_OP_REM) && (int64_t)b == 0)
+    else if (integer && (n->op == XIR_OP_DIV || n->op == XIR_OP_REM) && b == 0)
       return xir__err_at(c->d, XIR_ERR_RUNTIME, c->p->file, n->line, n->col,
                          "integer division by zero in '%s'", xir__op_info[n->op].name);
     else r = elem_eval(n->op, integer, a, b, cc);
@@ -320,15 +326,14 @@ xir_status xir_shape_check(const xir_program *p, const xir_shape *shape, xir_dia
   }
   for (int i = 0; i < p->nreq; i++) {
     int64_t v = 0;
-    if (xir__eval_dims_expr(p, shape->dims, p->reqs[i], &v) || !v) {
-      char buf[512] = "?";
+    int rc = xir__eval_dims_expr(p, shape->dims, p->reqs[i], &v);
+    if (rc || !v) {
       const xir_node *n = &p->nodes[p->reqs[i]];
-      /* Name the clause by its source text when we have it; else by position. */
-      snprintf(buf, sizeof buf, "requirement %d", i + 1);
-      char sh[512];
-      return xir__err(d, XIR_ERR_INVALID_ARG,
-                      "%s of kernel '%s' (line %d) does not hold for %s", buf, p->name, n->line,
-                      xir_shape_format(p, shape, sh, sizeof sh));
+      char clause[256], sh[512];
+      xir__print_expr(p, p->reqs[i], clause, sizeof clause);
+      xir_shape_format(p, shape, sh, sizeof sh);
+      return xir__err(d, XIR_ERR_INVALID_ARG, "requirement %s of kernel '%s' (line %d) %s for %s",
+                      clause, p->name, n->line, rc == -2 ? "divides by zero" : "does not hold", sh);
     }
   }
   return XIR_OK;

@@ -39,6 +39,7 @@ typedef struct parser {
   xir_builder *b;
   xir_diag err;
   int failed;
+  int depth; /* expression nesting, bounded so that no input can exhaust the stack */
 } parser;
 
 static void perr(parser *ps, const tok *at, const char *fmt, ...)
@@ -57,8 +58,14 @@ static void perr(parser *ps, const tok *at, const char *fmt, ...) {
 /* Describes a token for messages: 'x', end of input, ... */
 static const char *tdesc(const tok *t, char *buf, size_t cap) {
   if (t->kind == T_EOF) return "end of input";
-  size_t n = t->len > 40 ? 40 : t->len;
-  snprintf(buf, cap, "'%.*s'", (int)n, t->s);
+  size_t n = t->len > 40 ? 40 : t->len, o = 0;
+  o += (size_t)snprintf(buf, cap, "'");
+  for (size_t i = 0; i < n && o + 6 < cap; i++) {
+    unsigned char ch = (unsigned char)t->s[i];
+    if (ch >= 0x20 && ch < 0x7f) buf[o++] = (char)ch;
+    else o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", ch);
+  }
+  snprintf(buf + o, cap - o, "'");
   return buf;
 }
 
@@ -113,6 +120,8 @@ static void next(parser *ps) {
       }
     }
     t.kind = is_float ? T_FLOAT : T_INT;
+    /* "2e", "0x10", "1.5f": keep the whole thing as one token; literal() rejects it */
+    while (c < ps->end && (isalnum((unsigned char)*c) || *c == '_' || *c == '.')) c++;
   } else {
     static const char *two[] = {"==", "!=", "<=", ">=", "&&", "||"};
     t.kind = T_PUNCT;
@@ -193,6 +202,10 @@ static xir_value literal(parser *ps, int negate) {
     errno = 0;
     char *endp;
     unsigned long long u = strtoull(buf, &endp, 10);
+    if (*endp) {
+      perr(ps, &t, "malformed number '%s'", buf);
+      return -1;
+    }
     if (errno || u > (negate ? (unsigned long long)INT64_MAX + 1 : (unsigned long long)INT64_MAX)) {
       perr(ps, &t, "integer literal %s%s does not fit in i64", negate ? "-" : "", buf);
       return -1;
@@ -200,7 +213,12 @@ static xir_value literal(parser *ps, int negate) {
     int64_t v = negate ? (int64_t)(0 - u) : (int64_t)u;
     return xir_builder_const_i64(ps->b, v);
   }
-  double v = strtod(buf, NULL);
+  char *endf;
+  double v = strtod(buf, &endf);
+  if (*endf) {
+    perr(ps, &t, "malformed number '%s'", buf);
+    return -1;
+  }
   float f = (float)v;
   if (isinf(f) && !isinf(v)) {
     perr(ps, &t, "literal %s is out of the f32 range", buf);
@@ -347,7 +365,21 @@ static xir_value primary(parser *ps) {
   return -1;
 }
 
+static xir_value unary_inner(parser *ps);
+
+/* Every level of nesting passes through here: the depth bound lives in one place. */
 static xir_value unary(parser *ps) {
+  if (++ps->depth > 200) {
+    perr(ps, &ps->t, "expression nested too deeply (at most 200 levels)");
+    ps->depth--;
+    return -1;
+  }
+  xir_value v = unary_inner(ps);
+  ps->depth--;
+  return v;
+}
+
+static xir_value unary_inner(parser *ps) {
   tok t = ps->t;
   if (accept(ps, "-")) {
     if (ps->t.kind == T_INT || ps->t.kind == T_FLOAT) return literal(ps, 1);
@@ -391,17 +423,13 @@ static const binop *peek_binop(parser *ps) {
 }
 
 /* Precedence climbing; comparisons do not chain. */
-static xir_value binary(parser *ps, int min_prec, int depth) {
-  if (depth > 200) {
-    perr(ps, &ps->t, "expression nested too deeply");
-    return -1;
-  }
+static xir_value binary(parser *ps, int min_prec) {
   xir_value lhs = unary(ps);
   const binop *op;
   while (lhs >= 0 && (op = peek_binop(ps)) && op->prec >= min_prec) {
     tok t = ps->t;
     next(ps);
-    xir_value rhs = binary(ps, op->prec + 1, depth + 1);
+    xir_value rhs = binary(ps, op->prec + 1);
     if (rhs < 0) return -1;
     loc(ps, &t);
     xir_value args[2] = {lhs, rhs};
@@ -416,7 +444,7 @@ static xir_value binary(parser *ps, int min_prec, int depth) {
 
 static xir_value expr(parser *ps) {
   if (ps->failed) return -1;
-  return binary(ps, 1, 0);
+  return binary(ps, 1);
 }
 
 static void dims_decl(parser *ps) {
@@ -480,6 +508,10 @@ static void param_decl(parser *ps) {
     tok lt = ps->t;
     char lb[128];
     if (lt.kind == T_NAME && lt.len == 3 && memcmp(lt.s, "inf", 3) == 0) {
+      if (elem == XIR_I64) {
+        perr(ps, &lt, "default of i64 scalar '%s' must be an integer, not inf", name);
+        return;
+      }
       dv = INFINITY;
       next(ps);
     } else if (lt.kind == T_INT || lt.kind == T_FLOAT) {
@@ -493,10 +525,21 @@ static void param_decl(parser *ps) {
         perr(ps, &lt, "default of i64 scalar '%s' must be an integer", name);
         return;
       }
-      dv = strtod(lb, NULL);
-      if (elem == XIR_I64 && fabs(dv) > 9007199254740992.0) {
-        perr(ps, &lt, "default of '%s' is too large", name);
-        return;
+      char *endd;
+      errno = 0;
+      if (elem == XIR_I64) {
+        unsigned long long u = strtoull(lb, &endd, 10);
+        if (*endd || errno || u > (1ull << 53)) {
+          perr(ps, &lt, "default of '%s' is too large (at most 2^53 in magnitude)", name);
+          return;
+        }
+        dv = (double)u;
+      } else {
+        dv = strtod(lb, &endd);
+        if (*endd) {
+          perr(ps, &lt, "malformed number '%s'", lb);
+          return;
+        }
       }
       if (elem == XIR_F32 && isinf((float)dv)) {
         perr(ps, &lt, "default of '%s' is out of the f32 range", name);
@@ -615,8 +658,20 @@ xir_status xir_program_parse(const char *text, size_t len, const char *filename,
                              xir_program **out, xir_diag *d) {
   *out = NULL;
   if (!text) return xir__err(d, XIR_ERR_INVALID_ARG, "no text");
-  if (memchr(text, 0, len))
-    return xir__err_at(d, XIR_ERR_PARSE, filename, 1, 1, "input contains a NUL byte");
+  const char *nul = memchr(text, 0, len);
+  if (nul) {
+    int line = 1, col = 1;
+    for (const char *c = text; c < nul; c++) {
+      if (*c == '\n') {
+        line++;
+        col = 1;
+      } else {
+        col++;
+      }
+    }
+    return xir__err_at(d, XIR_ERR_PARSE, filename ? filename : "<input>", line, col,
+                       "input contains a NUL byte");
+  }
   parser ps = {.src = text, .end = text + len, .cur = text, .file = filename ? filename : "<input>",
                .line = 1, .col = 1};
   next(&ps);

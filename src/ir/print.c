@@ -212,3 +212,15 @@ xir_status xir_program_print(const xir_program *p, char **out, xir_diag *d) {
   *out = c.out.s;
   return XIR_OK;
 }
+
+char *xir__print_expr(const xir_program *p, int32_t node, char *buf, size_t cap) {
+  pctx c = {.p = p};
+  c.names = xir__calloc((size_t)p->nnodes + 1, sizeof(char *));
+  if (cap) buf[0] = 0;
+  if (!c.names) return buf;
+  operand(&c, node);
+  if (!c.out.oom && c.out.s) snprintf(buf, cap, "%s", c.out.s);
+  xir__free(c.out.s);
+  xir__free(c.names);
+  return buf;
+}

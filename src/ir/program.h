@@ -92,8 +92,12 @@ double xir__fmax(double a, double b);
 double xir__fmin(double a, double b);
 
 /* Evaluates an i64 scalar expression over dims only (used for `require`). Returns 0 on success
- * and sets *out; -1 when the expression uses something other than dims/literals. */
+ * and sets *out; -1 when the expression uses something other than dims/literals; -2 when it
+ * divides by zero. */
 int xir__eval_dims_expr(const xir_program *p, const int64_t *dims, int32_t node, int64_t *out);
+
+/* The nested (call-form) text of expression `node` into buf (used in messages). */
+char *xir__print_expr(const xir_program *p, int32_t node, char *buf, size_t cap);
 
 /* Typing rules of the op table. */
 enum {

@@ -206,6 +206,7 @@ static xir_status type_node(vctx *v, xir_node *n) {
         return verr(v, n, "'%s' is an input: only `out` buffers can be stored to", buf->name);
       xir_type tile = {0};
       if ((s = check_access(v, n, n->nargs - 1, &tile))) return s;
+      tile.elem = XIR_F32;
       if ((s = check_output_store(v, n))) return s;
       const xir_node *val = &p->nodes[n->args[n->nargs - 1]];
       if (val->type.elem != XIR_F32)
@@ -310,20 +311,37 @@ static xir_status type_node(vctx *v, xir_node *n) {
   return broadcast(v, n, 0, n->nargs, t);
 }
 
-/* 1 when node id only depends on dims and literals. */
-static int dims_only(const xir_program *p, int32_t id) {
-  const xir_node *n = &p->nodes[id];
-  if (n->op == XIR_OP_CONST || n->op == XIR_OP_DIM) return 1;
-  if (xir__op_info[n->op].typing < XIR_TY_TOF32) return 0;
-  for (int i = 0; i < n->nargs; i++)
-    if (!dims_only(p, n->args[i])) return 0;
-  return 1;
+/* For every node before the root domain: 1 when it is an i64/bool expression over dims and
+ * integer literals only, and its nesting depth. One forward pass (operands precede their users),
+ * so no recursion on the program's depth. */
+static int require_facts(const xir_program *p, uint8_t *ok, int *depth) {
+  for (int i = 0; i < p->body_begin; i++) {
+    const xir_node *n = &p->nodes[i];
+    depth[i] = 1;
+    if (n->op == XIR_OP_CONST) ok[i] = n->type.elem == XIR_I64;
+    else if (n->op == XIR_OP_DIM) ok[i] = 1;
+    else if (xir__op_info[n->op].typing <= XIR_TY_TOF32) ok[i] = 0;
+    else {
+      ok[i] = n->type.elem != XIR_F32;
+      for (int a = 0; a < n->nargs; a++) {
+        ok[i] &= ok[n->args[a]];
+        if (depth[n->args[a]] + 1 > depth[i]) depth[i] = depth[n->args[a]] + 1;
+      }
+    }
+  }
+  return 0;
 }
 
 xir_status xir__verify(xir_program *p, xir_diag *d) {
   vctx v = {.p = p, .d = d};
   xir_status s;
   if (p->nroot == 0) return verr(&v, NULL, "kernel '%s' has no root domain", p->name);
+  int outputs = 0;
+  for (int b = 0; b < p->nparams; b++) outputs += p->params[b].kind == XIR_PARAM_BUFFER && p->params[b].is_output;
+  if (!outputs) {
+    xir_node at = {.line = p->nparams ? p->params[0].line : 1, .col = p->nparams ? p->params[0].col : 1};
+    return verr(&v, &at, "kernel '%s' has no output buffer (declare one with `out`)", p->name);
+  }
   for (int i = 0; i < p->nnodes; i++)
     if ((s = type_node(&v, &p->nodes[i]))) return s;
   /* Nodes before the root domain belong to `require` clauses; the body may share only leaves. */
@@ -353,46 +371,70 @@ xir_status xir__verify(xir_program *p, xir_diag *d) {
     if (count > 1)
       return verr(&v, second, "output '%s' is stored more than once", p->params[b].name);
   }
-  for (int i = 0; i < p->nreq; i++) {
-    const xir_node *n = &p->nodes[p->reqs[i]];
-    if (n->type.rank != 0 || n->type.elem == XIR_F32 || !dims_only(p, p->reqs[i]))
-      return verr(&v, n, "a `require` clause must be an i64/bool expression over dims and "
+  if (p->nreq) {
+    uint8_t *ok = xir__calloc((size_t)p->body_begin + 1, 1);
+    int *depth = xir__calloc((size_t)p->body_begin + 1, sizeof(int));
+    if (!ok || !depth) {
+      xir__free(ok);
+      xir__free(depth);
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory verifying '%s'", p->name);
+    }
+    require_facts(p, ok, depth);
+    xir_status rs = XIR_OK;
+    for (int i = 0; i < p->nreq && !rs; i++) {
+      const xir_node *n = &p->nodes[p->reqs[i]];
+      if (n->type.rank != 0 || !ok[p->reqs[i]])
+        rs = verr(&v, n, "a `require` clause must be an i64/bool expression over dims and "
                   "integer literals");
+      else if (depth[p->reqs[i]] > 200)
+        rs = verr(&v, n, "a `require` clause nested too deeply (at most 200 levels)");
+    }
+    xir__free(ok);
+    xir__free(depth);
+    if (rs) return rs;
   }
   return XIR_OK;
 }
 
 int xir__eval_dims_expr(const xir_program *p, const int64_t *dims, int32_t id, int64_t *out) {
-  const xir_node *n = &p->nodes[id];
-  if (n->op == XIR_OP_CONST) {
-    if (n->type.elem != XIR_I64) return -1;
-    *out = n->imm.i;
-    return 0;
-  }
-  if (n->op == XIR_OP_DIM) {
-    *out = dims[n->ref];
-    return 0;
-  }
-  int64_t a[3] = {0, 0, 0};
-  if (n->nargs > 3) return -1;
-  for (int i = 0; i < n->nargs; i++)
-    if (xir__eval_dims_expr(p, dims, n->args[i], &a[i])) return -1;
-  int64_t ia = a[0], ib = a[1];
-  switch (n->op) {
-    case XIR_OP_AND: *out = ia && ib; return 0;
-    case XIR_OP_OR: *out = ia || ib; return 0;
-    case XIR_OP_NOT: *out = !ia; return 0;
-    case XIR_OP_SELECT: *out = ia ? ib : a[2]; return 0;
-    case XIR_OP_TOF32: return -1;
-    default: break;
-  }
-  switch (n->op) {
-#define XIR_OP_IEVAL_(id, text, nn, ty, f, i) \
-  case XIR_OP_##id:                           \
-    *out = (i);                               \
-    return 0;
-    XIR_OPS_ELEM(XIR_OP_IEVAL_)
+  if (id < 0 || id >= p->body_begin) return -1;
+  int64_t *val = xir__malloc(sizeof(int64_t) * ((size_t)id + 1));
+  if (!val) return -1;
+  int rc = 0;
+  /* forward over the require nodes up to id: operands are always evaluated first */
+  for (int k = 0; k <= id && !rc; k++) {
+    const xir_node *n = &p->nodes[k];
+    int64_t ia = n->nargs > 0 ? val[n->args[0]] : 0, ib = n->nargs > 1 ? val[n->args[1]] : 0;
+    int64_t ic = n->nargs > 2 ? val[n->args[2]] : 0;
+    switch (n->op) {
+      case XIR_OP_CONST: val[k] = n->imm.i; continue;
+      case XIR_OP_DIM: val[k] = dims[n->ref]; continue;
+      case XIR_OP_AND: val[k] = ia && ib; continue;
+      case XIR_OP_OR: val[k] = ia || ib; continue;
+      case XIR_OP_NOT: val[k] = !ia; continue;
+      case XIR_OP_SELECT: val[k] = ia ? ib : ic; continue;
+      case XIR_OP_DIV:
+      case XIR_OP_REM:
+        if (ib == 0) rc = -2; /* division by zero: the clause does not hold */
+        break;
+      default: break;
+    }
+    if (rc) break;
+    if (xir__op_info[n->op].typing <= XIR_TY_TOF32) {
+      val[k] = 0; /* not a require node: never an operand of one */
+      continue;
+    }
+    switch (n->op) {
+#define XIR_OP_IEVAL_(oid, text, nn, ty, f, i) \
+  case XIR_OP_##oid:                           \
+    val[k] = (i);                              \
+    break;
+      XIR_OPS_ELEM(XIR_OP_IEVAL_)
 #undef XIR_OP_IEVAL_
-    default: return -1;
+      default: val[k] = 0;
+    }
   }
+  if (!rc) *out = val[id];
+  xir__free(val);
+  return rc;
 }
