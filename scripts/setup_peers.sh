@@ -55,7 +55,10 @@ pipflags=(--no-cache-dir --progress-bar off)
 command -v g++ >/dev/null && command -v gcc >/dev/null || apt_install build-essential
 
 # ---- 2. torch + numpy ----------------------------------------------------------------------
-have_torch() { "$PY" -c 'import torch, numpy' >/dev/null 2>&1; }
+# Quick check (no import: importing torch takes seconds); a real import after an install.
+have_torch() {
+  "$PY" -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("torch") and u.find_spec("numpy") else 1)' 2>/dev/null
+}
 if ! have_torch || [ "${XIR_PEERS_UPGRADE:-0}" = 1 ]; then
   t0=$(now)
   log "pip install torch numpy (PyPI; large: the CUDA wheels come along) — log: $DIR/logs/pip-torch.log"
@@ -70,65 +73,91 @@ if ! have_torch || [ "${XIR_PEERS_UPGRADE:-0}" = 1 ]; then
     apt_install python3-venv
     /usr/bin/python3 -m venv --system-site-packages "$VENV"
   fi
+  "$PY" -c 'import torch, numpy' >/dev/null 2>&1 || { log "torch is not importable from $PY"; exit 1; }
 fi
-have_torch || { log "torch is not importable from $PY"; exit 1; }
+have_torch || { log "torch is not installed in $VENV"; exit 1; }
 
 # ---- 3. oneDNN (C API) ---------------------------------------------------------------------
-find_dnnl_h() { find "$VENV" -name dnnl.h -path '*include*' 2>/dev/null | head -n1; }
-dnnl_h=$(find_dnnl_h)
-if [ -z "$dnnl_h" ] || [ "${XIR_PEERS_UPGRADE:-0}" = 1 ]; then
-  t0=$(now)
-  log "pip install onednn-devel — log: $DIR/logs/pip-onednn.log"
-  if "${PIP[@]}" install "${pipflags[@]}" onednn-devel >"$DIR/logs/pip-onednn.log" 2>&1; then
-    log "onednn-devel installed from PyPI in $(( $(now) - t0 )) s"
-  else
-    log "PyPI onednn-devel install FAILED (see $DIR/logs/pip-onednn.log)"
-  fi
-  dnnl_h=$(find_dnnl_h)
+# PyPI's `onednn-devel` (2024.0 .. 2026.x = oneDNN 3.5 .. 3.13) is the DPC++/SYCL build: its CPU
+# engine is a SYCL CPU device.  2026.x's runtime ships no OpenCL adapter, so dnnl_engine_create
+# (dnnl_cpu) fails ("SYCL cpu devices queried but not found"); 2025.3 with OCL_ICD_FILENAMES set
+# runs, but on oneDNN's generic SYCL kernels (impl "ref:any", ~1.4 ms for swiglu 64x256), not its
+# x64 JIT.  Neither is oneDNN on a CPU as a user would use it.  The newest native-CPU build on
+# PyPI is onednn-devel-cpu-gomp 2023.2.0 = oneDNN 3.2.0, GNU OpenMP: that is what we install.
+# (XIR_PEERS_ONEDNN=onednn-devel-cpu-iomp / -cpu-tbb picks another threading flavour.)
+ONEDNN_PKG=${XIR_PEERS_ONEDNN:-onednn-devel-cpu-gomp}
+have_pkg() { "${PIP[@]}" show "$1" >/dev/null 2>&1; }
+cfg=$VENV/include/oneapi/dnnl/dnnl_config.h
+if [ -f "$cfg" ] && grep -q '^#define DNNL_CPU_RUNTIME DNNL_RUNTIME_SYCL' "$cfg"; then
+  log "removing the SYCL build of oneDNN from the venv (no usable CPU engine, see above)"
+  "${PIP[@]}" uninstall -y -q onednn-devel onednn >/dev/null 2>&1 || true
 fi
-if [ -n "$dnnl_h" ]; then
-  DNNL_INC=$(dirname "$dnnl_h")
-  DNNL_LIB=$(dirname "$(find "$VENV" \( -name 'libdnnl.so' -o -name 'libdnnl.so.*' \) 2>/dev/null | head -n1)")
+if ! have_pkg "$ONEDNN_PKG" || [ ! -f "$VENV/include/dnnl.h" ] || [ "${XIR_PEERS_UPGRADE:-0}" = 1 ]; then
+  t0=$(now)
+  log "pip install $ONEDNN_PKG — log: $DIR/logs/pip-onednn.log"
+  if "${PIP[@]}" install "${pipflags[@]}" "$ONEDNN_PKG" >"$DIR/logs/pip-onednn.log" 2>&1; then
+    log "$ONEDNN_PKG installed from PyPI in $(( $(now) - t0 )) s"
+  else
+    log "PyPI $ONEDNN_PKG install FAILED (see $DIR/logs/pip-onednn.log)"
+  fi
+fi
+# The wheel puts dnnl.h in $VENV/include (torch ships its own copy under site-packages: not that).
+if [ -f "$VENV/include/dnnl.h" ] && [ -e "$VENV/lib/libdnnl.so" ]; then
+  DNNL_INC=$VENV/include
+  DNNL_LIB=$VENV/lib
 else
-  log "no dnnl.h from PyPI; falling back to Debian's libdnnl-dev"
   fallback_notes="$fallback_notes onednn:debian"
-  apt_install libdnnl-dev
-  DNNL_INC=/usr/include
-  DNNL_LIB=$(dirname "$(ls /usr/lib/*/libdnnl.so 2>/dev/null | head -n1)")
+  cand=$(apt-cache policy libdnnl-dev 2>/dev/null | awk '/Candidate:/ {print $2}')
+  case "$cand" in
+    3.*|[4-9].*)
+      log "no oneDNN from PyPI; falling back to Debian's libdnnl-dev $cand"
+      apt_install libdnnl-dev
+      DNNL_INC=/usr/include
+      DNNL_LIB=$(dirname "$(ls /usr/lib/*/libdnnl.so 2>/dev/null | head -n1)") ;;
+    *)
+      log "no oneDNN from PyPI, and Debian's libdnnl-dev is '${cand:-absent}' (the peer needs the 3.x API): oneDNN peer NOT built"
+      DNNL_INC="" ;;
+  esac
 fi
 
 # ---- 4. build the oneDNN peer --------------------------------------------------------------
 src=$here/peers/ext/onednn_peer.c
 exe=$DIR/bin/onednn_peer
-# libdnnl from the wheel may ship only as libdnnl.so.N: link against it by path then.
-dnnl_so=$DNNL_LIB/libdnnl.so
-[ -e "$dnnl_so" ] || dnnl_so=$(ls "$DNNL_LIB"/libdnnl.so.* | head -n1)
 stamp=$DIR/bin/.onednn_peer.cmd
-cmd="gcc -std=c11 -O2 -Wall -Wextra -o $exe $src -I$DNNL_INC $dnnl_so -Wl,-rpath,$DNNL_LIB -Wl,--enable-new-dtags -lm"
-if [ ! -x "$exe" ] || [ "$src" -nt "$exe" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$cmd" ]; then
-  log "building $exe"
-  if $cmd; then
-    echo "$cmd" >"$stamp"
-  else
-    log "building the oneDNN peer FAILED (oneDNN headers: $DNNL_INC)"
-    rm -f "$exe"
+if [ -n "$DNNL_INC" ]; then
+  # dnnl_rms_norm (layer normalization in RMS mode) is not in oneDNN 3.2: rmsnorm is then unsupported.
+  defs=""
+  grep -q 'dnnl_rms_norm' "$DNNL_INC/oneapi/dnnl/dnnl_types.h" 2>/dev/null && defs="-DXIR_HAVE_DNNL_RMS_NORM"
+  # DT_RPATH (not RUNPATH) so that libdnnl's own dependencies beside it are found too.
+  cmd="gcc -std=c11 -O2 -Wall -Wextra $defs -o $exe $src -I$DNNL_INC -L$DNNL_LIB -ldnnl -Wl,-rpath,$DNNL_LIB -Wl,--disable-new-dtags -ldl -lm"
+  if [ ! -x "$exe" ] || [ "$src" -nt "$exe" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$cmd" ]; then
+    log "building $exe"
+    if $cmd; then
+      echo "$cmd" >"$stamp"
+    else
+      log "building the oneDNN peer FAILED (oneDNN headers: $DNNL_INC)"
+      rm -f "$exe" "$stamp"
+    fi
   fi
+else
+  rm -f "$exe" "$stamp"
 fi
 
 # ---- 5. report -----------------------------------------------------------------------------
-"$PY" - <<'EOF' >&2
-import importlib.metadata as md, sys
+ONEDNN_PKG=$ONEDNN_PKG "$PY" - <<'EOF' >&2
+import importlib.metadata as md, os, sys
 def v(n):
     try: return md.version(n)
     except Exception: return "-"
-import torch, numpy
-print(f"setup_peers: python {sys.version.split()[0]}  torch {torch.__version__} (cuda build {torch.version.cuda}, "
-      f"cuda available {torch.cuda.is_available()})  numpy {numpy.__version__}  "
-      f"onednn-devel {v('onednn-devel')}  onednn {v('onednn')}")
+pkg = os.environ["ONEDNN_PKG"]
+print(f"setup_peers: installed: python {sys.version.split()[0]}, torch {v('torch')}, numpy {v('numpy')}, "
+      f"triton {v('triton')}, {pkg} {v(pkg)}, {pkg.replace('-devel', '')} {v(pkg.replace('-devel', ''))}")
 EOF
 [ -n "$fallback_notes" ] && log "FALLBACKS used:$fallback_notes"
-log "venv: $VENV ($(du -sh "$VENV" 2>/dev/null | cut -f1))"
+log "venv: $VENV"
+if [ -x "$exe" ]; then log "onednn_peer: $("$exe" --version 2>&1 || true)"; else log "onednn_peer: not built"; fi
 log "peer commands:"
 echo "$PY $here/peers/ext/torch_peer.py --mode eager"
 echo "$PY $here/peers/ext/torch_peer.py --mode compile"
-if [ -x "$exe" ]; then echo "$exe"; ver=$("$exe" --version 2>/dev/null || true); [ -n "$ver" ] && log "onednn_peer: $ver"; fi
+[ -x "$exe" ] && echo "$exe"
+exit 0
