@@ -32,15 +32,17 @@ typedef struct LLVMOrcOpaqueJITDylib *LLVMOrcJITDylibRef;
 
 #include "xir_status.h"
 
-/* The default optimization pipeline: the inliner (it inlines the vector math functions of
- * vmath.c into their callers: about 10% faster math-bound kernels for about 10% more JIT time)
- * and a light function pipeline for IR that the lowering already vectorized (no loop/SLP
- * vectorizer, no unrolling). `instcombine<no-verify-fixpoint>`: plain `instcombine` in a pipeline
- * string verifies its fixpoint and aborts the process when it is not reached. Measured against
- * default<O1..O3> by bench/jit_time.c; the figures are in docs/vmath.md ("JIT time"). */
+/* The default optimization pipeline: a light function pipeline for IR that the lowering already
+ * vectorized (no loop/SLP vectorizer, no unrolling, no inliner). The inliner (`cgscc(inline),`
+ * in front) makes math-bound kernels about 11% faster but, on whole kernels with several
+ * transcendental call sites, pushes the median JIT time per candidate past the 15 ms budget
+ * (softmax_mask 129x768: 17.9 ms with it, 13.5 ms without; bench_jit_levels), so it is an option
+ * (xir_compiler_options.pipeline), not the default. `instcombine<no-verify-fixpoint>`: plain
+ * `instcombine` in a pipeline string verifies its fixpoint and aborts the process when the
+ * fixpoint is not reached. */
 #define XIR__JIT_DEFAULT_PIPELINE                                                              \
-  "cgscc(inline),function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"         \
-  "loop-mssa(licm),gvn,instcombine<no-verify-fixpoint>,simplifycfg)"
+  "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"   \
+  "instcombine<no-verify-fixpoint>,simplifycfg)"
 
 typedef struct xir__jit xir__jit;
 
