@@ -50,10 +50,11 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
   xir_status st;
   uint32_t workers = e->workers;
   if (!strncmp(cfg, "fixed:", 6)) {
-    unsigned l = 0, B = 0;
+    unsigned l = 0, B = 0, h = 0;
     char g[16] = "";
-    if (sscanf(cfg + 6, "l=%u,B=%u,G=%15s", &l, &B, g) != 3)
+    if (sscanf(cfg + 6, "l=%u,B=%u,G=%15[^,],H=%u", &l, &B, g, &h) < 3)
       return xir__err(d, XIR_ERR_INVALID_ARG, "bad fixed configuration '%s'", cfg);
+    if (h) workers = h;
     uint8_t perm[XIR_MAX_ROOT];
     for (int k = 0; k < xir_program_num_root(c->p); k++) perm[k] = (uint8_t)k;
     uint32_t W = xir_compiler_width(e->cc);

@@ -7,7 +7,8 @@
  *   fixed-grain  l = 8, B = 32 (l = 1 where the body has no inner tile) with G = 0, 1, 3, max
  *                at 129x768 and 1024x4096 (attention: small and large): each G vs G = 0
  *   peers        xir (joint_tasks) vs hand-written C (OpenMP, 2 threads) and, single-threaded,
- *                vs C built with -ffast-math; plus external peers when --peers-dir is given
+ *                vs C built with -ffast-math; plus external peers when --peers-dir is given;
+ *                `--configs` may add fixed candidates (fixed:l=64,B=64,G=max,H=1) vs the C peers
  *   smoke        two tiny cases for CI
  * Everything here is deterministic: the audit rebuilds the suite and compares. */
 #include <stdlib.h>
@@ -137,6 +138,25 @@ static int g_next;
 static void vs_peers(builder *b, const char *k, const char *shape) {
   pair_configs(b, k, shape, "peer:c_omp", "joint_tasks");
   pair_configs(b, k, shape, "peer:c_fastmath", "joint_tasks_1w");
+  /* ad-hoc fixed candidates named in --configs: vs the single-thread C peer when H=1 */
+  for (const char *c = b->f->configs; c && *c;) {
+    const char *e = strchr(c, ',');
+    /* a fixed config holds commas itself: it runs to the next ",fixed:" / ",peer:" / end */
+    if (!strncmp(c, "fixed:", 6)) {
+      const char *end = c + strlen(c);
+      const char *n1 = strstr(c + 6, ",fixed:"), *n2 = strstr(c + 6, ",peer:"), *n3 = strstr(c + 6, ",joint");
+      if (n1 && n1 < end) end = n1;
+      if (n2 && n2 < end) end = n2;
+      if (n3 && n3 < end) end = n3;
+      char cfg[96];
+      snprintf(cfg, sizeof cfg, "%.*s", (int)(end - c), c);
+      const char *base = strstr(cfg, ",H=1") ? "peer:c_fastmath" : "peer:c_omp";
+      if (in_list(b->f->configs, base, ',')) add_cmp(b, add_case(b, k, shape, base), add_case(b, k, shape, cfg));
+      c = *end ? end + 1 : end;
+      continue;
+    }
+    c = e ? e + 1 : c + strlen(c);
+  }
   for (int i = 0; i < g_next; i++) {
     char cfg[96];
     snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
