@@ -39,8 +39,9 @@ int cmd_suite(int argc, char **argv) {
     }
     else return cli_usage_error("suite", "unknown option '%s'", argv[i]);
   }
-  printf("Each kernel: seeded inputs, native code for the chosen candidate, one launch on %u "
-         "worker(s), the whole output checked against the fp64 interpreter.\n\n", workers);
+  printf("Each kernel: seeded inputs, the planner's choice (local mappings searched, G = 0), "
+         "native code, one launch on %u worker(s), the whole output checked against the fp64 "
+         "interpreter.\n\n", workers);
   printf("%-17s %-36s %-28s %10s %10s %9s %s\n", "kernel", "shape", "candidate", "max abs",
          "rel l2", "ms(1x)", "check");
   int failed = 0;
@@ -59,7 +60,12 @@ int cmd_suite(int argc, char **argv) {
       xir_program_free(p);
       return cli_fail(&d);
     }
-    native_opts no = {.workers = workers, .grain = 0};
+    /* the planner chooses: local mappings searched, G = 0 (the joint_legacy configuration) */
+    xir_plan_options po;
+    xir_plan_options_default(&po);
+    po.local_lanes = 0;
+    po.workers = workers;
+    native_opts no = {.workers = workers, .grain = 0, .plan = &po};
     native_result nr;
     if (run_native(p, &shape, &c, &no, &nr, &d)) {
       xir__case_free(&c);
@@ -68,7 +74,7 @@ int cmd_suite(int argc, char **argv) {
     }
     double ms = nr.last_ms;
     const char *cand = "?";
-    cJSON *first = cJSON_GetArrayItem(nr.json, 0);
+    cJSON *first = cJSON_GetArrayItem(nr.json, 0); /* the one run */
     if (first) cand = cJSON_GetStringValue(cJSON_GetObjectItem(first, "candidate"));
     xir_tolerance tol = xir__kernel_tolerance(kSuite[k].kernel);
     for (int i = 0; i < xir_program_num_params(p); i++) {
