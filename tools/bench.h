@@ -82,6 +82,11 @@ typedef struct suite_filter {
  * rebuilds it from the same name and filter and compares. */
 xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suite *s, xir_diag *d);
 void bench_suite_free(bench_suite *s);
+/* Drops the cases with drop[i] != 0 (what could not be measured), the comparisons that involve
+ * them, and rebuilds the visit orders for the cases left. */
+xir_status bench_suite_drop(bench_suite *s, const char *drop);
+/* Sets the names of the external peers the peers suite compares with (before building it). */
+void bench_set_ext_peers(const char **names, int n);
 
 /* Case lifecycle. prepare: inputs, oracle, plan/compile or peer setup (outside timing).
  * run: the timed region (n launches + wait), returning wall ns. check: the whole output vs the

@@ -242,13 +242,30 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
   return XIR_OK;
 }
 
-/* Rebuilds the orders after cases were dropped (unsupported peers). */
-int bench_suite_reorder(bench_suite *s) {
+xir_status bench_suite_drop(bench_suite *s, const char *drop) {
+  int *remap = xir__malloc(sizeof(int) * (size_t)(s->ncases ? s->ncases : 1)), kept = 0;
+  if (!remap) return XIR_ERR_NOMEM;
+  for (int i = 0; i < s->ncases; i++) {
+    remap[i] = drop[i] ? -1 : kept;
+    if (!drop[i]) s->cases[kept++] = s->cases[i];
+  }
+  int nc = 0;
+  for (int k = 0; k < s->ncomparisons; k++) {
+    int b = remap[s->comparisons[k][0]], v = remap[s->comparisons[k][1]];
+    if (b >= 0 && v >= 0) {
+      s->comparisons[nc][0] = b;
+      s->comparisons[nc][1] = v;
+      nc++;
+    }
+  }
+  xir__free(remap);
+  s->ncases = kept;
+  s->ncomparisons = nc;
   int four = s->norders == 4;
   for (int o = 0; o < s->norders; o++) xir__free(s->orders[o]);
   xir__free(s->orders);
   s->orders = NULL;
-  return make_orders(s, four);
+  return make_orders(s, four) ? XIR_ERR_NOMEM : XIR_OK;
 }
 
 void bench_suite_free(bench_suite *s) {

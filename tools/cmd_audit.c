@@ -9,8 +9,6 @@
 #include "cli.h"
 #include "util/util.h"
 
-void bench_set_ext_peers(const char **names, int n);
-int bench_suite_reorder(bench_suite *s);
 void bench_binary_sha(char hex[65]);
 
 static const char *jstr(const cJSON *o, const char *k) {
@@ -44,32 +42,22 @@ static int check_configuration(const char *dir, const cJSON *rec) {
     return reject(dir, "records from another configuration: %s%s", d.msg, "");
   /* drop what the records list as unsupported */
   const cJSON *uns = cJSON_GetObjectItemCaseSensitive(rec, "unsupported");
-  int *remap = xir__malloc(sizeof(int) * (size_t)s.ncases), kept = 0;
-  if (!remap) return reject(dir, "out of memory%s%s", "", "");
+  char *drop = xir__calloc((size_t)s.ncases + 1, 1);
+  if (!drop) return reject(dir, "out of memory%s%s", "", "");
   for (int i = 0; i < s.ncases; i++) {
-    int drop = 0;
     const cJSON *u;
     cJSON_ArrayForEach(u, uns) if (!strcmp(jstr(u, "kernel"), s.cases[i].kernel) &&
                                    !strcmp(jstr(u, "shape"), s.cases[i].shape) &&
-                                   !strcmp(jstr(u, "config"), s.cases[i].config)) drop = 1;
-    remap[i] = drop ? -1 : kept;
-    if (!drop) s.cases[kept++] = s.cases[i];
+                                   !strcmp(jstr(u, "config"), s.cases[i].config)) drop[i] = 1;
   }
-  int nc = 0;
-  for (int k = 0; k < s.ncomparisons; k++) {
-    int b = remap[s.comparisons[k][0]], v = remap[s.comparisons[k][1]];
-    if (b >= 0 && v >= 0) {
-      s.comparisons[nc][0] = b;
-      s.comparisons[nc][1] = v;
-      nc++;
-    }
-  }
-  xir__free(remap);
-  s.ncases = kept;
-  s.ncomparisons = nc;
+  xir_status dst = bench_suite_drop(&s, drop);
+  xir__free(drop);
   int bad = 0;
   char what[1024] = "";
-  if (bench_suite_reorder(&s)) bad = 1;
+  if (dst) {
+    snprintf(what, sizeof what, "out of memory");
+    bad = 1;
+  }
   const cJSON *cases = cJSON_GetObjectItemCaseSensitive(rec, "cases");
   if (!bad && cJSON_GetArraySize(cases) != s.ncases) {
     snprintf(what, sizeof what, "%d cases recorded, the suite declares %d", cJSON_GetArraySize(cases), s.ncases);

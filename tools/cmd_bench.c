@@ -21,8 +21,6 @@
 #include "cli.h"
 #include "util/util.h"
 
-void bench_set_ext_peers(const char **names, int n);
-int bench_suite_reorder(bench_suite *s);
 
 typedef struct bench_opts {
   const char *suite, *out, *peers_dir;
@@ -439,8 +437,8 @@ int cmd_bench(int argc, char **argv) {
   if (!cs) goto fail;
   rec = cJSON_CreateObject();
   cJSON *uns = cJSON_CreateArray();
-  int *remap = xir__malloc(sizeof(int) * (size_t)s.ncases);
-  if (!remap) goto fail;
+  char *drop = xir__calloc((size_t)s.ncases + 1, 1);
+  if (!drop) goto fail;
   int kept = 0;
   for (int i = 0; i < s.ncases; i++) {
     memset(&cs[kept], 0, sizeof cs[kept]); /* the slot may hold a released unsupported case */
@@ -448,7 +446,7 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr, "\rxir bench: preparing %d/%d %-60.60s", i + 1, s.ncases, s.cases[i].config);
     if (bcase_prepare(&e, &cs[kept], &d)) {
       fprintf(stderr, "\n");
-      xir__free(remap);
+      xir__free(drop);
       goto fail;
     }
     if (cs[kept].unsupported) {
@@ -459,27 +457,16 @@ int cmd_bench(int argc, char **argv) {
       cJSON_AddStringToObject(u1, "reason", cs[kept].why);
       cJSON_AddItemToArray(uns, u1);
       bcase_release(&cs[kept]);
-      remap[i] = -1;
+      drop[i] = 1;
       continue;
     }
-    remap[i] = kept++;
+    kept++;
   }
   fprintf(stderr, "\n");
-  int nc = 0;
-  for (int k = 0; k < s.ncomparisons; k++) {
-    int b = remap[s.comparisons[k][0]], v = remap[s.comparisons[k][1]];
-    if (b >= 0 && v >= 0) {
-      s.comparisons[nc][0] = b;
-      s.comparisons[nc][1] = v;
-      nc++;
-    }
-  }
-  xir__free(remap);
-  s.ncomparisons = nc;
-  for (int i = 0; i < kept; i++) s.cases[i] = cs[i].decl;
-  s.ncases = kept;
-  if (kept == 0 || bench_suite_reorder(&s)) {
-    xir__err(&d, XIR_ERR_INVALID_ARG, "no case of suite '%s' can run here", o.suite);
+  xir_status dst = bench_suite_drop(&s, drop);
+  xir__free(drop);
+  if (dst || s.ncases == 0) {
+    xir__err(&d, dst ? dst : XIR_ERR_INVALID_ARG, "no case of suite '%s' can run here", o.suite);
     goto fail;
   }
   /* records: declaration */
