@@ -280,8 +280,9 @@ static void write_plot(const char *dir, const cJSON *rec) {
   fclose(f);
   f = fopen(gp, "w");
   if (!f) return;
-  fprintf(f, "set terminal svg size 1100,%d dynamic font 'sans,10'\nset output '%s/ratios.svg'\n"
-             "set title 'paired ratios variant/baseline (median over rounds, min-max bars); < 1: variant faster'\n"
+  fprintf(f, "set terminal svg size 1100,%d dynamic noenhanced font 'sans,10'\n"
+             "set output '%s/ratios.svg'\n"
+             "set title 'variant/baseline, median over rounds (bars: min-max); < 1: the variant is faster'\n"
              "set logscale x 2\nset xlabel 'ratio'\nset ytics font 'sans,8'\nset yrange [-1:%d]\n"
              "set grid x\nset arrow from 1,-1 to 1,%d nohead lc rgb 'red'\nunset key\n"
              "plot '%s' using 3:1:4:5:ytic(2) with xerrorbars pt 7 ps 0.6\n",
