@@ -1,6 +1,7 @@
 /* cmd_bench.c — `xir bench`: the measurement protocol of SPEC.md.
  *
  *   build suite ─► prepare every case (inputs, oracle, plan, compile / peer setup; untimed)
+ *               ─► run each case once and check it against the oracle before any timing
  *   for round r: for case in declared order r % norders:
  *       warm-up ≈ 75 ms (doubling batches) ─► calibrate n for ≈ 20 ms ─► 7 samples of n launches
  *       ─► re-read the whole output, compare with the oracle, check sentinels
@@ -449,6 +450,26 @@ int cmd_bench(int argc, char **argv) {
       fprintf(stderr, "\n");
       xir__free(drop);
       goto fail;
+    }
+    if (!cs[kept].unsupported) {
+      /* every case (peers included) is checked against the oracle before it is timed */
+      double t;
+      xir_compare cmp;
+      int sent;
+      if (bcase_run(&e, &cs[kept], 1, &t, &d) || bcase_check(&e, &cs[kept], &cmp, &sent, &d)) {
+        fprintf(stderr, "\n");
+        xir__free(drop);
+        goto fail;
+      }
+      if (!cmp.pass || !sent) {
+        fprintf(stderr, "\n");
+        xir__free(drop);
+        xir__err(&d, XIR_ERR_RUNTIME, "%s %s %s does not match the oracle before timing (%zu bad "
+                 "elements, max abs %.3g, sentinels %s)", s.cases[i].kernel, s.cases[i].shape,
+                 s.cases[i].config, cmp.bad, cmp.max_abs, sent ? "ok" : "broken");
+        goto fail;
+      }
+      xir__case_reset_outputs(&cs[kept].cs);
     }
     if (cs[kept].unsupported) {
       cJSON *u1 = cJSON_CreateObject();
