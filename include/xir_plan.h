@@ -15,6 +15,7 @@
 
 #include "xir.h"
 #include "xir_compile.h"
+#include "xir_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +42,23 @@ void xir_cost_coefficients_default(xir_cost_coefficients *c);
 /* The report's experimental prior: the defaults with activation 1,000,000 and dispatch 128
  * (uncalibrated relative weights, not nanoseconds). */
 void xir_cost_coefficients_experimental(xir_cost_coefficients *c);
+/* A service model measured on this machine (src/cost/calibrate.c): the analytic policy's
+ * coefficients in nanoseconds, so that an objective estimates the launch's wall time. */
+typedef struct xir_calibration {
+  double ns_per_arith;  /* per unit of the arithmetic prior, one core */
+  double ns_per_byte;   /* per byte of the memory prior, one core */
+  double ns_per_block;  /* per block (8 arithmetic units; not measured separately) */
+  double ns_per_task;   /* per task on the critical worker, pool path */
+  double ns_activation; /* waking one more worker (spin round trip minus the caller path) */
+  double probe_ns[2];   /* the two probe kernels' measured times (gelu 64x256, rmsnorm 1024x4096) */
+} xir_calibration;
+
+/* Measures the figures above with the given compiler and runtime (≥ 2 workers); takes about a
+ * second. The machine should be otherwise idle. */
+xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out, xir_diag *d);
+/* Coefficients from a calibration (imbalance 1: its term is already in ns). */
+void xir_cost_coefficients_from_calibration(const xir_calibration *cal, xir_cost_coefficients *c);
+
 /* "arith", "memory", "block", "imbalance", "dispatch", "activation". */
 const char *xir_cost_term_name(xir_cost_term t);
 

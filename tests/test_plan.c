@@ -12,6 +12,7 @@
 
 #include "xir_plan.h"
 #include "xir_runtime.h"
+#include "xir_compile.h"
 
 static void die(const xir_diag *d) {
   char b[2048];
@@ -364,6 +365,45 @@ static void test_primitive_weights_separate_bodies(void **state) {
   xir_program_free(b);
 }
 
+/* The calibration yields finite, non-negative figures whose coefficients plan (no timing is
+ * asserted: only that the measured service model is usable). */
+static void test_calibration_is_usable(void **state) {
+  (void)state;
+  xir_diag d;
+  xir_compiler *cc;
+  xir_runtime *rt;
+  xir_runtime_options ro;
+  xir_runtime_options_default(&ro);
+  ro.workers = 1;
+  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d)) die(&d);
+  xir_calibration cal;
+  assert_int_equal(xir_calibrate(cc, rt, &cal, &d), XIR_ERR_INVALID_ARG); /* needs 2 workers */
+  xir_runtime_destroy(rt);
+  ro.workers = 2;
+  if (xir_runtime_create(&ro, &rt, &d)) die(&d);
+  if (xir_calibrate(cc, rt, &cal, &d)) die(&d);
+  double v[] = {cal.ns_per_arith, cal.ns_per_byte, cal.ns_per_block, cal.ns_per_task, cal.ns_activation};
+  for (int i = 0; i < 5; i++) assert_true(isfinite(v[i]) && v[i] >= 0);
+  assert_true(cal.ns_per_arith > 0);
+  xir_cost_coefficients c;
+  xir_cost_coefficients_from_calibration(&cal, &c);
+  xir_shape s;
+  xir_program *p = load("gelu_residual", "R=64,C=256", &s);
+  xir_plan_options o;
+  xir_plan_options_default(&o);
+  o.local_lanes = 0;
+  o.search_task_grain = 1;
+  o.workers = 2;
+  o.coefficients = &c;
+  xir_plan *pl;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  assert_true(pl->count > 0 && isfinite(pl->entries[0].cost.total));
+  xir_plan_free(pl);
+  xir_program_free(p);
+  xir_runtime_destroy(rt);
+  xir_compiler_destroy(cc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_critical_counts_match_simulation),
@@ -374,6 +414,7 @@ int main(void) {
       cmocka_unit_test(test_policy_hooks),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_primitive_weights_separate_bodies),
+      cmocka_unit_test(test_calibration_is_usable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

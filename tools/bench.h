@@ -52,6 +52,8 @@ typedef struct bcase {
 typedef struct bench_env {
   xir_runtime *rt;
   xir_compiler *cc;
+  int calibrated;              /* the calibration below was measured (once, on first use) */
+  xir_calibration calibration;
   uint32_t workers;
   uint64_t seed;
   const char *peers_dir;

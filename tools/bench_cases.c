@@ -71,6 +71,15 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
       xir_cost_coefficients_experimental(&coef);
       o.coefficients = &coef;
       if (!strcmp(cfg, "joint_tasks_1w")) workers = 1;
+    } else if (!strcmp(cfg, "joint_calibrated")) {
+      /* ℓ and G searched with coefficients measured on this machine (once per run) */
+      o.search_task_grain = 1;
+      if (!e->calibrated) {
+        if ((st = xir_calibrate(e->cc, e->rt, &e->calibration, d))) return st;
+        e->calibrated = 1;
+      }
+      xir_cost_coefficients_from_calibration(&e->calibration, &coef);
+      o.coefficients = &coef;
     } else if (strcmp(cfg, "joint_legacy") != 0) {
       return xir__err(d, XIR_ERR_INVALID_ARG, "unknown configuration '%s'", cfg);
     }

@@ -1,9 +1,9 @@
 /* bench_suites.c — the benchmark suites: which cases, which comparisons, which visit orders.
  *
  *   pilot        rmsnorm, gelu_residual, swiglu at 64x256 and attention 1,4,2,16,32,16,16:
- *                joint_legacy vs joint_tasks (forward and reverse orders)
+ *                joint_tasks and joint_calibrated vs joint_legacy (forward and reverse orders)
  *   validation   every kernel x the six report shapes (attention: a small and a large shape):
- *                joint_legacy vs joint_tasks (four fixed orders)
+ *                joint_tasks and joint_calibrated vs joint_legacy (four fixed orders)
  *   fixed-grain  l = 8, B = 32 (l = 1 where the body has no inner tile) with G = 0, 1, 3, max
  *                at 129x768 and 1024x4096 (attention: small and large): each G vs G = 0
  *   peers        xir (joint_tasks) vs hand-written C (OpenMP, 2 threads) and, single-threaded,
@@ -116,6 +116,7 @@ static void pair_configs(builder *b, const char *k, const char *shape, const cha
 
 static void legacy_vs_tasks(builder *b, const char *k, const char *shape) {
   pair_configs(b, k, shape, "joint_legacy", "joint_tasks");
+  pair_configs(b, k, shape, "joint_legacy", "joint_calibrated");
 }
 
 static void fixed_grains(builder *b, const char *k, const char *shape) {
@@ -225,6 +226,9 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
   } else if (!strcmp(name, "smoke")) {
     const char *ks[] = {"rmsnorm", "swiglu"};
     const char *rows[] = {"R=3,C=7", "R=17,C=65"};
+    suite_filter sf = *b.f; /* two configurations only: CI time */
+    if (!sf.configs) sf.configs = "joint_legacy,joint_tasks";
+    b.f = &sf;
     each_shape(&b, ks, 2, rows, 2, kAttnShapes, 0, legacy_vs_tasks);
     s->default_rounds = 2;
   } else {

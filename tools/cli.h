@@ -20,6 +20,7 @@ int cmd_compile(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* Prints "xir: file:line:col: error: msg" to stderr; returns 1. */
 int cli_fail(const xir_diag *d);

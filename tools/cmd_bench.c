@@ -572,6 +572,14 @@ int cmd_bench(int argc, char **argv) {
     cJSON_AddStringToObject(cJSON_GetArrayItem(jc, i), "output_sha256", cs[i].out_sha);
   }
   if (!strcmp(s.name, "fixed-grain")) cJSON_AddItemToObject(rec, "grain_identity", grain_identity(cs, kept));
+  if (e.calibrated) {
+    cJSON *cal = cJSON_AddObjectToObject(cJSON_GetObjectItem(rec, "provenance"), "calibration");
+    cJSON_AddNumberToObject(cal, "ns_per_arith", e.calibration.ns_per_arith);
+    cJSON_AddNumberToObject(cal, "ns_per_byte", e.calibration.ns_per_byte);
+    cJSON_AddNumberToObject(cal, "ns_per_block", e.calibration.ns_per_block);
+    cJSON_AddNumberToObject(cal, "ns_per_task", e.calibration.ns_per_task);
+    cJSON_AddNumberToObject(cal, "ns_activation", e.calibration.ns_activation);
+  }
   if (xir__bench_summarize(rec, &d)) goto fail;
   /* outputs */
   char dir[2048], path[2300];

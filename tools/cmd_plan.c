@@ -29,11 +29,14 @@ int cli_plan_flag(cli_plan_flags *f, int c, const char *arg, const char *cmd) {
         xir_cost_coefficients_experimental(&f->coef);
         f->opt.coefficients = &f->coef;
         f->policy_name = "experimental";
+      } else if (strcmp(arg, "calibrated") == 0) {
+        f->calibrate = 1;
+        f->policy_name = "calibrated";
       } else if (strcmp(arg, "default") == 0) {
         f->opt.coefficients = NULL;
         f->policy_name = "default";
       } else {
-        return cli_usage_error(cmd, "--policy is default or experimental, not '%s'", arg);
+        return cli_usage_error(cmd, "--policy is default, experimental or calibrated, not '%s'", arg);
       }
       return 0;
     case 1004: {
@@ -60,6 +63,27 @@ int cli_plan_flag(cli_plan_flags *f, int c, const char *arg, const char *cmd) {
       return 0;
     default: return -1;
   }
+}
+
+int cli_plan_flags_finish(cli_plan_flags *f) {
+  if (!f->calibrate) return 0;
+  xir_diag d;
+  xir_compiler *cc = NULL;
+  xir_runtime *rt = NULL;
+  xir_runtime_options ro;
+  xir_runtime_options_default(&ro);
+  ro.workers = 2;
+  int rc = 0;
+  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d) ||
+      xir_calibrate(cc, rt, &f->calibration, &d)) {
+    rc = cli_fail(&d);
+  } else {
+    xir_cost_coefficients_from_calibration(&f->calibration, &f->coef);
+    f->opt.coefficients = &f->coef;
+  }
+  xir_runtime_destroy(rt);
+  xir_compiler_destroy(cc);
+  return rc;
 }
 
 static void print_entry(const xir_program *p, size_t rank, const xir_plan_entry *e) {
@@ -90,8 +114,9 @@ int cmd_plan(int argc, char **argv) {
            "  --grain G            explicit blocks per task (wins over the search)\n"
            "  --workers N          workers the launch may use (default 1)\n"
            "  --width W            SIMD width (default: the host's widest)\n"
-           "  --policy NAME        default (dispatch = activation = 0) or experimental\n"
-           "                       (activation 1e6, dispatch 128)\n"
+           "  --policy NAME        default (dispatch = activation = 0), experimental\n"
+           "                       (activation 1e6, dispatch 128) or calibrated (coefficients\n"
+           "                       in ns, measured on this machine first: xir calibrate)\n"
            "  --budget N           most candidates x grains to evaluate (default 4096)\n"
            "  --explain            also list the candidates that are not legal, and why\n"
            "  --json               machine-readable output\n");
@@ -120,6 +145,7 @@ int cmd_plan(int argc, char **argv) {
   }
   if (optind != argc - 1) return cli_usage_error("plan", "needs exactly one KERNEL or FILE");
   if (!shape_spec) return cli_usage_error("plan", "needs --shape");
+  if (cli_plan_flags_finish(&f)) return 1;
   xir_diag d;
   xir_program *p;
   if (cli_load_program(argv[optind], &p, &d)) return cli_fail(&d);

@@ -12,7 +12,13 @@ typedef struct cli_plan_flags {
   xir_cost_coefficients coef;
   const char *policy_name;
   int width_given;
+  int calibrate;               /* --policy calibrated: measure before planning */
+  xir_calibration calibration; /* filled by cli_plan_flags_finish */
 } cli_plan_flags;
+
+/* Completes the flags after parsing: runs the calibration when --policy calibrated was given.
+ * Returns 0, or prints the error and returns 1. */
+int cli_plan_flags_finish(cli_plan_flags *f);
 
 #define CLI_PLAN_LONG_OPTIONS                                                          \
   {"search-grain", no_argument, 0, 1001}, {"local", required_argument, 0, 1002},       \

@@ -22,6 +22,7 @@ static const cli_cmd kCommands[] = {
     {"plan", cmd_plan, "rank the legal candidates and task grains by cost; explain the choice"},
     {"bench", cmd_bench, "run a benchmark suite with the measurement protocol; write records"},
     {"audit", cmd_audit, "recompute a benchmark's statistics from its raw records; reject tampering"},
+    {"calibrate", cmd_calibrate, "measure this machine's service model (the calibrated policy)"},
     {"suite", cmd_suite, "run every built-in kernel at its report shape and check it"},
 };
 
