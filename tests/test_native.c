@@ -184,6 +184,31 @@ static void test_narrow_widths(void **state) {
   }
 }
 
+/* An expensive tile used by two consumers is computed once: softmax's exp appears at one call
+ * site (the sum's loop stores it, the store's loop reloads it). */
+static void test_shared_exp_is_computed_once(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "softmax_mask") != 0) return;
+  xir_program *p;
+  xir_diag d;
+  xir_shape s;
+  if (xir_kernel_load("softmax_mask", &p, &d) || xir_shape_parse(p, "R=32,C=256", &s, &d)) die(&d);
+  xir_compiler *cc = g_cc[0] ? g_cc[0] : g_cc[1];
+  uint32_t W = xir_compiler_width(cc);
+  xir_candidate c;
+  uint8_t perm[1] = {0};
+  if (xir_candidate_make(p, &s, W, W, W, perm, &c, &d)) die(&d);
+  const xir_kernel *k;
+  if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
+  xir_kernel_info info;
+  xir_kernel_get_info(k, &info);
+  int calls = 0;
+  for (const char *q = info.ir_text; (q = strstr(q, "call fastcc")) != NULL; q++)
+    if (strncmp(strchr(q, '@'), "@xir.vexp", 9) == 0) calls++;
+  assert_int_equal(calls, 1);
+  xir_program_free(p);
+}
+
 /* Compiling the same candidate twice returns the first kernel. */
 static void test_compile_twice_reuses_result(void **state) {
   (void)state;
@@ -223,6 +248,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_block_subrange_writes_exactly_its_part),
       cmocka_unit_test(test_compile_twice_reuses_result),
       cmocka_unit_test(test_narrow_widths),
+      cmocka_unit_test(test_shared_exp_is_computed_once),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
   xir_compiler_destroy(g_cc[0]);

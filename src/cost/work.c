@@ -50,6 +50,8 @@ typedef struct wctx {
   unsigned k;
   unsigned *mark;
   unsigned gen;
+  uint8_t *stored;  /* expensive 1-D tiles a previous 1-D consumer loop stored (lower.c reuses them) */
+  int nest_rank;    /* rank of the current consumer's loop nest */
   double arith, bytes;
 } wctx;
 
@@ -113,6 +115,17 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     *bytes += 4 * w->c->W;
     return;
   }
+  int expensive = n->op == XIR_OP_EXP || n->op == XIR_OP_LOG || n->op == XIR_OP_TANH ||
+                  n->op == XIR_OP_ERF || n->op == XIR_OP_SIGMOID || n->op == XIR_OP_SIN ||
+                  n->op == XIR_OP_COS || n->op == XIR_OP_POW;
+  if (expensive && n->type.rank == 1 && w->nest_rank == 1) {
+    if (w->stored[id]) { /* computed by an earlier consumer: one vector load */
+      *arith += 1;
+      *bytes += 4 * w->c->W;
+      return;
+    }
+    w->stored[id] = 1;
+  }
   if (n->op == XIR_OP_LOAD) {
     access_cost(w, access_kind(w, n, n->nargs), arith, bytes);
   } else {
@@ -143,6 +156,7 @@ static void unit_cost(wctx *w) {
       xir_type tile = {.elem = XIR_F32};
       for (int kd = 0; kd < n->nargs - 1; kd++)
         if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)p->params[n->ref].dims[kd];
+      w->nest_rank = tile.rank;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
       access_cost(w, access_kind(w, n, n->nargs - 1), &a, &b);
       double it = iterations(w, &tile);
@@ -151,6 +165,7 @@ static void unit_cost(wctx *w) {
     } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX ||
                n->op == XIR_OP_REDUCE_MIN) {
       const xir_type *in = &p->nodes[n->args[0]].type;
+      w->nest_rank = in->rank;
       expr_cost(w, n->args[0], &a, &b);
       a += n->type.rank > 0 ? 3 : 1;
       double it = iterations(w, in);
@@ -204,9 +219,15 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   w->ragged_inner = c->ragged_inner;
   wctx x = {.p = p, .s = s, .c = c, .k = c->local > c->W ? c->local / c->W : 1};
   x.mark = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
-  if (!x.mark) return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  x.stored = xir__calloc((size_t)p->nnodes + 1, 1);
+  if (!x.mark || !x.stored) {
+    xir__free(x.mark);
+    xir__free(x.stored);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  }
   unit_cost(&x);
   xir__free(x.mark);
+  xir__free(x.stored);
   w->arith_per_packet = x.arith / x.k;
   w->memory_per_packet = x.bytes / x.k;
   return XIR_OK;

@@ -69,6 +69,13 @@ typedef struct lw {
   unsigned *memo_gen;
   unsigned gen;
   LLVMValueRef *scratch;   /* per node: materialized tile reduce results */
+  /* Expensive tile values used by several consumers are computed once per unit: the first
+   * consumer loop stores them (one vector per chunk and packet), the later ones load them. */
+  int *mat_uses;           /* per node: how many consumer loops evaluate it */
+  LLVMValueRef *mat_buf;   /* per node: its buffer (allocated on first use) */
+  uint8_t *mat_state;      /* per node, per unit: 0 not stored, 1 being stored, 2 stored */
+  int nest_dim;            /* the axis of the current consumer loop nest when it is 1-D, or -1 */
+  LLVMValueRef mat_index;  /* the chunk (ℓ > 1) or element (ℓ = 1) index of the current point */
   LLVMValueRef entry_alloca_pt;
 } lw;
 
@@ -469,10 +476,53 @@ static LLVMValueRef scratch_ptr(lw *L, int id) {
   return LLVMBuildGEP2(L->b, L->vf, L->scratch[id], &lin.u, 1, "");
 }
 
-static val eval(lw *L, int id) {
+/* The materialized slot of node id at the current point, or NULL when id is not materialized
+ * here (only expensive 1-D tiles used by several consumers, inside 1-D consumer loops). */
+static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
   const xir_node *n = &L->p->nodes[id];
+  if (L->mat_uses[id] < 2 || n->type.rank != 1 || L->nest_dim != n->type.axes[0]) return NULL;
+  if (!L->mat_buf[id]) {
+    int64_t N = L->sh->dims[n->type.axes[0]];
+    int64_t chunks = L->ell > 1 && n->type.axes[0] == L->c->inner_dim ? (N + L->ell - 1) / L->ell : N;
+    int64_t vectors = chunks * (int64_t)L->k;
+    if (vectors * 4 * (int64_t)L->W > (1 << 20)) {
+      L->mat_uses[id] = 0; /* too large for a stack buffer: recompute instead */
+      return NULL;
+    }
+    L->mat_buf[id] = entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)vectors), "mat");
+  }
+  LLVMValueRef ix = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->mat_index, ci64(L, L->k), ""),
+                                 ci64(L, q), "");
+  return LLVMBuildGEP2(L->b, L->vf, L->mat_buf[id], &ix, 1, "");
+}
+
+static val eval_uncached(lw *L, int id);
+
+static val eval(lw *L, int id) {
   if (L->top_ok[id]) return L->top[id];
   if (L->memo_gen[id] == L->gen) return L->memo[id];
+  val r;
+  if (L->mat_uses[id] >= 2 && L->mat_state[id] == 2 && mat_slot(L, id, 0)) {
+    memset(&r, 0, sizeof r);
+    for (unsigned q = 0; q < L->k; q++) {
+      r.v[q] = LLVMBuildLoad2(L->b, L->vf, mat_slot(L, id, q), "");
+      LLVMSetAlignment(r.v[q], 4);
+    }
+  } else {
+    r = eval_uncached(L, id);
+    if (L->mat_uses[id] >= 2 && mat_slot(L, id, 0)) {
+      for (unsigned q = 0; q < L->k; q++)
+        LLVMSetAlignment(LLVMBuildStore(L->b, r.v[q], mat_slot(L, id, q)), 4);
+      L->mat_state[id] = 1;
+    }
+  }
+  L->memo[id] = r;
+  L->memo_gen[id] = L->gen;
+  return r;
+}
+
+static val eval_uncached(lw *L, int id) {
+  const xir_node *n = &L->p->nodes[id];
   val r;
   memset(&r, 0, sizeof r);
   switch (n->op) {
@@ -499,8 +549,6 @@ static val eval(lw *L, int id) {
     }
     default: r = eval_elementwise(L, n);
   }
-  L->memo[id] = r;
-  L->memo_gen[id] = L->gen;
   return r;
 }
 
@@ -508,8 +556,18 @@ static val eval(lw *L, int id) {
 
 typedef void (*body_fn)(lw *L, int id, void *ud);
 
+static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int id, void *ud);
+
 /* Runs body over the axes (rank ≤ 4) of a tile type; the inner axis X (ℓ > 1) is chunked. */
 static void tile_loops(lw *L, const xir_type *t, int depth, body_fn body, int id, void *ud) {
+  L->nest_dim = t->rank == 1 ? t->axes[0] : -1;
+  tile_loops_at(L, t, depth, body, id, ud);
+  for (int i = 0; i < L->p->nnodes; i++)
+    if (L->mat_state[i] == 1) L->mat_state[i] = 2;
+  L->nest_dim = -1;
+}
+
+static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int id, void *ud) {
   if (depth == t->rank) {
     L->gen++;
     body(L, id, ud);
@@ -536,7 +594,8 @@ static void tile_loops(lw *L, const xir_type *t, int depth, body_fn body, int id
         L->env[dim] = c;
       }
       if (part == 1) L->inner_c = c;
-      tile_loops(L, t, depth + 1, body, id, ud);
+      L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
+      tile_loops_at(L, t, depth + 1, body, id, ud);
       if (part == 0) loop_end(L, &lp);
       L->tail = 0;
     }
@@ -546,7 +605,8 @@ static void tile_loops(lw *L, const xir_type *t, int depth, body_fn body, int id
   loop_begin(L, &lp, ci64(L, 0), ci64(L, N));
   L->env[dim] = vaff(lp.i, 0);
   L->env_set[dim] = 1;
-  tile_loops(L, t, depth + 1, body, id, ud);
+  L->mat_index = lp.i;
+  tile_loops_at(L, t, depth + 1, body, id, ud);
   loop_end(L, &lp);
 }
 
@@ -725,6 +785,7 @@ static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
+  memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
   for (int i = p->body_begin; i < p->nnodes && !L->st; i++) {
     const xir_node *n = &p->nodes[i];
@@ -738,6 +799,49 @@ static void emit_unit(lw *L) {
       L->top_ok[i] = 1;
     }
   }
+}
+
+static int is_expensive(int op) {
+  return op == XIR_OP_EXP || op == XIR_OP_LOG || op == XIR_OP_TANH || op == XIR_OP_ERF ||
+         op == XIR_OP_SIGMOID || op == XIR_OP_SIN || op == XIR_OP_COS || op == XIR_OP_POW;
+}
+
+/* For each expensive tile node: the number of consumers (reductions, stores) whose pointwise
+ * expression contains it. Iterative (no recursion on program depth). Returns -1 on OOM. */
+static int count_mat_uses(lw *L) {
+  const xir_program *p = L->p;
+  /* a node is pushed once per user at most: nnodes × (max operands + 1) bounds the stack */
+  int *stack = xir__malloc(sizeof(int) * ((size_t)p->nnodes * (XIR_MAX_RANK + 2) + 1));
+  unsigned *seen = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
+  if (!stack || !seen) {
+    xir__free(stack);
+    xir__free(seen);
+    return -1;
+  }
+  unsigned mark = 0;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    int is_red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
+    if (n->op != XIR_OP_STORE && !is_red) continue;
+    mark++;
+    int sp = 0;
+    stack[sp++] = n->op == XIR_OP_STORE ? n->args[n->nargs - 1] : n->args[0];
+    while (sp) {
+      int id = stack[--sp];
+      if (id < 0 || seen[id] == mark) continue;
+      const xir_node *m = &p->nodes[id];
+      if (m->type.rank == 0 || xir__is_inline_leaf(m->op) ||
+          m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
+        continue;
+      seen[id] = mark;
+      if (is_expensive(m->op)) L->mat_uses[id]++;
+      for (int a = 0; a < m->nargs; a++)
+        if (m->args[a] >= 0) stack[sp++] = m->args[a];
+    }
+  }
+  xir__free(stack);
+  xir__free(seen);
+  return 0;
 }
 
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
@@ -773,8 +877,13 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   L.memo = xir__calloc(nn, sizeof(val));
   L.memo_gen = xir__calloc(nn, sizeof(unsigned));
   L.scratch = xir__calloc(nn, sizeof(LLVMValueRef));
+  L.mat_uses = xir__calloc(nn, sizeof(int));
+  L.mat_buf = xir__calloc(nn, sizeof(LLVMValueRef));
+  L.mat_state = xir__calloc(nn, 1);
+  L.nest_dim = -1;
   xir_status st = XIR_OK;
-  if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch) {
+  if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
+      !L.mat_state || count_mat_uses(&L)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
@@ -844,5 +953,8 @@ done:
   xir__free(L.memo);
   xir__free(L.memo_gen);
   xir__free(L.scratch);
+  xir__free(L.mat_uses);
+  xir__free(L.mat_buf);
+  xir__free(L.mat_state);
   return st;
 }
