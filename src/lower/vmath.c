@@ -167,6 +167,11 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
   LLVMValueRef xc = sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
   xc = sel(e, fcmp(e, LLVMRealOLT, xc, kf(e, -104.0f)), kf(e, -104.0f), xc);
   xc = sel(e, isnan, kf(e, 0.0f), xc);
+  /* Below ln(2^-150) the result rounds to +0: those lanes (-inf included: masked softmax and
+   * attention columns) compute on 0 instead, so that no subnormal intermediate is produced
+   * (x86 handles those with slow microcode assists), and are set to 0 at the end. */
+  LLVMValueRef tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
+  xc = sel(e, tiny, kf(e, 0.0f), xc);
   LLVMValueRef t = add(e, mul(e, xc, kf(e, 1.44269504088896341f)), kf(e, 12582912.0f));
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
   LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
@@ -180,6 +185,7 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
   LLVMValueRef s1 = i2f(e, shl(e, iadd(e, n1, ki(e, 127)), ki(e, 23)));
   LLVMValueRef s2 = i2f(e, shl(e, iadd(e, n2, ki(e, 127)), ki(e, 23)));
   LLVMValueRef res = mul(e, mul(e, y, s1), s2);
+  res = sel(e, tiny, kf(e, 0.0f), res);
   return sel(e, isnan, x, res);
 }
 
