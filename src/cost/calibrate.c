@@ -4,8 +4,8 @@
  *   activation  the spin round trip of waking one worker (xir_runtime_measure_wake)
  *   dispatch    per task on the pool path: (t(L=256, G=1, H=2) − activation) / 128 critical tasks
  *   arith/mem   two real kernels on the caller path — gelu_residual 64×256 (arithmetic-bound,
- *               in cache) and rmsnorm 1024×4096 (memory-bound) — timed and solved for ns per
- *               arithmetic unit and ns per byte of the execution work's priors
+ *               in cache) gives ns per arithmetic unit; rmsnorm 1024×4096 (memory-bound) then
+ *               gives ns per byte of what the arithmetic does not explain
  *   block       8 arithmetic units (not measured separately)
  * With these, an objective is an estimate of the launch's wall time in ns, and the planner's
  * choice between the caller and the pool follows the machine. Legality is untouched: this only
@@ -114,16 +114,14 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &ta, &wa, d)) ||
       (st = time_kernel(cc, rt, b, "rmsnorm", "R=1024,C=4096", 0, 1, &tm, &wm, d)))
     goto out;
-  /* t = a·A + m·M for both kernels (A, M: total arithmetic units and bytes) */
-  double A1 = wa.arith_per_packet * (double)wa.packets, M1 = wa.memory_per_packet * (double)wa.packets;
+  /* t = a·A + m·M (A, M: total arithmetic units and bytes). Solved triangularly, which is
+   * stable where the full 2×2 solve was not (its determinant is small: both probes have both
+   * kinds of work): the in-cache arithmetic probe gives a (its bytes are cheap), then the
+   * memory-bound probe gives m from what a does not explain. */
+  double A1 = wa.arith_per_packet * (double)wa.packets;
   double A2 = wm.arith_per_packet * (double)wm.packets, M2 = wm.memory_per_packet * (double)wm.packets;
-  double det = A1 * M2 - A2 * M1;
-  double a = 0, m = 0;
-  if (fabs(det) > 1e-9) {
-    a = (ta * M2 - tm * M1) / det;
-    m = (A1 * tm - A2 * ta) / det;
-  }
-  if (!(a > 0)) a = ta / (A1 > 0 ? A1 : 1); /* an all-arithmetic fit when the system degenerates */
+  double a = A1 > 0 ? ta / A1 : 0;
+  double m = M2 > 0 ? (tm - a * A2) / M2 : 0;
   if (!(m > 0)) m = 0;
   out->ns_per_arith = a;
   out->ns_per_byte = m;
