@@ -1,6 +1,7 @@
 /* bench_ext.c — external peers: a child process spoken to in line-JSON over two pipes
  * (protocol: docs/peers.md). A peer that dies or answers garbage is an error, never a hang:
- * every read waits at most 600 s. */
+ * every read waits at most 600 s. While other cases are measured a peer process is stopped
+ * (SIGSTOP), so that its thread pool cannot spin on the cores the measured case uses. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +19,7 @@ struct ext_peer {
   int to, from;
   char buf[1 << 16];
   size_t len;
+  int paused;
 };
 
 xir_status ext_peer_start(const char *name, const char *command, ext_peer **out, xir_diag *d) {
@@ -83,8 +85,16 @@ xir_status ext_peer_request(ext_peer *p, const char *line, cJSON **answer, xir_d
   }
 }
 
+void ext_peer_pause(ext_peer *p, int paused) {
+  if (p && p->paused != paused) {
+    kill(p->pid, paused ? SIGSTOP : SIGCONT);
+    p->paused = paused;
+  }
+}
+
 void ext_peer_stop(ext_peer *p) {
   if (!p) return;
+  ext_peer_pause(p, 0);
   if (write(p->to, "{\"op\":\"quit\"}\n", 14) < 0) { /* it may be gone already */
   }
   close(p->to);

@@ -28,6 +28,8 @@ typedef struct bench_opts {
   suite_filter filter;
   int rounds;
   double warmup_ms, sample_ms;
+  double settle_ms; /* idle time before each visit (peers' OpenMP threads keep spinning after
+                       their calls and would steal the next case's cores) */
   int samples;
   int plot;
   char ext_names[4][32], ext_cmds[4][4400];
@@ -50,6 +52,8 @@ static void help(void) {
       "  --warmup-ms X         warm-up per visit (default 75)\n"
       "  --sample-ms X         target length of one sample (default 20)\n"
       "  --samples N           samples per visit (default 7)\n"
+      "  --settle-ms X         idle time before each visit (default 250 for the peers suite,\n"
+      "                        0 otherwise): peer thread pools stop spinning first\n"
       "  --seed N              input seed (default 1)\n"
       "  --peers-dir DIR       external peers set up by scripts/setup_peers.sh DIR\n"
       "  --peer NAME=COMMAND   an external peer server (repeatable; docs/peers.md)\n"
@@ -338,6 +342,7 @@ int cmd_bench(int argc, char **argv) {
       {"samples", required_argument, 0, 'n'},   {"seed", required_argument, 0, 'e'},
       {"peers-dir", required_argument, 0, 'P'}, {"peer", required_argument, 0, 'p'},
       {"out", required_argument, 0, 'o'},       {"no-plot", no_argument, 0, 'x'},
+      {"settle-ms", required_argument, 0, 'T'},
       {0, 0, 0, 0}};
   bench_opts o;
   memset(&o, 0, sizeof o);
@@ -345,6 +350,7 @@ int cmd_bench(int argc, char **argv) {
   o.sample_ms = 20;
   o.samples = 7;
   o.plot = 1;
+  o.settle_ms = -1;
   bench_env e;
   memset(&e, 0, sizeof e);
   e.workers = 2;
@@ -371,12 +377,16 @@ int cmd_bench(int argc, char **argv) {
         break;
       }
       case 'W':
-      case 'm': {
+      case 'm':
+      case 'T': {
         char *end;
         double v = strtod(optarg, &end);
-        if (*end || !(v > 0) || v > 60000) return cli_usage_error("bench", "--%s needs a positive number of ms", c == 'W' ? "warmup-ms" : "sample-ms");
+        if (*end || !(v > 0 || (c == 'T' && v == 0)) || v > 60000)
+          return cli_usage_error("bench", "--%s needs a positive number of ms",
+                                 c == 'W' ? "warmup-ms" : c == 'm' ? "sample-ms" : "settle-ms");
         if (c == 'W') o.warmup_ms = v;
-        else o.sample_ms = v;
+        else if (c == 'm') o.sample_ms = v;
+        else o.settle_ms = v;
         break;
       }
       case 'r':
@@ -420,6 +430,7 @@ int cmd_bench(int argc, char **argv) {
   for (int i = 0; i < o.next; i++) names[i] = o.ext_names[i];
   bench_set_ext_peers(names, o.next);
   if (bench_suite_build(o.suite, &o.filter, &s, &d)) return cli_fail(&d);
+  if (o.settle_ms < 0) o.settle_ms = !strcmp(o.suite, "peers") ? 250 : 0;
   int rounds = o.rounds ? o.rounds : s.default_rounds;
   xir_runtime_options ro;
   xir_runtime_options_default(&ro);
@@ -502,6 +513,7 @@ int cmd_bench(int argc, char **argv) {
   cJSON_AddNumberToObject(rec, "samples", o.samples);
   cJSON_AddNumberToObject(rec, "warmup_ms", o.warmup_ms);
   cJSON_AddNumberToObject(rec, "sample_ms", o.sample_ms);
+  cJSON_AddNumberToObject(rec, "settle_ms", o.settle_ms);
   cJSON_AddNumberToObject(rec, "seed", (double)e.seed);
   cJSON_AddNumberToObject(rec, "workers", e.workers);
   cJSON_AddItemToObject(rec, "unsupported", uns);
@@ -553,6 +565,12 @@ int cmd_bench(int argc, char **argv) {
       cJSON_AddNumberToObject(v, "position", pos);
       cJSON_AddNumberToObject(v, "case", ci);
       cJSON_AddItemToArray(visits, v);
+      /* only the peer being measured may run */
+      for (int k = 0; k < e.npeers; k++) ext_peer_pause(e.peers[k], cs[ci].ext != e.peers[k]);
+      if (o.settle_ms > 0) {
+        struct timespec ts = {(time_t)(o.settle_ms / 1000), (long)(fmod(o.settle_ms, 1000) * 1e6)};
+        nanosleep(&ts, NULL);
+      }
       if (visit(&e, &cs[ci], &o, v, &d)) {
         fprintf(stderr, "\n");
         goto fail;
@@ -560,6 +578,7 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   fprintf(stderr, "\n");
+  for (int k = 0; k < e.npeers; k++) ext_peer_pause(e.peers[k], 0);
   for (int i = 0; i < kept; i++) {
     /* the worst oracle error over the visits, for the tables */
     double worst = 0;
