@@ -26,6 +26,9 @@ static const struct {
 static const double kDefaultWeight = 1.0;
 static const double kGatherPerLane = 0.5;  /* a gather costs about half an op per lane */
 static const double kGatherBytesPerLane = 16; /* a gathered lane touches part of a cache line */
+/* Latency of one dependent vector accumulation, in the same units (an add's throughput cost is 1;
+ * its latency is several cycles at two adds per cycle). */
+static const double kAccumulateLatency = 8;
 
 static double op_weight(int op) {
   for (size_t i = 0; i < sizeof kWeights / sizeof kWeights[0]; i++)
@@ -169,7 +172,11 @@ static void unit_cost(wctx *w) {
       expr_cost(w, n->args[0], &a, &b);
       a += n->type.rank > 0 ? 3 : 1;
       double it = iterations(w, in);
-      w->arith += it * k * a;
+      /* Each iteration's accumulation depends on the previous one: a unit cannot go faster
+       * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
+       * independently, so they share the chain). */
+      double chain = n->type.rank > 0 ? 0 : it * kAccumulateLatency;
+      w->arith += fmax(it * k * a, chain);
       w->bytes += it * k * b;
       if (w->c->local > 1) {
         unsigned g = w->c->local < w->c->W ? w->c->local : w->c->W;
