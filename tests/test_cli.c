@@ -143,7 +143,8 @@ static void test_wrong_shaped_inputs_and_unwritable_output(void **state) {
 
 static void test_help_everywhere(void **state) {
   (void)state;
-  const char *cmds[] = {"kernels", "check", "print", "run", "compile", "plan", "bench", "audit", "suite"};
+  const char *cmds[] = {"kernels", "check", "print", "run", "compile", "plan", "bench", "audit", "suite",
+                        "calibrate"};
   char out[16384], args[64];
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     snprintf(args, sizeof args, "%s --help", cmds[i]);
@@ -153,6 +154,17 @@ static void test_help_everywhere(void **state) {
   assert_int_equal(run("--help", out, sizeof out), 0);
   assert_int_equal(run("kernels --json", out, sizeof out), 0);
   assert_non_null(strstr(out, "\"attention_causal\""));
+}
+
+static void test_calibrated_policy(void **state) {
+  (void)state;
+  char out[16384];
+  assert_int_equal(run("calibrate --json", out, sizeof out), 0);
+  assert_non_null(strstr(out, "\"ns_activation\""));
+  assert_int_equal(run("plan gelu_residual --shape R=64,C=256 --local 0 --search-grain --workers 2 "
+                       "--policy calibrated", out, sizeof out), 0);
+  assert_non_null(strstr(out, "policy calibrated"));
+  expect_fail("plan rmsnorm --shape R=3,C=7 --policy bogus", "--policy is default, experimental or calibrated");
 }
 
 static int setup(void **state) {
@@ -177,6 +189,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input_is_reported),
       cmocka_unit_test(test_wrong_shaped_inputs_and_unwritable_output),
       cmocka_unit_test(test_help_everywhere),
+      cmocka_unit_test(test_calibrated_policy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

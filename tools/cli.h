@@ -27,6 +27,11 @@ int cli_fail(const xir_diag *d);
 /* Prints "xir <cmd>: msg" to stderr; returns 2 (usage) . */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Measures this machine's service model (a compiler and a 2-worker runtime); prints the error
+ * and returns 1 on failure. */
+struct xir_calibration;
+int cli_calibrate(struct xir_calibration *out);
+
 /* Loads a built-in kernel by name, or else parses the file at `spec`. */
 xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d);
 

@@ -6,6 +6,22 @@
 #include "cli.h"
 #include "xir_plan.h"
 
+int cli_calibrate(xir_calibration *out) {
+  xir_diag d;
+  xir_compiler *cc = NULL;
+  xir_runtime *rt = NULL;
+  xir_runtime_options ro;
+  xir_runtime_options_default(&ro);
+  ro.workers = 2;
+  int rc = 0;
+  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d) ||
+      xir_calibrate(cc, rt, out, &d))
+    rc = cli_fail(&d);
+  xir_runtime_destroy(rt);
+  xir_compiler_destroy(cc);
+  return rc;
+}
+
 int cmd_calibrate(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     printf("usage: xir calibrate [--json]\n\n"
@@ -17,17 +33,10 @@ int cmd_calibrate(int argc, char **argv) {
   }
   int json = argc == 2 && strcmp(argv[1], "--json") == 0;
   if (argc > 1 && !json) return cli_usage_error("calibrate", "unknown option '%s'", argv[1]);
-  xir_diag d;
-  xir_compiler *cc = NULL;
-  xir_runtime *rt = NULL;
-  xir_runtime_options ro;
-  xir_runtime_options_default(&ro);
-  ro.workers = 2;
   xir_calibration c;
-  int rc = 0;
-  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d) ||
-      xir_calibrate(cc, rt, &c, &d)) {
-    rc = cli_fail(&d);
+  int rc = cli_calibrate(&c);
+  if (rc) {
+    /* cli_calibrate printed the error */
   } else if (json) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "ns_per_arith", c.ns_per_arith);
@@ -48,7 +57,5 @@ int cmd_calibrate(int argc, char **argv) {
     printf("probes: gelu_residual 64x256 %.2f us, rmsnorm 1024x4096 %.1f us (caller path)\n",
            c.probe_ns[0] / 1e3, c.probe_ns[1] / 1e3);
   }
-  xir_runtime_destroy(rt);
-  xir_compiler_destroy(cc);
   return rc;
 }

@@ -67,23 +67,10 @@ int cli_plan_flag(cli_plan_flags *f, int c, const char *arg, const char *cmd) {
 
 int cli_plan_flags_finish(cli_plan_flags *f) {
   if (!f->calibrate) return 0;
-  xir_diag d;
-  xir_compiler *cc = NULL;
-  xir_runtime *rt = NULL;
-  xir_runtime_options ro;
-  xir_runtime_options_default(&ro);
-  ro.workers = 2;
-  int rc = 0;
-  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d) ||
-      xir_calibrate(cc, rt, &f->calibration, &d)) {
-    rc = cli_fail(&d);
-  } else {
-    xir_cost_coefficients_from_calibration(&f->calibration, &f->coef);
-    f->opt.coefficients = &f->coef;
-  }
-  xir_runtime_destroy(rt);
-  xir_compiler_destroy(cc);
-  return rc;
+  if (cli_calibrate(&f->calibration)) return 1;
+  xir_cost_coefficients_from_calibration(&f->calibration, &f->coef);
+  f->opt.coefficients = &f->coef;
+  return 0;
 }
 
 static void print_entry(const xir_program *p, size_t rank, const xir_plan_entry *e) {
