@@ -28,6 +28,9 @@ static int run(const char *args, char *out, size_t cap) {
   if (!f) return -1;
   size_t n = fread(out, 1, cap - 1, f);
   out[n] = 0;
+  char sink[4096]; /* drain the rest, so that a long output does not end in SIGPIPE */
+  while (fread(sink, 1, sizeof sink, f) > 0) {
+  }
   int st = pclose(f);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
