@@ -170,6 +170,20 @@ static void test_calibrated_policy(void **state) {
   expect_fail("plan rmsnorm --shape R=3,C=7 --policy bogus", "--policy is default, experimental or calibrated");
 }
 
+/* xir bench creates its output folder with its parents, and refuses an impossible one before it
+ * measures anything. */
+static void test_bench_output_folder(void **state) {
+  (void)state;
+  char out[65536];
+  int rc = run("bench --suite smoke --warmup-ms 1 --sample-ms 1 --samples 3 --no-plot --out deep/a/b",
+               out, sizeof out);
+  if (rc) fail_msg("%s", out);
+  char path[600];
+  snprintf(path, sizeof path, "%s/deep/a/b/raw.json.gz", g_tmp);
+  assert_int_equal(access(path, R_OK), 0);
+  expect_fail("bench --suite smoke --out /proc/xir-nope/x", "cannot create the output folder");
+}
+
 static int setup(void **state) {
   (void)state;
   const char *bin = getenv("XIR_BIN");
@@ -193,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_shaped_inputs_and_unwritable_output),
       cmocka_unit_test(test_help_everywhere),
       cmocka_unit_test(test_calibrated_policy),
+      cmocka_unit_test(test_bench_output_folder),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -445,6 +445,27 @@ int cmd_bench(int argc, char **argv) {
       fprintf(stderr, "xir bench: peer %s unavailable: %s\n", o.ext_names[i], xir_diag_format(&d, b, sizeof b));
     }
   }
+  /* the output folder first (with its parents): a run never measures for nothing */
+  char dir[2048];
+  if (o.out) {
+    snprintf(dir, sizeof dir, "%s", o.out);
+  } else {
+    char ts[32];
+    time_t now = time(NULL);
+    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", gmtime(&now));
+    snprintf(dir, sizeof dir, "results/%s-%s", s.name, ts);
+  }
+  for (char *q = dir + 1; *q; q++)
+    if (*q == '/') {
+      *q = 0;
+      mkdir(dir, 0777);
+      *q = '/';
+    }
+  struct stat dst_st;
+  if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || stat(dir, &dst_st) != 0 || !S_ISDIR(dst_st.st_mode)) {
+    xir__err(&d, XIR_ERR_IO, "cannot create the output folder '%s': %s", dir, strerror(errno));
+    goto fail;
+  }
   /* prepare every case (untimed); drop what a peer cannot run, and say so */
   cs = xir__calloc((size_t)s.ncases, sizeof *cs);
   if (!cs) goto fail;
@@ -601,20 +622,7 @@ int cmd_bench(int argc, char **argv) {
   }
   if (xir__bench_summarize(rec, &d)) goto fail;
   /* outputs */
-  char dir[2048], path[2300];
-  if (o.out) {
-    snprintf(dir, sizeof dir, "%s", o.out);
-  } else {
-    char ts[32];
-    time_t now = time(NULL);
-    strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", gmtime(&now));
-    mkdir("results", 0777);
-    snprintf(dir, sizeof dir, "results/%s-%s", s.name, ts);
-  }
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    xir__err(&d, XIR_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
-    goto fail;
-  }
+  char path[2300];
   snprintf(path, sizeof path, "%s/raw.json.gz", dir);
   if (xir__json_write_gz(path, rec, &d)) goto fail;
   snprintf(path, sizeof path, "%s/tables.md", dir);
