@@ -2,14 +2,13 @@
  * external peer process. prepare/check are outside the timed region; run is the timed region:
  * a batch of n launches plus the wait (xir), or n calls (peers). */
 #include <math.h>
-#include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "lower/jit.h"
 #include "util/npy.h"
 #include "util/util.h"
 
@@ -19,21 +18,6 @@
 #else
 #define HAVE_C_PEERS 0
 #endif
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static void sha_hex(const void *data, size_t n, char hex[65]) {
-  struct sha256_ctx h;
-  uint8_t dig[SHA256_DIGEST_SIZE];
-  sha256_init(&h);
-  sha256_update(&h, n, data);
-  sha256_digest(&h, sizeof dig, dig);
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", dig[i]);
-}
 
 static int output_param(const xir_program *p) {
   for (int i = 0; i < xir_program_num_params(p); i++) {
@@ -215,9 +199,9 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
       st = xir_batch_record(c->batch, (xir_block_fn)xir_kernel_entry(c->k), c->slots,
                             xir_kernel_blocks(c->k), c->grain, c->workers, d);
     if (st) return st;
-    double t0 = now_ns();
+    double t0 = xir__now_ns();
     st = xir_runtime_submit(e->rt, c->batch, d);
-    *ns = now_ns() - t0;
+    *ns = xir__now_ns() - t0;
     return st;
   }
 #if HAVE_C_PEERS
@@ -225,10 +209,10 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
     xir_peer_fn fn;
     memcpy(&fn, &c->peer_fn, sizeof fn);
     const xir_peer_args *a = c->peer_args;
-    double t0 = now_ns();
+    double t0 = xir__now_ns();
     for (uint64_t i = 0; i < n; i++)
       if (fn(a)) return xir__err(d, XIR_ERR_RUNTIME, "C peer for %s failed", c->decl.kernel);
-    *ns = now_ns() - t0;
+    *ns = xir__now_ns() - t0;
     return XIR_OK;
   }
 #endif
@@ -278,7 +262,7 @@ xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_
   }
   *out = xir__case_compare(&c->cs, o, xir__kernel_tolerance(c->decl.kernel));
   *sentinels_ok = xir__case_sentinels_ok(&c->cs);
-  sha_hex(c->cs.data[o], c->cs.numel[o] * sizeof(float), c->out_sha);
+  xir__jit_sha256_hex(c->cs.data[o], c->cs.numel[o] * sizeof(float), c->out_sha);
   return XIR_OK;
 }
 

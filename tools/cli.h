@@ -32,6 +32,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 struct xir_calibration;
 int cli_calibrate(struct xir_calibration *out);
 
+/* Creates folder `dir` (and, with parents, the folders above it) unless it exists. Returns 0, or
+ * -1 with errno set (ENOTDIR when `dir` exists and is not a folder). */
+int cli_make_dir(const char *dir, int parents);
+
 /* Loads a built-in kernel by name, or else parses the file at `spec`. */
 xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d);
 

@@ -455,14 +455,7 @@ int cmd_bench(int argc, char **argv) {
     strftime(ts, sizeof ts, "%Y%m%d-%H%M%S", gmtime(&now));
     snprintf(dir, sizeof dir, "results/%s-%s", s.name, ts);
   }
-  for (char *q = dir + 1; *q; q++)
-    if (*q == '/') {
-      *q = 0;
-      mkdir(dir, 0777);
-      *q = '/';
-    }
-  struct stat dst_st;
-  if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || stat(dir, &dst_st) != 0 || !S_ISDIR(dst_st.st_mode)) {
+  if (cli_make_dir(dir, 1)) {
     xir__err(&d, XIR_ERR_IO, "cannot create the output folder '%s': %s", dir, strerror(errno));
     goto fail;
   }

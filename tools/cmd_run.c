@@ -39,24 +39,6 @@ static void run_help(void) {
       "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n");
 }
 
-static int ensure_dir(const char *dir, xir_diag *d) {
-  struct stat st;
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    xir_diag_clear(d);
-    d->status = XIR_ERR_IO;
-    snprintf(d->msg, sizeof d->msg, "cannot create output folder '%s': %s", dir,
-             strerror(errno));
-    return 1;
-  }
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    xir_diag_clear(d);
-    d->status = XIR_ERR_IO;
-    snprintf(d->msg, sizeof d->msg, "'%s' exists and is not a folder", dir);
-    return 1;
-  }
-  return 0;
-}
-
 int cmd_run(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     run_help();
@@ -209,7 +191,9 @@ int cmd_run(int argc, char **argv) {
   cJSON_AddItemToObject(root, "outputs", outs);
   cJSON_AddBoolToObject(root, "pass", all_pass);
   if (save) {
-    if (ensure_dir(save, &d)) {
+    if (cli_make_dir(save, 0)) {
+      if (errno == ENOTDIR) xir__err(&d, XIR_ERR_IO, "'%s' exists and is not a folder", save);
+      else xir__err(&d, XIR_ERR_IO, "cannot create output folder '%s': %s", save, strerror(errno));
       cJSON_Delete(root);
       goto fail;
     }

@@ -4,16 +4,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "util/util.h"
 #include "xir_runtime.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 xir_status native_default_candidate(const xir_program *p, const xir_shape *s, uint32_t W,
                                     xir_candidate *c, xir_diag *d) {
@@ -97,10 +90,10 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
     uint64_t slots[XIR_MAX_PARAMS];
     if ((st = xir_kernel_pack_args(k, c->args, slots, d))) goto done;
     xir_launch_stats ls;
-    double t0 = now_ms();
+    double t0 = (xir__now_ns() / 1e6);
     st = xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, xir_kernel_blocks(k),
                             grain, o->workers ? o->workers : 1, &ls, d);
-    r->last_ms = now_ms() - t0;
+    r->last_ms = (xir__now_ns() / 1e6) - t0;
     if (st) goto done;
     int ok = xir__case_sentinels_ok(c);
     double max_abs = 0, rel = 0;

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -54,6 +55,29 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 int cli_wants_help(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
+  return 0;
+}
+
+int cli_make_dir(const char *dir, int parents) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  if (parents)
+    for (char *q = path + 1; *q; q++)
+      if (*q == '/') {
+        *q = 0;
+        mkdir(path, 0777); /* an error shows in the final mkdir/stat */
+        *q = '/';
+      }
+  if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
   return 0;
 }
 

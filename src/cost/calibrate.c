@@ -13,22 +13,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench/records.h"
 #include "check/check.h"
 #include "util/util.h"
 #include "xir_plan.h"
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static int empty_blocks(void *ctx, uint64_t b0, uint64_t b1) {
   (void)ctx;
@@ -48,12 +37,11 @@ static xir_status time_launch(xir_runtime *rt, xir_batch *b, xir_block_fn fn, vo
     xir_batch_reset(b);
     for (int i = 0; i < n; i++)
       if ((st = xir_batch_record(b, fn, ctx, L, G, H, d))) return st;
-    double t0 = now_ns();
+    double t0 = xir__now_ns();
     if ((st = xir_runtime_submit(rt, b, d))) return st;
-    t[r] = (now_ns() - t0) / n;
+    t[r] = (xir__now_ns() - t0) / n;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_d);
-  *out = t[reps / 2];
+  *out = xir__median(t, (size_t)reps);
   return XIR_OK;
 }
 

@@ -6,7 +6,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 #include "ir/program.h"
 #include "lower/jit.h"
@@ -32,12 +31,6 @@ struct xir_compiler {
   struct xir_kernel *kernels;
   uint32_t width;
 };
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **out, xir_diag *d) {
   *out = NULL;
@@ -126,7 +119,7 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
       *out = k;
       return XIR_OK;
     }
-  double t0 = now_ms();
+  double t0 = (xir__now_ns() / 1e6);
   xir__jit_module m;
   struct xir_kernel *k = NULL;
   if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
@@ -154,7 +147,7 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     k->defv[i] = p->params[i].default_value;
   }
   k->art = art;
-  k->jit_ms = now_ms() - t0;
+  k->jit_ms = (xir__now_ns() / 1e6) - t0;
   k->next = cc->kernels;
   cc->kernels = k;
   pthread_mutex_unlock(&cc->mu);

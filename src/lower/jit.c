@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -53,12 +52,6 @@ struct xir__jit {
   xir__jit_artifact **arts;
   size_t n_arts, cap_arts;
 };
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 void xir__jit_sha256_hex(const void *data, size_t n, char out[65]) {
   struct sha256_ctx c;
@@ -524,7 +517,7 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
     xir__jit_module_dispose(m);
     return xir__err(d, XIR_ERR_INVALID_ARG, "xir__jit_add: NULL module, entry or out");
   }
-  double t0 = now_ms();
+  double t0 = (xir__now_ns() / 1e6);
   xir_status st = XIR_OK;
   char *k = NULL, *ir = NULL;
   xir__jit_artifact *a = NULL;
@@ -544,7 +537,7 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
   }
 
   /* verify */
-  double tv = now_ms();
+  double tv = (xir__now_ns() / 1e6);
   char *vmsg = NULL;
   if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &vmsg)) {
     st = xir__err(d, XIR_ERR_LLVM, "invalid LLVM IR: %s", vmsg ? vmsg : "(no message)");
@@ -552,10 +545,10 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
     goto done;
   }
   LLVMDisposeMessage(vmsg);
-  double verify_ms = now_ms() - tv;
+  double verify_ms = (xir__now_ns() / 1e6) - tv;
 
   /* optimize */
-  double to = now_ms();
+  double to = (xir__now_ns() / 1e6);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(m->mod, jit->pipeline, jit->tm, po);
   LLVMDisposePassBuilderOptions(po);
@@ -563,7 +556,7 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
     st = llvm_err(d, XIR_ERR_LLVM, "optimization pipeline failed", e);
     goto done;
   }
-  double opt_ms = now_ms() - to;
+  double opt_ms = (xir__now_ns() / 1e6) - to;
 
   /* capture the optimized IR */
   char *irl = LLVMPrintModuleToString(m->mod);
@@ -576,7 +569,7 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
   }
 
   /* hand it to LLJIT in a fresh JITDylib */
-  double tc = now_ms();
+  double tc = (xir__now_ns() / 1e6);
   char jdname[48];
   snprintf(jdname, sizeof jdname, "xir.m%llu", jit->next_dylib++);
   e = LLVMOrcExecutionSessionCreateJITDylib(jit->es, &jd, jdname);
@@ -615,7 +608,7 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
     st = xir__err(d, XIR_ERR_LLVM, "no object was emitted for entry '%s'", entry);
     goto done;
   }
-  double codegen_ms = now_ms() - tc;
+  double codegen_ms = (xir__now_ns() / 1e6) - tc;
 
   a->obj = xir__malloc(jit->cap_len);
   a->entry_name = xir__strdup(entry);
@@ -637,7 +630,7 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
   a->opt_ms = opt_ms;
   a->codegen_ms = codegen_ms;
   a->jd = jd;
-  a->total_ms = now_ms() - t0;
+  a->total_ms = (xir__now_ns() / 1e6) - t0;
   jit->arts[jit->n_arts++] = a;
   *out = a;
   a = NULL;

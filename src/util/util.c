@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void *default_alloc(void *ud, size_t n) { (void)ud; return malloc(n); }
 static void *default_realloc(void *ud, void *p, size_t n) { (void)ud; return realloc(p, n); }
@@ -154,4 +155,10 @@ void xir__arena_free(xir_arena *a) {
     c = n;
   }
   a->head = NULL;
+}
+
+double xir__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }

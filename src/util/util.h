@@ -34,6 +34,9 @@ void *xir__arena_alloc(xir_arena *a, size_t n); /* zeroed, 16-byte aligned; NULL
 char *xir__arena_strdup(xir_arena *a, const char *s);
 void xir__arena_free(xir_arena *a);
 
+/* CLOCK_MONOTONIC in nanoseconds (all of xir's timings use it). */
+double xir__now_ns(void);
+
 #define XIR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif
