@@ -69,6 +69,32 @@ static int lane_dep(const wctx *w, int id) {
   return 0;
 }
 
+/* ℓ = 1: 1 when the access's element offset is the root program's flattened index, as the
+ * lowering's address analysis finds it (lower.c, access_offset): every lane-dependent index is a
+ * root variable itself (computed indices are clamped, which hides their form), and the offset is
+ * Σ flat_stride[a]·root[a] over the root axes in perm order. Then consecutive root programs
+ * touch consecutive elements, across row boundaries too. */
+static int flattened_root_index(const wctx *w, const xir_node *n, int nidx) {
+  const xir_param *q = &w->p->params[n->ref];
+  int64_t dc[XIR_MAX_ROOT] = {0}, flat[XIR_MAX_ROOT], stride = 1, S = 1;
+  for (int k = nidx - 1; k >= 0; k--) {
+    int a = n->args[k];
+    if (a >= 0 && lane_dep(w, a)) {
+      const xir_node *ix = &w->p->nodes[a];
+      if (ix->op != XIR_OP_ROOT) return 0;
+      dc[ix->ref] += stride;
+    }
+    stride *= w->s->dims[q->dims[k]];
+  }
+  for (int i = w->c->nperm - 1; i >= 0; i--) {
+    flat[w->c->perm[i]] = S;
+    S *= w->s->dims[w->p->root[w->c->perm[i]].dim];
+  }
+  for (int i = 0; i < w->p->nroot; i++)
+    if (dc[i] != flat[i]) return 0;
+  return 1;
+}
+
 /* Classifies a load/store access: 0 broadcast, 1 contiguous, 2 gather/scatter. */
 static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   const xir_param *q = &w->p->params[n->ref];
@@ -81,11 +107,13 @@ static int access_kind(const wctx *w, const xir_node *n, int nidx) {
     else if (d) dep = dep ? dep : 1;
   }
   if (dep == 0) return 0;
+  if (ell == 1 && flattened_root_index(w, n, nidx)) return 1;
   if (dep == 2) return 2;
   int a = n->args[last];
   if (a < 0) return ell >= W ? 1 : 2; /* the inner axis slice */
   const xir_node *ix = &w->p->nodes[a];
   if (ell == 1 && ix->op == XIR_OP_ROOT) {
+    /* the fastest root axis, when packets never wrap it (lower.c's unit_coords) */
     int fastest = w->c->perm[w->c->nperm - 1];
     int64_t E = w->s->dims[w->p->root[fastest].dim];
     if (ix->ref == fastest && (w->c->nperm == 1 || E % W == 0)) return 1;

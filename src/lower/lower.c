@@ -35,6 +35,12 @@ typedef struct val {
   LLVMValueRef u;
   int64_t s;
   LLVMValueRef v[MAXK];  /* vectors, one per packet of the unit (when !aff) */
+  /* Also known as lu + Σ dc[a]·coord[a] (ℓ = 1, full units, vector root coordinates): the address
+   * analysis that finds a flattened row-major index even where the coordinates wrap inside a
+   * packet (access_offset). */
+  int lin;
+  LLVMValueRef lu;
+  int64_t dc[XIR_MAX_ROOT];
 } val;
 
 typedef struct lw {
@@ -76,6 +82,7 @@ typedef struct lw {
   uint8_t *mat_state;      /* per node, per unit: 0 not stored, 1 being stored, 2 stored */
   int nest_dim;            /* the axis of the current consumer loop nest when it is 1-D, or -1 */
   LLVMValueRef mat_index;  /* the chunk (ℓ > 1) or element (ℓ = 1) index of the current point */
+  int64_t flat_stride[XIR_MAX_ROOT]; /* ℓ = 1: Σ flat_stride[a]·coord[a] is the root program's index */
   LLVMValueRef entry_alloca_pt;
 } lw;
 
@@ -218,7 +225,7 @@ static int const_of(LLVMValueRef v, int64_t *out) {
   return 1;
 }
 
-static val int_binop(lw *L, int op, const val *a, const val *b) {
+static val int_binop_vec(lw *L, int op, const val *a, const val *b) {
   int64_t cv = 0;
   if (a->aff && b->aff) {
     if (op == XIR_OP_ADD) return vaff(LLVMBuildAdd(L->b, a->u, b->u, ""), a->s + b->s);
@@ -234,6 +241,42 @@ static val int_binop(lw *L, int op, const val *a, const val *b) {
   ivecs(L, b, vb);
   for (unsigned q = 0; q < L->k; q++) r[q] = int_op(L, op, va[q], vb[q]);
   return vvec(L, r);
+}
+
+/* The linear form of a val in the root coordinates: lin vals, and uniform affine ones (dc = 0). */
+static int lin_form(const val *a, LLVMValueRef *lu, int64_t *dc) {
+  if (a->lin) {
+    *lu = a->lu;
+    memcpy(dc, a->dc, sizeof a->dc);
+    return 1;
+  }
+  if (!a->aff || a->s != 0) return 0;
+  *lu = a->u;
+  memset(dc, 0, sizeof a->dc);
+  return 1;
+}
+
+/* Integer binary op; a non-affine result keeps its linear form in the root coordinates through
+ * add, sub and multiplication by a constant. */
+static val int_binop(lw *L, int op, const val *a, const val *b) {
+  val r = int_binop_vec(L, op, a, b);
+  LLVMValueRef ua, ub;
+  int64_t da[XIR_MAX_ROOT], db[XIR_MAX_ROOT], cv;
+  if (r.aff || !lin_form(a, &ua, da) || !lin_form(b, &ub, db)) return r;
+  if (op == XIR_OP_ADD || op == XIR_OP_SUB) {
+    r.lu = op == XIR_OP_ADD ? LLVMBuildAdd(L->b, ua, ub, "") : LLVMBuildSub(L->b, ua, ub, "");
+    for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = op == XIR_OP_ADD ? da[i] + db[i] : da[i] - db[i];
+  } else if (op == XIR_OP_MUL && b->aff && b->s == 0 && const_of(b->u, &cv)) {
+    r.lu = LLVMBuildMul(L->b, ua, ub, "");
+    for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = da[i] * cv;
+  } else if (op == XIR_OP_MUL && a->aff && a->s == 0 && const_of(a->u, &cv)) {
+    r.lu = LLVMBuildMul(L->b, ua, ub, "");
+    for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = db[i] * cv;
+  } else {
+    return r;
+  }
+  r.lin = 1;
+  return r;
 }
 
 static val int_unop(lw *L, int op, const val *a) {
@@ -300,6 +343,22 @@ static void unit_coords(lw *L) {
       rp = int_binop(L, XIR_OP_DIV, &rp, &ev);
     }
   }
+  /* ℓ = 1, full unit: the root program index is p0 + lane = Σ flat_stride[a]·coord[a], so a
+   * coordinate that is a vector is also a linear form (see access_offset). */
+  if (ell == 1 && L->full) {
+    int64_t S = 1;
+    for (int i = p->nroot - 1; i >= 0; i--) {
+      int axis = L->c->perm[i];
+      L->flat_stride[axis] = S;
+      S *= L->sh->dims[p->root[axis].dim];
+      if (!L->coord[axis].aff) {
+        L->coord[axis].lin = 1;
+        L->coord[axis].lu = ci64(L, 0);
+        memset(L->coord[axis].dc, 0, sizeof L->coord[axis].dc);
+        L->coord[axis].dc[axis] = 1;
+      }
+    }
+  }
   if (ell > 1) {
     if (ell >= L->W) {
       L->jlane = vaff(ci64(L, 0), 1);
@@ -338,6 +397,15 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
     val term = int_binop(L, XIR_OP_MUL, &ix, &sv);
     off = int_binop(L, XIR_OP_ADD, &off, &term);
     stride *= ext;
+  }
+  /* Address analysis: an offset k·(Σ flat_stride[a]·coord[a]) + u is k·(p0 + lane) + u, affine in
+   * the lane — consecutive root programs address consecutive elements (stride k) even where the
+   * coordinates wrap inside the packet (a row-major buffer indexed by the root axes in order). */
+  if (!off.aff && off.lin) {
+    int64_t k = off.dc[L->c->perm[L->p->nroot - 1]];
+    int ok = k != 0;
+    for (int a = 0; a < L->p->nroot && ok; a++) ok = off.dc[a] == k * L->flat_stride[a];
+    if (ok) return vaff(LLVMBuildAdd(L->b, off.lu, LLVMBuildMul(L->b, L->p0, ci64(L, k), ""), ""), k);
   }
   return off;
 }
