@@ -118,15 +118,45 @@ enum { XIR_PLAN_NO_GRAIN = -1 };
 typedef struct xir_plan_options {
   int64_t blocks_per_task;   /* explicit G (wins over search); XIR_PLAN_NO_GRAIN = not given */
   int search_task_grain;     /* search G ∈ {0, 1, 2, 4, …, ≤ L, UINT32_MAX} */
-  uint32_t local_lanes;      /* 0 = search ℓ; else ℓ fixed (default 1: whole-program) */
-  uint32_t workers;          /* H ≥ 1 (default 1) */
-  uint32_t width;            /* W (default 16 when the caller does not know the host) */
+  uint32_t local_lanes;      /* 0 = search ℓ; else ℓ fixed */
+  uint32_t workers;          /* H ≥ 1 */
+  uint32_t width;            /* W; 0 = the host's widest (what xir_compiler_create gives) */
   size_t budget;             /* max candidates × grains evaluated (default 4096) */
   const xir_cost_policy *policy;            /* borrowed for the call; NULL = analytic default */
-  const xir_cost_coefficients *coefficients; /* NULL = production defaults */
+  const xir_cost_coefficients *coefficients; /* NULL = the uncalibrated production priors */
 } xir_plan_options;
 
+/* The defaults a user gets: ℓ and G searched (local_lanes 0, search_task_grain 1), width 0 (the
+ * host's), workers = the online CPUs, and the coefficients of this machine's calibrated service
+ * model (xir_service_coefficients: measured once per machine, kept in the cache directory). If
+ * the model cannot be had, coefficients is NULL (the priors). The first call in a process may
+ * take about a second when no valid calibration file exists. Thread-safe. */
 void xir_plan_options_default(xir_plan_options *o);
+/* The report's base options (its "legacy" defaults): ℓ = 1, G = 0 (the runtime heuristic), no
+ * grain search, 1 worker, W = 16, budget 4096, the priors. The benchmark's named configurations
+ * start from these. */
+void xir_plan_options_base(xir_plan_options *o);
+
+/* ---- the service model (src/tune/service.c) ---- */
+
+/* The cache directory: $XIR_CACHE_DIR, else $XDG_CACHE_HOME/xir, else $HOME/.cache/xir. */
+xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d);
+/* This machine's calibrated service model for a runtime of `workers` (2 ≤ workers ≤ max)
+ * workers. Read from the cache file keyed by the xir and LLVM versions, the CPU name and
+ * features, and the worker count, when that file is intact; otherwise (or with refresh = 1)
+ * measured with xir_calibrate (about a second; the machine should be idle) and written back.
+ * A corrupt or foreign file is never trusted: it is measured again and replaced. With
+ * XIR_NO_CALIBRATION_FILE=1 in the environment the file is neither read nor written.
+ * *from_file (may be NULL) says whether the figures came from the file. */
+xir_status xir_service_model(uint32_t workers, int refresh, xir_calibration *out, int *from_file,
+                             xir_diag *d);
+/* The path of that cache file. */
+xir_status xir_service_model_path(uint32_t workers, char *buf, size_t cap, xir_diag *d);
+/* The coefficients of the service model for the online CPUs (at least 2 workers), obtained once
+ * per process (xir_service_model) and kept for its lifetime; NULL when it could not be had. */
+const xir_cost_coefficients *xir_service_coefficients(void);
+/* The xir version ("0.1.0"). */
+const char *xir_version(void);
 
 typedef struct xir_plan_entry {
   xir_candidate cand;

@@ -167,7 +167,12 @@ static void test_calibrated_policy(void **state) {
   assert_int_equal(run("plan gelu_residual --shape R=64,C=256 --local 0 --search-grain --workers 2 "
                        "--policy calibrated", out, sizeof out), 0);
   assert_non_null(strstr(out, "policy calibrated"));
-  expect_fail("plan rmsnorm --shape R=3,C=7 --policy bogus", "--policy is default, experimental or calibrated");
+  expect_fail("plan rmsnorm --shape R=3,C=7 --policy bogus", "--policy is default (= calibrated), priors or experimental");
+  /* the default plan uses the same service model */
+  assert_int_equal(run("plan gelu_residual --shape R=64,C=256", out, sizeof out), 0);
+  assert_non_null(strstr(out, "policy calibrated"));
+  assert_int_equal(run("plan gelu_residual --shape R=64,C=256 --policy priors", out, sizeof out), 0);
+  assert_non_null(strstr(out, "policy priors"));
 }
 
 /* xir bench creates its output folder with its parents, and refuses an impossible one before it

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "lower/jit.h"
 #include "xir_plan.h"
 #include "xir_runtime.h"
 #include "xir_compile.h"
@@ -138,15 +139,17 @@ static void test_runtime_counters_match_prediction(void **state) {
   xir_runtime_destroy(rt);
 }
 
-static void test_defaults_keep_whole_program_and_g0(void **state) {
+/* The report's base options: whole-program mapping, G = 0, the priors. */
+static void test_base_options_keep_whole_program_and_g0(void **state) {
   (void)state;
   xir_shape s;
   xir_program *p = load("rmsnorm", "R=129,C=768", &s);
   xir_plan_options o;
-  xir_plan_options_default(&o);
+  xir_plan_options_base(&o);
   assert_int_equal(o.local_lanes, 1);
   assert_int_equal(o.search_task_grain, 0);
   assert_true(o.blocks_per_task == XIR_PLAN_NO_GRAIN);
+  assert_null(o.coefficients);
   xir_plan *pl;
   xir_diag d;
   if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
@@ -156,6 +159,35 @@ static void test_defaults_keep_whole_program_and_g0(void **state) {
     if (i) assert_true(pl->entries[i - 1].cost.total <= pl->entries[i].cost.total);
   }
   assert_true(pl->coefficients.c[XIR_TERM_DISPATCH] == 0 && pl->coefficients.c[XIR_TERM_ACTIVATION] == 0);
+  xir_plan_free(pl);
+  xir_program_free(p);
+}
+
+/* What a user gets: ℓ and G searched with the machine's service model, the host's width, every
+ * online CPU. */
+static void test_defaults_search_l_and_g_with_the_service_model(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=129,C=768", &s);
+  xir_plan_options o;
+  xir_plan_options_default(&o);
+  assert_int_equal(o.local_lanes, 0);
+  assert_int_equal(o.search_task_grain, 1);
+  assert_int_equal(o.width, 0);
+  assert_true(o.workers >= 1);
+  assert_non_null(o.coefficients);
+  assert_ptr_equal(o.coefficients, xir_service_coefficients());
+  xir_plan *pl;
+  xir_diag d;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  int several_l = 0, several_g = 0;
+  for (size_t i = 0; i < pl->count; i++) {
+    assert_int_equal(pl->entries[i].cand.W, xir__jit_host_max_width());
+    several_l |= pl->entries[i].cand.local != pl->entries[0].cand.local;
+    several_g |= pl->entries[i].work.grain != pl->entries[0].work.grain;
+  }
+  assert_true(several_l && several_g);
+  for (int t = 0; t < XIR_TERM_COUNT; t++) assert_true(pl->coefficients.c[t] == o.coefficients->c[t]);
   xir_plan_free(pl);
   xir_program_free(p);
 }
@@ -408,7 +440,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_critical_counts_match_simulation),
       cmocka_unit_test(test_runtime_counters_match_prediction),
-      cmocka_unit_test(test_defaults_keep_whole_program_and_g0),
+      cmocka_unit_test(test_base_options_keep_whole_program_and_g0),
+      cmocka_unit_test(test_defaults_search_l_and_g_with_the_service_model),
       cmocka_unit_test(test_explicit_grain_wins_over_search),
       cmocka_unit_test(test_activation_prior_selects_caller),
       cmocka_unit_test(test_policy_hooks),

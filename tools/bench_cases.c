@@ -46,7 +46,7 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
     c->grain = !strcmp(g, "max") ? UINT32_MAX : (uint32_t)atol(g);
   } else {
     xir_plan_options o;
-    xir_plan_options_default(&o);
+    xir_plan_options_base(&o); /* the report's configurations start from its base options */
     o.width = xir_compiler_width(e->cc);
     o.local_lanes = 0;
     xir_cost_coefficients coef;

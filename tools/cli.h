@@ -30,7 +30,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Measures this machine's service model (a compiler and a 2-worker runtime); prints the error
  * and returns 1 on failure. */
 struct xir_calibration;
-int cli_calibrate(struct xir_calibration *out);
+int cli_calibrate(struct xir_calibration *out, char *path, size_t cap);
 
 /* Creates folder `dir` (and, with parents, the folders above it) unless it exists. Returns 0, or
  * -1 with errno set (ENOTDIR when `dir` exists and is not a folder). */

@@ -2,24 +2,20 @@
  * coefficients the calibrated policy uses. */
 #include <cjson/cJSON.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "xir_plan.h"
 
-int cli_calibrate(xir_calibration *out) {
+/* Measures the service model for the online CPUs (at least 2 workers) and refreshes its cache
+ * file; *path (may be NULL) receives the file's path ("" when there is none). */
+int cli_calibrate(xir_calibration *out, char *path, size_t cap) {
   xir_diag d;
-  xir_compiler *cc = NULL;
-  xir_runtime *rt = NULL;
-  xir_runtime_options ro;
-  xir_runtime_options_default(&ro);
-  ro.workers = 2;
-  int rc = 0;
-  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d) ||
-      xir_calibrate(cc, rt, out, &d))
-    rc = cli_fail(&d);
-  xir_runtime_destroy(rt);
-  xir_compiler_destroy(cc);
-  return rc;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  uint32_t w = n < 2 ? 2 : n > XIR_RUNTIME_MAX_WORKERS ? XIR_RUNTIME_MAX_WORKERS : (uint32_t)n;
+  if (xir_service_model(w, 1, out, NULL, &d)) return cli_fail(&d);
+  if (path && xir_service_model_path(w, path, cap, NULL)) path[0] = 0;
+  return 0;
 }
 
 int cmd_calibrate(int argc, char **argv) {
@@ -28,13 +24,17 @@ int cmd_calibrate(int argc, char **argv) {
            "Measures, on this machine, what the calibrated cost policy needs: the cost of waking a\n"
            "worker, of dispatching a task, and of one unit of the arithmetic and memory priors\n"
            "(two probe kernels on the calling thread). Run it on an otherwise idle machine.\n"
-           "`xir plan/run --policy calibrated` measure the same before planning.\n");
+           "The figures are written to the cache directory ($XIR_CACHE_DIR, else\n"
+           "$XDG_CACHE_HOME/xir, else ~/.cache/xir), keyed by CPU, features, worker count and\n"
+           "xir version; every planner default reads them from there (and measures them the\n"
+           "first time). XIR_NO_CALIBRATION_FILE=1 neither reads nor writes the file.\n");
     return 0;
   }
   int json = argc == 2 && strcmp(argv[1], "--json") == 0;
   if (argc > 1 && !json) return cli_usage_error("calibrate", "unknown option '%s'", argv[1]);
   xir_calibration c;
-  int rc = cli_calibrate(&c);
+  char path[1200];
+  int rc = cli_calibrate(&c, path, sizeof path);
   if (rc) {
     /* cli_calibrate printed the error */
   } else if (json) {
@@ -54,6 +54,7 @@ int cmd_calibrate(int argc, char **argv) {
     printf("arithmetic prior unit (one core)         %10.4f ns\n", c.ns_per_arith);
     printf("memory prior byte (one core)             %10.5f ns\n", c.ns_per_byte);
     printf("block (8 arithmetic units)               %10.3f ns\n", c.ns_per_block);
+    if (path[0]) printf("stored in %s\n", path);
     printf("probes: gelu_residual 64x256 %.2f us, rmsnorm 1024x4096 %.1f us (caller path)\n",
            c.probe_ns[0] / 1e3, c.probe_ns[1] / 1e3);
   }

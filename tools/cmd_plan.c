@@ -14,6 +14,7 @@ void cli_plan_flags_init(cli_plan_flags *f) {
   memset(f, 0, sizeof *f);
   xir_plan_options_default(&f->opt);
   f->opt.width = xir__jit_host_max_width();
+  f->policy_name = f->opt.coefficients ? "calibrated" : "priors (no service model)";
 }
 
 int cli_plan_flag(cli_plan_flags *f, int c, const char *arg, const char *cmd) {
@@ -29,14 +30,14 @@ int cli_plan_flag(cli_plan_flags *f, int c, const char *arg, const char *cmd) {
         xir_cost_coefficients_experimental(&f->coef);
         f->opt.coefficients = &f->coef;
         f->policy_name = "experimental";
-      } else if (strcmp(arg, "calibrated") == 0) {
-        f->calibrate = 1;
-        f->policy_name = "calibrated";
-      } else if (strcmp(arg, "default") == 0) {
+      } else if (strcmp(arg, "calibrated") == 0 || strcmp(arg, "default") == 0) {
+        f->opt.coefficients = xir_service_coefficients();
+        f->policy_name = f->opt.coefficients ? "calibrated" : "priors (no service model)";
+      } else if (strcmp(arg, "priors") == 0) {
         f->opt.coefficients = NULL;
-        f->policy_name = "default";
+        f->policy_name = "priors";
       } else {
-        return cli_usage_error(cmd, "--policy is default, experimental or calibrated, not '%s'", arg);
+        return cli_usage_error(cmd, "--policy is default (= calibrated), priors or experimental, not '%s'", arg);
       }
       return 0;
     case 1004: {
@@ -66,10 +67,7 @@ int cli_plan_flag(cli_plan_flags *f, int c, const char *arg, const char *cmd) {
 }
 
 int cli_plan_flags_finish(cli_plan_flags *f) {
-  if (!f->calibrate) return 0;
-  if (cli_calibrate(&f->calibration)) return 1;
-  xir_cost_coefficients_from_calibration(&f->calibration, &f->coef);
-  f->opt.coefficients = &f->coef;
+  (void)f;
   return 0;
 }
 
@@ -96,14 +94,16 @@ int cmd_plan(int argc, char **argv) {
            "every candidate ranked by cost with each term of the objective.\n\n"
            "options:\n"
            "  --shape D=N,...      value of every dim (required)\n"
-           "  --local N            fixed local width l (default 1); 0 searches l\n"
-           "  --search-grain       search task grains (powers of two, 0 and max); default G = 0\n"
-           "  --grain G            explicit blocks per task (wins over the search)\n"
-           "  --workers N          workers the launch may use (default 1)\n"
+           "  --local N            fix the local width l (default 0: search l)\n"
+           "  --search-grain       search task grains (the default: powers of two, 0 and max)\n"
+           "  --grain G            explicit blocks per task (wins over the search; 0 = the\n"
+           "                       runtime heuristic)\n"
+           "  --workers N          workers the launch may use (default: the online CPUs)\n"
            "  --width W            SIMD width (default: the host's widest)\n"
-           "  --policy NAME        default (dispatch = activation = 0), experimental\n"
-           "                       (activation 1e6, dispatch 128) or calibrated (coefficients\n"
-           "                       in ns, measured on this machine first: xir calibrate)\n"
+           "  --policy NAME        default = calibrated (this machine's service model, measured\n"
+           "                       once and kept in the cache directory; `xir calibrate`\n"
+           "                       refreshes it), priors (uncalibrated weights, dispatch =\n"
+           "                       activation = 0) or experimental (activation 1e6, dispatch 128)\n"
            "  --budget N           most candidates x grains to evaluate (default 4096)\n"
            "  --explain            also list the candidates that are not legal, and why\n"
            "  --json               machine-readable output\n");

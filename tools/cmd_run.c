@@ -33,7 +33,7 @@ static void run_help(void) {
       "  --all-candidates  run and check every legal candidate\n"
       "  --interpret       evaluate with the fp64 interpreter only (no native code)\n"
       "planner options (as in xir plan): --local N, --search-grain, --grain G, --workers N,\n"
-      "  --width W, --policy default|experimental|calibrated, --budget N\n\n"
+      "  --width W, --policy default|priors|experimental, --budget N\n\n"
       "By default the planner chooses the candidate and grain (and says which ran); native\n"
       "code is compiled for it and launched through the runtime on --workers workers;\n"
       "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n");

@@ -39,7 +39,7 @@ int cmd_suite(int argc, char **argv) {
     }
     else return cli_usage_error("suite", "unknown option '%s'", argv[i]);
   }
-  printf("Each kernel: seeded inputs, the planner's choice (local mappings searched, G = 0), "
+  printf("Each kernel: seeded inputs, the planner's default choice (l and G searched, calibrated service model), "
          "native code, one launch on %u worker(s), the whole output checked against the fp64 "
          "interpreter.\n\n", workers);
   printf("%-17s %-36s %-28s %10s %10s %9s %s\n", "kernel", "shape", "candidate", "max abs",
@@ -60,10 +60,9 @@ int cmd_suite(int argc, char **argv) {
       xir_program_free(p);
       return cli_fail(&d);
     }
-    /* the planner chooses: local mappings searched, G = 0 (the joint_legacy configuration) */
+    /* the planner chooses, with its defaults (ℓ and G searched, this machine's service model) */
     xir_plan_options po;
     xir_plan_options_default(&po);
-    po.local_lanes = 0;
     po.workers = workers;
     native_opts no = {.workers = workers, .grain = 0, .plan = &po};
     native_result nr;

@@ -12,11 +12,9 @@ typedef struct cli_plan_flags {
   xir_cost_coefficients coef;
   const char *policy_name;
   int width_given;
-  int calibrate;               /* --policy calibrated: measure before planning */
-  xir_calibration calibration; /* filled by cli_plan_flags_finish */
 } cli_plan_flags;
 
-/* Completes the flags after parsing: runs the calibration when --policy calibrated was given.
+/* Completes the flags after parsing (nothing to do since the service model is the default).
  * Returns 0, or prints the error and returns 1. */
 int cli_plan_flags_finish(cli_plan_flags *f);
 

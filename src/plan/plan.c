@@ -13,8 +13,10 @@
 #include "ir/program.h"
 #include "xir_plan.h"
 #include "xir_runtime.h"
+#include "lower/jit.h"
 
-void xir_plan_options_default(xir_plan_options *o) {
+void xir_plan_options_base(xir_plan_options *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->blocks_per_task = XIR_PLAN_NO_GRAIN;
   o->search_task_grain = 0;
@@ -74,6 +76,7 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
   xir_plan_options o;
   if (opt) o = *opt;
   else xir_plan_options_default(&o);
+  if (o.width == 0) o.width = xir__jit_host_max_width();
   if (o.workers == 0) return xir__err(d, XIR_ERR_INVALID_ARG, "workers must be at least 1");
   if (o.workers > XIR_RUNTIME_MAX_WORKERS)
     return xir__err(d, XIR_ERR_INVALID_ARG, "workers = %u is above the maximum %d", o.workers,

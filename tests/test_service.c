@@ -1,0 +1,173 @@
+/* test_service.c — the machine's service model in the cache directory (src/tune/service.c):
+ * measured once and stored, read back when intact, never trusted when corrupt or foreign,
+ * refreshed on request, and kept out of the file system by XIR_NO_CALIBRATION_FILE. Each
+ * measurement takes about a second, so the tests share a few. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "xir_plan.h"
+
+static char g_dir[256];
+
+static void die(const xir_diag *d) { fail_msg("%s", d->msg); }
+
+static long read_all(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return (long)n;
+}
+
+static void write_all(const char *path, const char *buf) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(buf, f);
+  fclose(f);
+}
+
+static void model(int refresh, xir_calibration *c, int *from_file) {
+  xir_diag d;
+  if (xir_service_model(2, refresh, c, from_file, &d)) die(&d);
+}
+
+static int same(const xir_calibration *a, const xir_calibration *b) {
+  return a->ns_per_arith == b->ns_per_arith && a->ns_per_byte == b->ns_per_byte &&
+         a->ns_per_task == b->ns_per_task && a->ns_activation == b->ns_activation &&
+         a->ns_per_block == b->ns_per_block;
+}
+
+/* XIR_CACHE_DIR wins over XDG_CACHE_HOME, which wins over HOME. */
+static void test_cache_dir_order(void **state) {
+  (void)state;
+  char buf[512];
+  setenv("XIR_CACHE_DIR", "/tmp/a", 1);
+  setenv("XDG_CACHE_HOME", "/tmp/b", 1);
+  assert_int_equal(xir_cache_dir(buf, sizeof buf, NULL), XIR_OK);
+  assert_string_equal(buf, "/tmp/a");
+  unsetenv("XIR_CACHE_DIR");
+  assert_int_equal(xir_cache_dir(buf, sizeof buf, NULL), XIR_OK);
+  assert_string_equal(buf, "/tmp/b/xir");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/tmp/c", 1);
+  assert_int_equal(xir_cache_dir(buf, sizeof buf, NULL), XIR_OK);
+  assert_string_equal(buf, "/tmp/c/.cache/xir");
+  assert_int_equal(xir_cache_dir(buf, 4, NULL), XIR_ERR_INVALID_ARG);
+  assert_int_equal(xir_cache_dir(NULL, 4, NULL), XIR_ERR_INVALID_ARG);
+  setenv("XIR_CACHE_DIR", g_dir, 1);
+}
+
+/* Measured and stored the first time, read back (the same figures) the second; a corrupt file, a
+ * file for another key and a refresh are measured again; the rewritten file is valid. */
+static void test_measured_once_then_read_back(void **state) {
+  (void)state;
+  char path[1200], text[8192];
+  xir_diag d;
+  if (xir_service_model_path(2, path, sizeof path, &d)) die(&d);
+  assert_true(strncmp(path, g_dir, strlen(g_dir)) == 0);
+  xir_calibration a, b;
+  int from_file = -1;
+  model(0, &a, &from_file);
+  assert_int_equal(from_file, 0);
+  assert_true(read_all(path, text, sizeof text) > 0);
+  assert_non_null(strstr(text, "\nsha256 "));
+  assert_true(a.ns_per_arith > 0 && a.ns_activation > 0);
+  model(0, &b, &from_file);
+  assert_int_equal(from_file, 1);
+  assert_true(same(&a, &b));
+
+  /* one changed digit: the hash no longer matches */
+  char *v = strstr(text, "ns_per_task ");
+  assert_non_null(v);
+  v += strlen("ns_per_task ");
+  *v = *v == '9' ? '1' : (char)(*v + 1);
+  write_all(path, text);
+  model(0, &b, &from_file);
+  assert_int_equal(from_file, 0);
+  model(0, &b, &from_file);
+  assert_int_equal(from_file, 1); /* rewritten */
+
+  /* a foreign file (another CPU) with a correct hash of its own is not trusted either */
+  assert_true(read_all(path, text, sizeof text) > 0);
+  char *k = strstr(text, "cpu ");
+  assert_non_null(k);
+  k[4] = k[4] == 'x' ? 'y' : 'x';
+  write_all(path, text);
+  model(0, &b, &from_file);
+  assert_int_equal(from_file, 0);
+
+  /* garbage and an empty file */
+  write_all(path, "not a model\n");
+  model(0, &b, &from_file);
+  assert_int_equal(from_file, 0);
+  write_all(path, "");
+  model(0, &b, &from_file);
+  assert_int_equal(from_file, 0);
+
+  /* refresh measures even when the file is intact */
+  model(1, &b, &from_file);
+  assert_int_equal(from_file, 0);
+  model(0, &a, &from_file);
+  assert_int_equal(from_file, 1);
+  assert_true(same(&a, &b));
+}
+
+/* XIR_NO_CALIBRATION_FILE=1: the file is neither read nor written. */
+static void test_no_file_mode(void **state) {
+  (void)state;
+  char path[1200];
+  xir_diag d;
+  if (xir_service_model_path(2, path, sizeof path, &d)) die(&d);
+  remove(path);
+  setenv("XIR_NO_CALIBRATION_FILE", "1", 1);
+  xir_calibration c;
+  int from_file = -1;
+  model(0, &c, &from_file);
+  assert_int_equal(from_file, 0);
+  assert_int_not_equal(access(path, F_OK), 0);
+  unsetenv("XIR_NO_CALIBRATION_FILE");
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  xir_calibration c;
+  xir_diag d;
+  assert_int_equal(xir_service_model(1, 0, &c, NULL, &d), XIR_ERR_INVALID_ARG);
+  assert_int_equal(xir_service_model(2, 0, NULL, NULL, &d), XIR_ERR_INVALID_ARG);
+  char small[4];
+  assert_int_equal(xir_service_model_path(2, small, sizeof small, &d), XIR_ERR_INVALID_ARG);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(g_dir, sizeof g_dir, "/tmp/xir-service-XXXXXX");
+  if (!mkdtemp(g_dir)) return -1;
+  setenv("XIR_CACHE_DIR", g_dir, 1);
+  unsetenv("XIR_NO_CALIBRATION_FILE");
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cache_dir_order),
+      cmocka_unit_test(test_measured_once_then_read_back),
+      cmocka_unit_test(test_no_file_mode),
+      cmocka_unit_test(test_bad_arguments),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
