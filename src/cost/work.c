@@ -55,6 +55,11 @@ typedef struct wctx {
   unsigned gen;
   uint8_t *stored;  /* expensive 1-D tiles a previous 1-D consumer loop stored (lower.c reuses them) */
   int nest_rank;    /* rank of the current consumer's loop nest */
+  uint8_t *hoist;   /* tiles computed once per native call (xir__hoisted_tiles) */
+  int precompute;   /* costing a hoisted tile's own expression */
+  uint8_t *cinv;    /* ℓ ≥ W: 1-D tiles that are the same in every chunk of a unit (see below) */
+  int once;         /* costing a chunk-invariant tile: charged once per unit */
+  double once_a, once_b;
   double arith, bytes;
 } wctx;
 
@@ -139,8 +144,19 @@ static void access_cost(wctx *w, int kind, double *arith, double *bytes) {
 static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   const xir_node *n = &w->p->nodes[id];
   if (w->mark[id] == w->gen) return;
+  if (w->cinv && w->cinv[id] && !w->once && !w->precompute && n->type.rank == 1) {
+    w->once = 1;
+    expr_cost(w, id, &w->once_a, &w->once_b);
+    w->once = 0;
+    return;
+  }
   w->mark[id] = w->gen;
   if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) return; /* computed once per unit */
+  if (w->hoist[id] && !w->precompute) { /* loaded from the per-call buffer */
+    unsigned ell = w->c->local, W = w->c->W;
+    access_cost(w, ell == 1 ? 0 : ell >= W ? 1 : 2, arith, bytes);
+    return;
+  }
   if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
     *arith += 1; /* a scratch load */
     *bytes += 4 * w->c->W;
@@ -166,6 +182,39 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     if (n->args[i] >= 0) expr_cost(w, n->args[i], arith, bytes);
 }
 
+/* ℓ ≥ W: the 1-D tiles whose values are the same in every chunk of a unit, so that LLVM keeps
+ * them out of the chunk loop — built from per-unit values and hoisted tiles whose period along the
+ * inner axis divides ℓ (and is a multiple of W: lower.c loads those at constant offsets). */
+static xir_status chunk_invariant_tiles(wctx *w, uint8_t **out) {
+  const xir_program *p = w->p;
+  int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+  uint8_t *ci = xir__calloc((size_t)p->nnodes + 1, 1);
+  if (!per || !ci) {
+    xir__free(per);
+    xir__free(ci);
+    return XIR_ERR_NOMEM;
+  }
+  xir__inner_period(p, w->s, w->c->inner_dim, per);
+  int64_t ell = w->c->local, W = w->c->W;
+  for (int i = 0; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    int v;
+    if (n->type.rank == 0) v = 1;
+    else if (w->hoist[i]) v = per[i] > 1 && ell % per[i] == 0 && per[i] % W == 0;
+    else if (n->op == XIR_OP_IOTA || n->op == XIR_OP_LOAD || n->op == XIR_OP_REDUCE_SUM ||
+             n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN)
+      v = 0;
+    else {
+      v = 1;
+      for (int a = 0; a < n->nargs && v; a++) v = n->args[a] >= 0 && ci[n->args[a]];
+    }
+    ci[i] = (uint8_t)v;
+  }
+  xir__free(per);
+  *out = ci;
+  return XIR_OK;
+}
+
 static double iterations(const wctx *w, const xir_type *t) {
   double it = 1;
   for (int i = 0; i < t->rank; i++) {
@@ -188,18 +237,22 @@ static void unit_cost(wctx *w) {
       for (int kd = 0; kd < n->nargs - 1; kd++)
         if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)p->params[n->ref].dims[kd];
       w->nest_rank = tile.rank;
+      w->once_a = w->once_b = 0;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
       access_cost(w, access_kind(w, n, n->nargs - 1), &a, &b);
       double it = iterations(w, &tile);
-      w->arith += it * k * a;
-      w->bytes += it * k * b;
+      w->arith += it * k * a + k * w->once_a;
+      w->bytes += it * k * b + k * w->once_b;
     } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX ||
                n->op == XIR_OP_REDUCE_MIN) {
       const xir_type *in = &p->nodes[n->args[0]].type;
       w->nest_rank = in->rank;
+      w->once_a = w->once_b = 0;
       expr_cost(w, n->args[0], &a, &b);
       a += n->type.rank > 0 ? 3 : 1;
       double it = iterations(w, in);
+      w->arith += k * w->once_a;
+      w->bytes += k * w->once_b;
       /* Each iteration's accumulation depends on the previous one: a unit cannot go faster
        * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
        * independently, so they share the chain). */
@@ -260,10 +313,39 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     xir__free(x.stored);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
+  x.hoist = xir__calloc((size_t)p->nnodes + 1, 1);
+  if (!x.hoist) {
+    xir__free(x.mark);
+    xir__free(x.stored);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  }
+  xir__hoisted_tiles(p, s, x.hoist);
+  if (c->local >= c->W && c->inner_dim >= 0 &&
+      chunk_invariant_tiles(&x, &x.cinv) != XIR_OK) {
+    xir__free(x.mark);
+    xir__free(x.stored);
+    xir__free(x.hoist);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  }
   unit_cost(&x);
+  /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
+   * on the caller path, one per task on the pool) — spread over the packets */
+  double pre = 0, pre_b = 0;
+  x.precompute = 1;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    if (!x.hoist[i]) continue;
+    double a = 0;
+    x.gen++;
+    expr_cost(&x, i, &a, &pre_b);
+    int64_t N = s->dims[p->nodes[i].type.axes[0]];
+    pre += a * (double)((N + c->W - 1) / c->W);
+  }
+  double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
   xir__free(x.mark);
   xir__free(x.stored);
-  w->arith_per_packet = x.arith / x.k;
+  xir__free(x.hoist);
+  xir__free(x.cinv);
+  w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);
   w->memory_per_packet = x.bytes / x.k;
   return XIR_OK;
 }

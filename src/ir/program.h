@@ -99,6 +99,25 @@ int xir__eval_dims_expr(const xir_program *p, const int64_t *dims, int32_t node,
 /* The nested (call-form) text of expression `node` into buf (used in messages). */
 char *xir__print_expr(const xir_program *p, int32_t node, char *buf, size_t cap);
 
+/* ---- analyses shared by the lowering and the execution work (analysis.c) ---- */
+
+/* exp, log, tanh, erf, sigmoid, sin, cos, pow. */
+int xir__op_is_transcendental(int op);
+/* inv[i] = 1 when node i has the same value in every root program: it is built from constants,
+ * dims, scalar parameters and iota only (no root index, load or reduction). */
+void xir__root_invariant(const xir_program *p, uint8_t *inv);
+enum { XIR_HOIST_MAX = 16384 }; /* elements of a hoisted tile */
+/* hoist[i] = 1 for the tiles the lowering computes once per native call (per task) instead of
+ * once per root program: root-invariant 1-D f32 tiles whose op is transcendental (RoPE's
+ * frequencies), of at most XIR_HOIST_MAX elements. */
+void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist);
+/* period[i] along the inner axis X (a dim index): 1 when node i does not depend on the element
+ * index along X, M > 1 when its value at element c equals its value at c + M (it depends on
+ * iota(X) only through `x % M`, x an integer polynomial in iota, M a constant or dim), and 0 when
+ * it varies otherwise (or M exceeds the extent). With ℓ a multiple of M, every chunk of a root
+ * program sees the same values: they are computed once per unit, not once per chunk. */
+void xir__inner_period(const xir_program *p, const xir_shape *s, int X, int64_t *period);
+
 /* Typing rules of the op table. */
 enum {
   XIR_TY_LEAF, XIR_TY_IOTA, XIR_TY_LOAD, XIR_TY_STORE, XIR_TY_REDUCE, XIR_TY_TOF32,

@@ -84,6 +84,12 @@ typedef struct lw {
   LLVMValueRef mat_index;  /* the chunk (ℓ > 1) or element (ℓ = 1) index of the current point */
   int64_t flat_stride[XIR_MAX_ROOT]; /* ℓ = 1: Σ flat_stride[a]·coord[a] is the root program's index */
   LLVMValueRef entry_alloca_pt;
+  /* Root-invariant transcendental tiles (xir__hoisted_tiles) are computed once per call, at the
+   * entry, into a buffer indexed by the element; units load them. */
+  uint8_t *hoist;
+  LLVMValueRef *hoist_buf;
+  int precompute;          /* evaluating hoisted tiles at the entry */
+  int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
 } lw;
 
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
@@ -410,9 +416,10 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
   return off;
 }
 
-static val eval_load(lw *L, const xir_node *n) {
-  val off = access_offset(L, n, n->nargs);
-  LLVMValueRef base = L->buf[n->ref], r[MAXK];
+/* The f32 elements base[off] of every lane: a scalar load (uniform), contiguous vector loads
+ * (stride 1) or a gather. */
+static val load_at(lw *L, LLVMValueRef base, val off) {
+  LLVMValueRef r[MAXK];
   if (off.aff && off.s == 0) {
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &off.u, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(L->b, L->f32, ptr, "");
@@ -439,6 +446,10 @@ static val eval_load(lw *L, const xir_node *n) {
     r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
   }
   return vvec(L, r);
+}
+
+static val eval_load(lw *L, const xir_node *n) {
+  return load_at(L, L->buf[n->ref], access_offset(L, n, n->nargs));
 }
 
 /* A vmath call; vmath takes `float` for W = 1, so <1 x float> goes through element 0. */
@@ -570,7 +581,23 @@ static val eval(lw *L, int id) {
   if (L->top_ok[id]) return L->top[id];
   if (L->memo_gen[id] == L->gen) return L->memo[id];
   val r;
-  if (L->mat_uses[id] >= 2 && L->mat_state[id] == 2 && mat_slot(L, id, 0)) {
+  if (L->hoist_buf[id] && !L->precompute) {
+    int64_t M = L->period ? L->period[id] : 0;
+    if (M > 1 && L->ell >= L->W && L->ell % M == 0 && M % L->W == 0 && !L->tail) {
+      /* periodic with a period dividing ℓ: lane q·W + i of every chunk holds element
+       * (q·W mod M) + i — constant offsets, so the loads (and what is computed from them) are
+       * the same in every chunk and LLVM keeps them out of the chunk loop */
+      memset(&r, 0, sizeof r);
+      for (unsigned q = 0; q < L->k; q++) {
+        LLVMValueRef o = ci64(L, (int64_t)(q * L->W) % M);
+        LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->hoist_buf[id], &o, 1, "");
+        r.v[q] = LLVMBuildLoad2(L->b, L->vf, ptr, "");
+        LLVMSetAlignment(r.v[q], 4);
+      }
+    } else {
+      r = load_at(L, L->hoist_buf[id], L->env[L->p->nodes[id].type.axes[0]]);
+    }
+  } else if (L->mat_uses[id] >= 2 && L->mat_state[id] == 2 && mat_slot(L, id, 0)) {
     memset(&r, 0, sizeof r);
     for (unsigned q = 0; q < L->k; q++) {
       r.v[q] = LLVMBuildLoad2(L->b, L->vf, mat_slot(L, id, q), "");
@@ -902,6 +929,7 @@ static int count_mat_uses(lw *L) {
           m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
         continue;
       seen[id] = mark;
+      if (L->hoist[id]) continue; /* loaded from its buffer */
       if (is_expensive(m->op)) L->mat_uses[id]++;
       for (int a = 0; a < m->nargs; a++)
         if (m->args[a] >= 0) stack[sp++] = m->args[a];
@@ -910,6 +938,39 @@ static int count_mat_uses(lw *L) {
   xir__free(stack);
   xir__free(seen);
   return 0;
+}
+
+/* At the entry: every hoisted tile, W elements at a time (c = t·W + lane, clamped into the
+ * extent), into a buffer padded to a multiple of W. */
+static void emit_hoisted(lw *L) {
+  unsigned k = L->k;
+  L->precompute = 1;
+  L->k = 1;
+  L->full = 1;
+  for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
+    if (!L->hoist[id]) continue;
+    int X = L->p->nodes[id].type.axes[0];
+    int64_t N = L->sh->dims[X], steps = (N + L->W - 1) / L->W;
+    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(steps * L->W)), "hoist");
+    loop lp;
+    loop_begin(L, &lp, ci64(L, 0), ci64(L, steps));
+    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, L->W), "");
+    val c = vaff(base, 1);
+    c = clamp(L, &c, N - 1);
+    LLVMValueRef cv[MAXK];
+    ivecs(L, &c, cv);
+    L->env[X] = vvec(L, cv);
+    L->env_set[X] = 1;
+    L->gen++;
+    val v = eval_uncached(L, id);
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, buf, &base, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(L->b, v.v[0], ptr), 4);
+    loop_end(L, &lp);
+    L->hoist_buf[id] = buf;
+  }
+  L->gen++;
+  L->k = k;
+  L->precompute = 0;
 }
 
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
@@ -948,10 +1009,21 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   L.mat_uses = xir__calloc(nn, sizeof(int));
   L.mat_buf = xir__calloc(nn, sizeof(LLVMValueRef));
   L.mat_state = xir__calloc(nn, 1);
+  L.hoist = xir__calloc(nn, 1);
+  L.hoist_buf = xir__calloc(nn, sizeof(LLVMValueRef));
+  if (c->local > 1 && c->inner_dim >= 0) {
+    L.period = xir__calloc(nn, sizeof(int64_t));
+    if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
+  }
   L.nest_dim = -1;
   xir_status st = XIR_OK;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
-      !L.mat_state || count_mat_uses(&L)) {
+      !L.mat_state || !L.hoist || !L.hoist_buf || (c->local > 1 && !L.period)) {
+    st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
+    goto done;
+  }
+  xir__hoisted_tiles(p, shape, L.hoist);
+  if (count_mat_uses(&L)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
@@ -971,6 +1043,7 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
     else if (p->params[i].elem == XIR_I64) L.scal[i] = LLVMBuildLoad2(L.b, L.i64, slot, p->params[i].name);
     else L.scal[i] = LLVMBuildLoad2(L.b, L.f32, slot, p->params[i].name);
   }
+  emit_hoisted(&L);
   /* blocks */
   loop blk;
   loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
@@ -1024,5 +1097,8 @@ done:
   xir__free(L.mat_uses);
   xir__free(L.mat_buf);
   xir__free(L.mat_state);
+  xir__free(L.hoist);
+  xir__free(L.hoist_buf);
+  xir__free(L.period);
   return st;
 }

@@ -1,0 +1,155 @@
+/* test_analysis.c — the program analyses that the lowering and the execution work share
+ * (src/ir/analysis.c), and what each one changes: root-invariant tiles computed once per call,
+ * periods along the inner axis, contiguous packets across row boundaries — in the IR and in the
+ * cost model's counts. Correctness of the code itself is test_native's (every candidate against
+ * the fp64 oracle). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ir/program.h"
+#include "xir_compile.h"
+#include "xir_plan.h"
+
+static void die(const xir_diag *d) { fail_msg("%s", d->msg); }
+
+static xir_program *load(const char *k, const char *spec, xir_shape *s) {
+  xir_program *p;
+  xir_diag d;
+  if (xir_kernel_load(k, &p, &d) || xir_shape_parse(p, spec, s, &d)) die(&d);
+  return p;
+}
+
+static int node_named(const xir_program *p, const char *name) {
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].name && !strcmp(p->nodes[i].name, name)) return i;
+  fail_msg("no node '%s'", name);
+  return -1;
+}
+
+/* RoPE: the frequencies depend on the column only (hoisted), with period HD; the angle depends
+ * on the row (not hoisted); the loaded x varies with every element (period 0). */
+static void test_rope_frequencies_are_hoisted_and_periodic(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope", "R=5,C=96,HD=32", &s);
+  uint8_t inv[512], hoist[512];
+  int64_t per[512];
+  assert_true(p->nnodes < 512);
+  xir__root_invariant(p, inv);
+  xir__hoisted_tiles(p, &s, hoist);
+  int C = -1;
+  for (int i = 0; i < p->ndims; i++)
+    if (!strcmp(p->dims[i], "C")) C = i;
+  xir__inner_period(p, &s, C, per);
+  int freq = node_named(p, "freq"), angle = node_named(p, "angle"), partner = node_named(p, "partner");
+  assert_true(inv[freq] && hoist[freq]);
+  assert_false(inv[angle] || hoist[angle]);
+  assert_int_equal(per[freq], 32);
+  assert_int_equal(per[angle], 32);
+  assert_int_equal(per[partner], 0);
+  int hoisted = 0;
+  for (int i = 0; i < p->nnodes; i++) hoisted += hoist[i];
+  assert_int_equal(hoisted, 1);
+  xir_program_free(p);
+}
+
+/* A period larger than the extent is no period; `c % 7` of a polynomial in iota has period 7,
+ * while `(c / 2) % 7` is not a polynomial and gets none. */
+static void test_period_rules(void **state) {
+  (void)state;
+  const char *text =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  c = iota(C)\n"
+      "  a = f32((3 * c + r) % 7)\n"
+      "  b = f32((c / 2) % 7)\n"
+      "  e = f32(c % 64)\n"
+      "  store y[r, :] = a + b + e + load x[r, :]\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=3,C=40", &s, &d)) die(&d);
+  int64_t per[256];
+  xir__inner_period(p, &s, 1, per);
+  assert_int_equal(per[node_named(p, "a")], 7);
+  assert_int_equal(per[node_named(p, "b")], 0);
+  assert_int_equal(per[node_named(p, "e")], 0); /* 64 > C = 40 */
+  uint8_t inv[256];
+  xir__root_invariant(p, inv);
+  assert_false(inv[node_named(p, "a")]); /* uses r */
+  assert_true(inv[node_named(p, "b")]);
+  xir_program_free(p);
+}
+
+static double arith_per_packet(const xir_program *p, const xir_shape *s, uint32_t B, uint32_t l) {
+  uint8_t perm[XIR_MAX_ROOT] = {0, 1, 2, 3};
+  xir_candidate c;
+  xir_execution_work w;
+  xir_diag d;
+  if (xir_candidate_make(p, s, 16, B, l, perm, &c, &d) ||
+      xir_execution_work_make(p, s, &c, UINT32_MAX, 1, &w, &d))
+    die(&d);
+  return w.arith_per_packet;
+}
+
+/* With ℓ a multiple of the period, sin/cos of the angle are charged once per unit: the cost per
+ * packet of ℓ = HD is well below that of ℓ = 16, and the hoisted pow is not charged per element. */
+static void test_chunk_invariant_work_is_charged_once(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope", "R=129,C=768,HD=64", &s);
+  double a16 = arith_per_packet(p, &s, 16, 16), a64 = arith_per_packet(p, &s, 64, 64);
+  assert_true(a64 < 0.5 * a16);
+  xir_program_free(p);
+}
+
+/* swiglu on rows of 1538 (not a multiple of 16): perm r.c addresses a[r, c] at the flattened
+ * root index, so its loads are contiguous (no gather in the full-packet path, and the work counts
+ * 4 bytes a lane); perm c.r is a gather. */
+static void test_contiguous_packets_across_rows(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("swiglu", "R=5,C=1538", &s);
+  xir_diag d;
+  xir_candidate rc, cr;
+  uint8_t prc[2] = {0, 1}, pcr[2] = {1, 0};
+  if (xir_candidate_make(p, &s, 16, 64, 1, prc, &rc, &d) ||
+      xir_candidate_make(p, &s, 16, 64, 1, pcr, &cr, &d))
+    die(&d);
+  xir_execution_work w1, w2;
+  if (xir_execution_work_make(p, &s, &rc, 0, 1, &w1, &d) ||
+      xir_execution_work_make(p, &s, &cr, 0, 1, &w2, &d))
+    die(&d);
+  assert_true(w1.memory_per_packet == 3 * 4 * 16);
+  assert_true(w2.memory_per_packet > w1.memory_per_packet);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  if (xir_compiler_width(cc) == 16) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &rc, &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    /* the ragged last packet may gather; the full path loads vectors */
+    const char *full = strstr(info.ir_text, "load <16 x float>");
+    assert_non_null(full);
+  }
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
+      cmocka_unit_test(test_period_rules),
+      cmocka_unit_test(test_chunk_invariant_work_is_charged_once),
+      cmocka_unit_test(test_contiguous_packets_across_rows),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
