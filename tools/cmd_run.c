@@ -1,6 +1,7 @@
 /* cmd_run.c — `xir run`: bind dims, make seeded inputs (or read .npy files), evaluate, check
  * against the fp64 oracle, print a summary, optionally save every buffer as .npy. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -66,11 +67,8 @@ int cmd_run(int argc, char **argv) {
     switch (c) {
       case 's': shape_spec = optarg; break;
       case 'e': {
-        char *end;
-        errno = 0;
-        seed = strtoull(optarg, &end, 10);
-        if (errno || *end || !*optarg)
-          return cli_usage_error("run", "--seed needs a non-negative integer, not '%s'", optarg);
+        if (cli_parse_u64(optarg, &seed))
+          return cli_usage_error("run", "--seed needs an integer in [0, 2^64), not '%s'", optarg);
         break;
       }
       case 'v':
@@ -114,10 +112,31 @@ int cmd_run(int argc, char **argv) {
     }
     memcpy(name, sets[i], (size_t)(eq - sets[i]));
     name[eq - sets[i]] = 0;
-    double v = strtod(eq + 1, &end);
-    if (*end || end == eq + 1) {
-      rc = cli_usage_error("run", "--set %s: '%s' is not a number", name, eq + 1);
-      goto out;
+    int prm = xir_program_find_param(p, name);
+    xir_param_info pi = {0};
+    if (prm >= 0) xir_program_param(p, prm, &pi);
+    double v;
+    if (prm >= 0 && pi.kind == XIR_PARAM_SCALAR && pi.elem == XIR_I64) {
+      /* an i64 scalar takes an integer literal, nothing that only rounds to one */
+      const char *t = eq + 1;
+      errno = 0;
+      long long iv = strtoll(t, &end, 10);
+      if (!*t || *end || !(isdigit((unsigned char)*t) || ((*t == '-') && isdigit((unsigned char)t[1])))) {
+        rc = cli_usage_error("run", "--set %s: '%s' is not an integer (%s is an i64)", name, t, name);
+        goto out;
+      }
+      if (errno == ERANGE || llabs(iv) > (1LL << 53)) {
+        rc = cli_usage_error("run", "--set %s: %s is outside [-2^53, 2^53], the range of an i64 "
+                             "scalar here", name, t);
+        goto out;
+      }
+      v = (double)iv;
+    } else {
+      v = strtod(eq + 1, &end);
+      if (*end || end == eq + 1) {
+        rc = cli_usage_error("run", "--set %s: '%s' is not a number", name, eq + 1);
+        goto out;
+      }
     }
     if (xir__case_set_scalar(&cs, name, v, &d)) goto fail;
   }

@@ -1,6 +1,7 @@
 /* check.c — seeded cases, the oracle, guarded outputs and comparison (see check.h). */
 #include "check/check.h"
 
+#include <float.h>
 #include <math.h>
 #include <nettle/sha2.h>
 #include <string.h>
@@ -78,6 +79,18 @@ xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir
                     c->p->name, name);
   if (!isfinite(value))
     return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' must be finite", name);
+  if (c->p->params[i].elem == XIR_I64) {
+    /* i64 scalars travel as doubles: only integers of magnitude <= 2^53 are exact */
+    if (value != trunc(value))
+      return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' is an i64: %.17g is not an integer",
+                      name, value);
+    if (fabs(value) > XIR_CASE_MAX_EXACT_I64)
+      return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' = %.17g is outside the i64 range this "
+                      "tool carries exactly, [-2^53, 2^53]", name, value);
+  } else if (fabs(value) >= 0x1.ffffffp+127) { /* rounds to infinity in f32 */
+    return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' is an f32: %.17g is outside the f32 "
+                    "range (|v| <= %.9g)", name, value, (double)FLT_MAX);
+  }
   c->args[i].scalar = value;
   c->args[i].use_default = 0;
   return XIR_OK;
