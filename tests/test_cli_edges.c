@@ -121,6 +121,18 @@ static void test_out_of_range_values_are_rejected(void **state) {
   if (rc) fail_msg("%s", out);
 }
 
+/* ---- defect 13: a case larger than the memory available ---------------------------------- */
+
+static void test_case_larger_than_available_memory_fails_cleanly(void **state) {
+  (void)state;
+  /* inside a 1 GiB limit this was OOM-killed (SIGKILL); the limit is lowered through the
+   * XIR_MEM_AVAILABLE hook instead of really exhausting memory */
+  expect_fail_env("XIR_MEM_AVAILABLE=1073741824", "run rmsnorm --shape R=20000,C=20000 --interpret",
+                  "need 6400080512 bytes (6103.6 MiB), but only 1073741824 bytes (1024.0 MiB) are available");
+  expect_fail_env("XIR_MEM_AVAILABLE=1073741824", "run rmsnorm --shape R=20000,C=20000",
+                  "out of memory");
+}
+
 static int setup(void **state) {
   (void)state;
   const char *bin = getenv("XIR_BIN");
@@ -140,6 +152,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_emit_into_fifo_symlink_and_directory),
       cmocka_unit_test(test_out_of_range_values_are_rejected),
+      cmocka_unit_test(test_case_larger_than_available_memory_fails_cleanly),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir/program.h"
+#include "util/util.h"
 #include "util/npy.h"
 #include "util/rng.h"
 
@@ -35,6 +36,19 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
   c->seed = seed;
   xir_status s = xir_shape_check(p, shape, d);
   if (s) return s;
+  /* every buffer at once, checked against the memory actually there (an overcommitted malloc
+   * would succeed and the process be OOM-killed while filling it) */
+  uint64_t need = 0;
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER) continue;
+    uint64_t n = (uint64_t)xir_param_numel(p, i, shape);
+    need += q->is_output ? (n + 2 * XIR_CASE_GUARD) * sizeof(float) + n * sizeof(double)
+                         : n * sizeof(float);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "the buffers of '%s' (inputs, guarded outputs, fp64 oracle)", p->name);
+  if ((s = xir__mem_check(need, what, d))) return s;
   for (int i = 0; i < p->nparams; i++) {
     const xir_param *q = &p->params[i];
     if (q->kind != XIR_PARAM_BUFFER) {
