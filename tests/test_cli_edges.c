@@ -133,6 +133,47 @@ static void test_case_larger_than_available_memory_fails_cleanly(void **state) {
                   "out of memory");
 }
 
+/* ---- defect 14: --save is all or nothing, and names the path at fault ---------------------- */
+
+static int exists(const char *rel) {
+  char path[600];
+  tmp_path(path, sizeof path, rel);
+  return access(path, F_OK) == 0;
+}
+
+static void test_save_is_all_or_nothing(void **state) {
+  (void)state;
+  char path[600], out[16384];
+  /* y.npy cannot be written (a folder holds its name): the old code left x.npy and w.npy */
+  tmp_path(path, sizeof path, "sv");
+  assert_int_equal(mkdir(path, 0700), 0);
+  tmp_path(path, sizeof path, "sv/y.npy");
+  assert_int_equal(mkdir(path, 0700), 0);
+  expect_fail("run rmsnorm --shape R=3,C=7 --save sv", "cannot save 'sv/y.npy' (nothing was saved)");
+  assert_false(exists("sv/x.npy"));
+  assert_false(exists("sv/w.npy"));
+  /* no staging file is left behind either */
+  char cmd[800];
+  snprintf(cmd, sizeof cmd, "test $(ls -A '%s/sv' | wc -l) -eq 1", g_tmp);
+  assert_int_equal(system(cmd), 0);
+  /* once the obstacle is gone, everything is saved */
+  tmp_path(path, sizeof path, "sv/y.npy");
+  assert_int_equal(rmdir(path), 0);
+  assert_int_equal(run("run rmsnorm --shape R=3,C=7 --save sv", out, sizeof out), 0);
+  assert_true(exists("sv/x.npy") && exists("sv/w.npy") && exists("sv/y.npy"));
+  /* DIR's parent is a regular file: the message names it, not the folder that does not exist */
+  tmp_path(path, sizeof path, "plain");
+  FILE *f = fopen(path, "w");
+  fputs("x", f);
+  fclose(f);
+  expect_fail("run rmsnorm --shape R=3,C=7 --save plain/out",
+              "cannot create output folder 'plain/out': 'plain' is not a folder");
+  expect_fail("run rmsnorm --shape R=3,C=7 --save plain", "'plain' exists and is not a folder");
+  expect_fail("run rmsnorm --shape R=3,C=7 --save nowhere/out",
+              "cannot create output folder 'nowhere/out': 'nowhere' does not exist");
+  assert_false(exists("nowhere"));
+}
+
 static int setup(void **state) {
   (void)state;
   const char *bin = getenv("XIR_BIN");
@@ -153,6 +194,7 @@ int main(void) {
       cmocka_unit_test(test_emit_into_fifo_symlink_and_directory),
       cmocka_unit_test(test_out_of_range_values_are_rejected),
       cmocka_unit_test(test_case_larger_than_available_memory_fails_cleanly),
+      cmocka_unit_test(test_save_is_all_or_nothing),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
