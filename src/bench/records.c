@@ -428,6 +428,8 @@ xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
   if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, XIR_BENCH_FORMAT) != 0)
     return xir__err(d, XIR_ERR_FORMAT, "not xir benchmark records (format '%s')",
                     cJSON_IsString(fmt) ? fmt->valuestring : "missing");
+  xir_status cst = check_declaration(records, d);
+  if (cst) return cst;
   const cJSON *cases = cJSON_GetObjectItemCaseSensitive(records, "cases");
   const cJSON *orders = cJSON_GetObjectItemCaseSensitive(records, "orders");
   const cJSON *visits = cJSON_GetObjectItemCaseSensitive(records, "visits");
@@ -436,9 +438,7 @@ xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
   int norders = cJSON_GetArraySize(orders);
   if (ncases <= 0 || rounds <= 0 || norders <= 0 || !cJSON_IsArray(visits) || !summary)
     return xir__err(d, XIR_ERR_FORMAT, "records are incomplete (cases, rounds, orders, visits, summary)");
-  xir_status cst = check_declaration(records, d);
-  if (!cst) cst = check_case_fields(records, d);
-  if (cst) return cst;
+  if ((cst = check_case_fields(records, d))) return cst;
   int nsamples = (int)num(records, "samples");
   /* visits: complete, unique, in the declared order of their round */
   int expect_visits = ncases * rounds;
