@@ -38,7 +38,11 @@ static void run_help(void) {
       "  --width W, --policy default|experimental|calibrated, --budget N\n\n"
       "By default the planner chooses the candidate and grain (and says which ran); native\n"
       "code is compiled for it and launched through the runtime on --workers workers;\n"
-      "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n");
+      "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n"
+      "Before any buffer is allocated, the bytes the case needs are compared with the memory\n"
+      "available (cgroup limit minus usage, MemAvailable; XIR_MEM_AVAILABLE=BYTES lowers it):\n"
+      "a case that does not fit fails with both numbers instead of being OOM-killed. --save is\n"
+      "all or nothing: no file is left when one cannot be written.\n");
 }
 
 /* Why creating folder `dir` failed with errno e, naming the path that is actually at fault: the
