@@ -6,6 +6,8 @@
  * share), and the reductions over it are sum/max/min. The bridge also reports how a candidate is
  * implemented for the shape (direct or multi-packet, full-packet path, ragged packets and tails)
  * and its counts (P root programs, L blocks, Q packets). */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,7 +143,7 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
                                uint32_t W, xir_candidate *c, xir_diag *d) {
   uint8_t perm[XIR_MAX_ROOT];
   int nperm = 0;
-  long l = -1, B = -1, w = -1;
+  long long l = -1, B = -1, w = -1;
   const char *s = name;
   while (*s) {
     const char *end = strchr(s, ',');
@@ -168,8 +170,14 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
       }
     } else {
       char *e;
-      long val = strtol(v, &e, 10);
-      if (e != end || v == end || val <= 0) goto bad;
+      if (v == end || *v < '0' || *v > '9') goto bad; /* digits only: no sign, no blank */
+      errno = 0;
+      unsigned long long val = strtoull(v, &e, 10);
+      if (e != end || val == 0) goto bad;
+      if (errno == ERANGE || val > UINT32_MAX)
+        return xir__err(d, XIR_ERR_INVALID_ARG,
+                        "candidate '%s': %.*s is out of range (at most %u)", name,
+                        (int)(end - s), s, UINT32_MAX);
       if (kl == 1 && *s == 'l') l = val;
       else if (kl == 1 && *s == 'B') B = val;
       else if (kl == 1 && *s == 'W') w = val;
@@ -183,7 +191,7 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
                     "perm=%s,l=1,B=%u,W=%u", name, p->nroot, p->root[0].var, W, W);
   if (w > 0 && (uint32_t)w != W)
     return xir__err(d, XIR_ERR_UNSUPPORTED,
-                    "candidate '%s' is for W = %ld, but code is generated for W = %u", name, w, W);
+                    "candidate '%s' is for W = %lld, but code is generated for W = %u", name, w, W);
   return xir_candidate_make(p, shape, W, (uint32_t)B, (uint32_t)l, perm, c, d);
 bad:
   return xir__err(d, XIR_ERR_INVALID_ARG,
