@@ -161,7 +161,7 @@ static int check_case_config(const cJSON *rec, const cJSON *c, const xir_program
     want_g = !strcmp(gs, "max") ? UINT32_MAX : (uint32_t)strtoul(gs, NULL, 10);
   } else {
     xir_plan_options o;
-    xir_plan_options_default(&o);
+    xir_plan_options_base(&o); /* as bench_cases.c: the named configurations start from the base options */
     o.width = W;
     o.local_lanes = 0;
     xir_cost_coefficients coef;
