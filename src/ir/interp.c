@@ -327,6 +327,9 @@ xir_status xir_shape_check(const xir_program *p, const xir_shape *shape, xir_dia
   for (int i = 0; i < p->nreq; i++) {
     int64_t v = 0;
     int rc = xir__eval_dims_expr(p, shape->dims, p->reqs[i], &v);
+    if (rc == -3)
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory checking the requirements of '%s'",
+                      p->name);
     if (rc || !v) {
       const xir_node *n = &p->nodes[p->reqs[i]];
       char clause[256], sh[512];

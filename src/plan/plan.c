@@ -119,7 +119,7 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
         if (xir_candidate_make(p, s, o.width, B, l, perm, &c, &why) == XIR_OK) continue;
         char name[96];
         snprintf(name, sizeof name, "l=%u,B=%u,W=%u (every perm)", l, B, o.width);
-        if (add_rejection(pl, &rej_cap, name, why.msg)) goto oom;
+        if (add_rejection(pl, &rej_cap, name, why.msg)) goto oom_all;
       }
   }
   size_t nsel = 0;
@@ -179,7 +179,6 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
   return XIR_OK;
 oom_all:
   xir__free(all);
-oom:
   st = xir__err(d, XIR_ERR_NOMEM, "out of memory planning");
 fail:
   xir_plan_free(pl);
