@@ -63,6 +63,7 @@ static void fail(xir_builder *b, xir_status s, const char *fmt, const char *arg)
 }
 
 xir_status xir_builder_new(const char *name, xir_builder **out) {
+  if (!out) return XIR_ERR_INVALID_ARG;
   *out = NULL;
   xir_builder *b = xir__calloc(1, sizeof *b);
   if (!b) return XIR_ERR_NOMEM;
@@ -194,6 +195,10 @@ int xir_builder_buffer(xir_builder *b, const char *name, xir_elem elem, int rank
   }
   if (rank < 1 || rank > XIR_MAX_RANK) {
     fail(b, XIR_ERR_VERIFY, "buffer '%s' must have rank 1..8", name);
+    return -1;
+  }
+  if (!dims) {
+    fail(b, XIR_ERR_INVALID_ARG, "buffer '%s' has no dims array", name);
     return -1;
   }
   for (int i = 0; i < rank; i++)
@@ -351,6 +356,10 @@ xir_value xir_builder_op(xir_builder *b, xir_op op, int nargs, const xir_value *
     fail(b, XIR_ERR_VERIFY, "%s", m);
     return -1;
   }
+  if (nargs > 0 && !args) {
+    fail(b, XIR_ERR_INVALID_ARG, "'%s' has no operand array", xir__op_info[op].name);
+    return -1;
+  }
   for (int i = 0; i < nargs; i++)
     if (!check_value(b, args[i])) return -1;
   xir_node *n = new_node(b, op, nargs);
@@ -386,6 +395,10 @@ static xir_node *access(xir_builder *b, int op, int buffer, int nidx, const xir_
   }
   if (nidx < 0 || nidx > XIR_MAX_RANK) {
     fail(b, XIR_ERR_VERIFY, "too many indices%s", "");
+    return NULL;
+  }
+  if (nidx > 0 && !idx) {
+    fail(b, XIR_ERR_INVALID_ARG, "%s has no index array", xir__op_info[op].name);
     return NULL;
   }
   for (int i = 0; i < nidx; i++)
@@ -441,6 +454,10 @@ void xir_builder_require(xir_builder *b, xir_value cond) {
 }
 
 xir_status xir_builder_finish(xir_builder *b, xir_program **out, xir_diag *d) {
+  if (!out) {
+    xir_builder_free(b); /* consumed either way */
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_builder_finish: out is NULL");
+  }
   *out = NULL;
   if (!b) return xir__err(d, XIR_ERR_INVALID_ARG, "no builder");
   xir_status s;
@@ -478,24 +495,24 @@ void xir_program_free(xir_program *p) {
 
 void xir_free(void *ptr) { xir__free(ptr); }
 
-const char *xir_program_name(const xir_program *p) { return p->name; }
-int xir_program_num_dims(const xir_program *p) { return p->ndims; }
+const char *xir_program_name(const xir_program *p) { return p ? p->name : NULL; }
+int xir_program_num_dims(const xir_program *p) { return p ? p->ndims : 0; }
 const char *xir_program_dim_name(const xir_program *p, int dim) {
-  return dim >= 0 && dim < p->ndims ? p->dims[dim] : NULL;
+  return p && dim >= 0 && dim < p->ndims ? p->dims[dim] : NULL;
 }
 int xir_program_find_dim(const xir_program *p, const char *name) {
-  for (int i = 0; i < p->ndims; i++)
+  for (int i = 0; p && name && i < p->ndims; i++)
     if (strcmp(p->dims[i], name) == 0) return i;
   return -1;
 }
-int xir_program_num_params(const xir_program *p) { return p->nparams; }
+int xir_program_num_params(const xir_program *p) { return p ? p->nparams : 0; }
 int xir_program_find_param(const xir_program *p, const char *name) {
-  for (int i = 0; i < p->nparams; i++)
+  for (int i = 0; p && name && i < p->nparams; i++)
     if (strcmp(p->params[i].name, name) == 0) return i;
   return -1;
 }
 xir_status xir_program_param(const xir_program *p, int i, xir_param_info *info) {
-  if (i < 0 || i >= p->nparams) return XIR_ERR_INVALID_ARG;
+  if (!p || !info || i < 0 || i >= p->nparams) return XIR_ERR_INVALID_ARG;
   const xir_param *q = &p->params[i];
   memset(info, 0, sizeof *info);
   info->name = q->name;
@@ -508,10 +525,10 @@ xir_status xir_program_param(const xir_program *p, int i, xir_param_info *info) 
   info->default_value = q->default_value;
   return XIR_OK;
 }
-int xir_program_num_root(const xir_program *p) { return p->nroot; }
+int xir_program_num_root(const xir_program *p) { return p ? p->nroot : 0; }
 const char *xir_program_root_name(const xir_program *p, int k) {
-  return k >= 0 && k < p->nroot ? p->root[k].var : NULL;
+  return p && k >= 0 && k < p->nroot ? p->root[k].var : NULL;
 }
 int xir_program_root_dim(const xir_program *p, int k) {
-  return k >= 0 && k < p->nroot ? p->root[k].dim : -1;
+  return p && k >= 0 && k < p->nroot ? p->root[k].dim : -1;
 }

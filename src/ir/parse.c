@@ -656,6 +656,7 @@ static xir_program *bp(parser *ps) { return xir__builder_program(ps->b); }
 
 xir_status xir_program_parse(const char *text, size_t len, const char *filename,
                              xir_program **out, xir_diag *d) {
+  if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_program_parse: out is NULL");
   *out = NULL;
   if (!text) return xir__err(d, XIR_ERR_INVALID_ARG, "no text");
   const char *nul = memchr(text, 0, len);
@@ -689,7 +690,10 @@ xir_status xir_program_parse(const char *text, size_t len, const char *filename,
 }
 
 xir_status xir_program_parse_file(const char *path, xir_program **out, xir_diag *d) {
-  *out = NULL;
+  if (out) *out = NULL;
+  if (!path || !out)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_program_parse_file: %s is NULL",
+                    !path ? "the path" : "out");
   FILE *f = fopen(path, "rb");
   if (!f) return xir__err(d, XIR_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   size_t cap = 0, len = 0;

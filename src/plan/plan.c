@@ -15,6 +15,7 @@
 #include "xir_runtime.h"
 
 void xir_plan_options_default(xir_plan_options *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->blocks_per_task = XIR_PLAN_NO_GRAIN;
   o->search_task_grain = 0;
@@ -70,6 +71,10 @@ static xir_status add_rejection(xir_plan *pl, size_t *cap, const char *name, con
 
 xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_plan_options *opt,
                          xir_plan **out, xir_diag *d) {
+  if (out) *out = NULL;
+  if (!p || !s || !out)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_plan_make: %s is NULL",
+                    !p ? "the program" : !s ? "the shape" : "out");
   *out = NULL;
   xir_plan_options o;
   if (opt) o = *opt;
