@@ -189,7 +189,7 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
     } else {
       char *e;
       long val = strtol(v, &e, 10);
-      if (e != end || v == end || val <= 0) goto bad;
+      if (e != end || v == end || val <= 0 || val > (long)UINT32_MAX) goto bad; /* no wrap */
       if (kl == 1 && *s == 'l') l = val;
       else if (kl == 1 && *s == 'B') B = val;
       else if (kl == 1 && *s == 'W') w = val;
