@@ -37,6 +37,8 @@ static int inner_axis(const xir_program *p, const char **why) {
 
 static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 
+static int is_simd_width(uint32_t W) { return W == 1 || W == 2 || W == 4 || W == 8 || W == 16; }
+
 const char *xir_impl_kind_name(xir_impl_kind k) {
   return k == XIR_IMPL_MULTI_PACKET ? "multi-packet" : "direct";
 }
@@ -44,8 +46,11 @@ const char *xir_impl_kind_name(xir_impl_kind k) {
 xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint32_t W,
                               uint32_t B, uint32_t local, const uint8_t *perm,
                               xir_candidate *c, xir_diag *d) {
-  memset(c, 0, sizeof *c);
-  if (W != 1 && W != 2 && W != 4 && W != 8 && W != 16)
+  if (c) memset(c, 0, sizeof *c);
+  if (!p || !shape || !perm || !c)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_candidate_make: %s is NULL",
+                    !p ? "the program" : !shape ? "the shape" : !perm ? "perm" : "the candidate");
+  if (!is_simd_width(W))
     return xir__err(d, XIR_ERR_INVALID_ARG, "W = %u is not a SIMD width (1, 2, 4, 8 or 16)", W);
   if (B == 0 || B % W != 0 || B > 4096)
     return xir__err(d, XIR_ERR_INVALID_ARG, "B = %u must be a multiple of W = %u (at most 4096)",
@@ -80,10 +85,15 @@ xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint
 }
 
 char *xir_candidate_name(const xir_program *p, const xir_candidate *c, char *buf, size_t cap) {
+  if (!buf || !cap) return buf;
+  if (!p || !c) {
+    snprintf(buf, cap, "(none)");
+    return buf;
+  }
   size_t o = (size_t)snprintf(buf, cap, "perm=");
-  for (int k = 0; k < c->nperm; k++)
+  for (int k = 0; k < c->nperm && k < XIR_MAX_ROOT; k++)
     o += (size_t)snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, "%s%s", k ? "." : "",
-                          p->root[c->perm[k]].var);
+                          c->perm[k] < p->nroot ? p->root[c->perm[k]].var : "?");
   snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, ",l=%u,B=%u,W=%u", c->local, c->B,
            c->W);
   return buf;
@@ -109,8 +119,14 @@ static int next_perm(uint8_t *a, int n) {
 
 xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t W,
                           xir_candidate **out, size_t *count, xir_diag *d) {
-  *out = NULL;
-  *count = 0;
+  if (out) *out = NULL;
+  if (count) *count = 0;
+  if (!p || !shape || !out || !count)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_candidates: %s is NULL",
+                    !p ? "the program" : !shape ? "the shape" : !out ? "out" : "count");
+  /* W = 0 (or a huge W) would never end the B loop below */
+  if (!is_simd_width(W))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "W = %u is not a SIMD width (1, 2, 4, 8 or 16)", W);
   xir_status s = xir_shape_check(p, shape, d);
   if (s) return s;
   size_t n = 0, cap = 0;
@@ -141,6 +157,10 @@ xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t
 
 xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, const char *name,
                                uint32_t W, xir_candidate *c, xir_diag *d) {
+  if (c) memset(c, 0, sizeof *c);
+  if (!p || !shape || !name || !c)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_candidate_parse: %s is NULL",
+                    !p ? "the program" : !shape ? "the shape" : !name ? "the name" : "the candidate");
   uint8_t perm[XIR_MAX_ROOT];
   int nperm = 0;
   long long l = -1, B = -1, w = -1;

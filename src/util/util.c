@@ -15,7 +15,7 @@ static void default_free(void *ud, void *p) { (void)ud; free(p); }
 static xir_allocator g_alloc = {default_alloc, default_realloc, default_free, NULL};
 
 void xir_set_allocator(const xir_allocator *a) {
-  if (a) g_alloc = *a;
+  if (a && a->alloc && a->realloc && a->free) g_alloc = *a;
   else g_alloc = (xir_allocator){default_alloc, default_realloc, default_free, NULL};
 }
 
@@ -64,7 +64,7 @@ void xir_diag_clear(xir_diag *d) {
 }
 
 char *xir_diag_format(const xir_diag *d, char *buf, size_t cap) {
-  if (!cap) return buf;
+  if (!buf || !cap) return buf;
   if (!d) {
     snprintf(buf, cap, "error: (no diagnostic)");
   } else if (d->line > 0) {
