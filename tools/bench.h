@@ -10,8 +10,8 @@
 #include "xir_plan.h"
 #include "xir_runtime.h"
 
-/* What a case runs. */
-typedef enum bcase_kind { BC_XIR = 1, BC_CPEER, BC_EXT } bcase_kind;
+/* What a case runs: xir, an in-process C peer, an external peer, or the streaming probe. */
+typedef enum bcase_kind { BC_XIR = 1, BC_CPEER, BC_EXT, BC_PROBE } bcase_kind;
 
 typedef struct ext_peer ext_peer;
 
@@ -19,7 +19,8 @@ typedef struct ext_peer ext_peer;
 typedef struct bcase_decl {
   char kernel[32];
   char shape[160];   /* "R=64,C=256" */
-  char config[96];   /* joint_legacy | joint_tasks | fixed:l=8,B=32,G=3 | peer:c_omp | ext:torch_eager */
+  char config[96];   /* default | joint_legacy | joint_tasks | fixed:l=8,B=32,G=3 | peer:c_fast_omp |
+                        ext:torch_eager | probe:stream */
 } bcase_decl;
 
 typedef struct bcase {
@@ -37,7 +38,7 @@ typedef struct bcase {
   char cand[160];
   char impl[24];
   xir_batch *batch;
-  /* C peer */
+  /* C peer (peer_args: xir_peer_args) or streaming probe (peer_args: xir_peer_stream_args) */
   void *peer_fn;
   void *peer_args;
   /* external peer */
