@@ -63,6 +63,15 @@ typedef struct bench_env {
   int npeers;
 } bench_env;
 
+/* The planner options of a named xir configuration — default (xir_plan_options_default with
+ * `service` as its coefficients: the run records them, so the audit can re-plan), joint_legacy,
+ * joint_tasks, joint_tasks_1w (sets *workers to 1), joint_calibrated (needs `cal`) — for width W
+ * and *workers; coefficients, when the configuration has its own, go to *coef, which must outlive
+ * *o. The bench and the audit both plan through this one function. */
+xir_status bench_config_options(const char *cfg, uint32_t W, uint32_t *workers,
+                                const xir_calibration *cal, const xir_cost_coefficients *service,
+                                xir_plan_options *o, xir_cost_coefficients *coef, xir_diag *d);
+
 /* A suite: its cases, its comparisons (baseline, variant indices) and its declared orders. */
 typedef struct bench_suite {
   char name[32];

@@ -29,6 +29,37 @@ static int output_param(const xir_program *p) {
   return -1;
 }
 
+xir_status bench_config_options(const char *cfg, uint32_t W, uint32_t *workers,
+                                const xir_calibration *cal, const xir_cost_coefficients *service,
+                                xir_plan_options *o, xir_cost_coefficients *coef, xir_diag *d) {
+  /* the report's configurations start from its base options; `default` is what a user gets */
+  xir_plan_options_base(o);
+  if (!strcmp(cfg, "default")) {
+    xir_plan_options_default(o);
+    o->coefficients = service ? coef : NULL;
+    if (service) *coef = *service;
+  } else if (!strcmp(cfg, "joint_tasks") || !strcmp(cfg, "joint_tasks_1w")) {
+    o->local_lanes = 0;
+    o->search_task_grain = 1;
+    xir_cost_coefficients_experimental(coef);
+    o->coefficients = coef;
+    if (!strcmp(cfg, "joint_tasks_1w")) *workers = 1;
+  } else if (!strcmp(cfg, "joint_calibrated")) {
+    if (!cal) return xir__err(d, XIR_ERR_INVALID_ARG, "joint_calibrated needs the run's calibration");
+    o->local_lanes = 0;
+    o->search_task_grain = 1;
+    xir_cost_coefficients_from_calibration(cal, coef);
+    o->coefficients = coef;
+  } else if (!strcmp(cfg, "joint_legacy")) {
+    o->local_lanes = 0;
+  } else {
+    return xir__err(d, XIR_ERR_INVALID_ARG, "unknown configuration '%s'", cfg);
+  }
+  o->width = W;
+  o->workers = *workers;
+  return XIR_OK;
+}
+
 static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
   const char *cfg = c->decl.config;
   xir_candidate cand;
@@ -47,33 +78,16 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
     c->grain = !strcmp(g, "max") ? UINT32_MAX : (uint32_t)atol(g);
   } else {
     xir_plan_options o;
-    xir_plan_options_base(&o); /* the report's configurations start from its base options */
-    o.width = xir_compiler_width(e->cc);
     xir_cost_coefficients coef;
-    if (!strcmp(cfg, "default")) {
-      /* what a user gets: xir_plan_options_default() with the run's workers, nothing else
-       * changed (the width is the host's, which the compiler targets) */
-    } else if (!strcmp(cfg, "joint_tasks") || !strcmp(cfg, "joint_tasks_1w")) {
-      o.local_lanes = 0;
-      o.search_task_grain = 1;
-      xir_cost_coefficients_experimental(&coef);
-      o.coefficients = &coef;
-      if (!strcmp(cfg, "joint_tasks_1w")) workers = 1;
-    } else if (!strcmp(cfg, "joint_calibrated")) {
-      /* ℓ and G searched with coefficients measured on this machine (once per run) */
-      o.local_lanes = 0;
-      o.search_task_grain = 1;
-      if (!e->calibrated) {
-        if ((st = xir_calibrate(e->cc, e->rt, &e->calibration, d))) return st;
-        e->calibrated = 1;
-      }
-      xir_cost_coefficients_from_calibration(&e->calibration, &coef);
-      o.coefficients = &coef;
-    } else if (!strcmp(cfg, "joint_legacy")) {
-      o.local_lanes = 0;
-    } else {
-      return xir__err(d, XIR_ERR_INVALID_ARG, "unknown configuration '%s'", cfg);
+    if (!strcmp(cfg, "joint_calibrated") && !e->calibrated) {
+      /* measured once per run */
+      if ((st = xir_calibrate(e->cc, e->rt, &e->calibration, d))) return st;
+      e->calibrated = 1;
     }
+    if ((st = bench_config_options(cfg, xir_compiler_width(e->cc), &workers,
+                                   e->calibrated ? &e->calibration : NULL,
+                                   xir_service_coefficients(), &o, &coef, d)))
+      return st;
     o.workers = workers;
     xir_plan *pl;
     if ((st = xir_plan_make(c->p, &c->shape, &o, &pl, d))) return st;

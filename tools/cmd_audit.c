@@ -111,8 +111,9 @@ static int check_case_config(const cJSON *rec, const cJSON *c, const xir_program
                              const xir_shape *sh, char *why, size_t cap) {
   const char *cfg = jstr(c, "config"), *cand = jstr(c, "candidate"), *grain = jstr(c, "grain");
   const char *impl = jstr(c, "implementation");
-  if (!strncmp(cfg, "peer:", 5) || !strncmp(cfg, "ext:", 4)) {
-    const char *want = !strncmp(cfg, "peer:", 5) ? "C peer" : "external peer";
+  if (!strncmp(cfg, "peer:", 5) || !strncmp(cfg, "ext:", 4) || !strncmp(cfg, "probe:", 6)) {
+    const char *want = !strncmp(cfg, "peer:", 5) ? "C peer"
+                       : !strncmp(cfg, "ext:", 4) ? "external peer" : "stream probe";
     if (strcmp(cand, "-") || strcmp(grain, "-") || strcmp(impl, want) ||
         cJSON_GetObjectItem(c, "workers") || cJSON_GetObjectItem(c, "ir_sha256")) {
       snprintf(why, cap, "peer case %s records candidate '%s', grain '%s', implementation '%s' "
@@ -161,32 +162,33 @@ static int check_case_config(const cJSON *rec, const cJSON *c, const xir_program
     want_g = !strcmp(gs, "max") ? UINT32_MAX : (uint32_t)strtoul(gs, NULL, 10);
   } else {
     xir_plan_options o;
-    xir_plan_options_base(&o); /* as bench_cases.c: the named configurations start from the base options */
-    o.width = W;
-    o.local_lanes = 0;
-    xir_cost_coefficients coef;
-    if (!strcmp(cfg, "joint_tasks") || !strcmp(cfg, "joint_tasks_1w")) {
-      o.search_task_grain = 1;
-      xir_cost_coefficients_experimental(&coef);
-      o.coefficients = &coef;
-      if (!strcmp(cfg, "joint_tasks_1w")) workers = 1;
-    } else if (!strcmp(cfg, "joint_calibrated")) {
-      const cJSON *cal = cJSON_GetObjectItem(prov, "calibration");
-      if (!cal) {
-        snprintf(why, cap, "a joint_calibrated case without the calibration in the provenance");
-        return 1;
-      }
-      xir_calibration k = {0};
+    xir_cost_coefficients coef, service;
+    xir_calibration k = {0}, *kp = NULL;
+    const cJSON *cal = cJSON_GetObjectItem(prov, "calibration");
+    if (cal) {
       k.ns_per_arith = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_arith"));
       k.ns_per_byte = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_byte"));
       k.ns_per_block = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_block"));
       k.ns_per_task = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_task"));
       k.ns_activation = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_activation"));
-      o.search_task_grain = 1;
-      xir_cost_coefficients_from_calibration(&k, &coef);
-      o.coefficients = &coef;
-    } else if (strcmp(cfg, "joint_legacy")) {
-      snprintf(why, cap, "unknown configuration '%s'", cfg);
+      kp = &k;
+    } else if (!strcmp(cfg, "joint_calibrated")) {
+      snprintf(why, cap, "a joint_calibrated case without the calibration in the provenance");
+      return 1;
+    }
+    const cJSON *sv = cJSON_GetObjectItem(prov, "service_coefficients");
+    int have_service = cJSON_IsArray(sv) && cJSON_GetArraySize(sv) == XIR_TERM_COUNT;
+    for (int t = 0; have_service && t < XIR_TERM_COUNT; t++) {
+      const cJSON *x = cJSON_GetArrayItem(sv, t);
+      if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0) have_service = 0;
+      else service.c[t] = x->valuedouble;
+    }
+    if (!strcmp(cfg, "default") && !have_service && cJSON_GetArraySize(sv) != 0) {
+      snprintf(why, cap, "a default case whose provenance has malformed service_coefficients");
+      return 1;
+    }
+    if (bench_config_options(cfg, W, &workers, kp, have_service ? &service : NULL, &o, &coef, &d)) {
+      snprintf(why, cap, "%.700s", d.msg);
       return 1;
     }
     o.workers = workers;

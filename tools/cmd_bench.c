@@ -712,6 +712,12 @@ int cmd_bench(int argc, char **argv) {
     cJSON_AddStringToObject(cJSON_GetArrayItem(jc, i), "output_sha256", cs[i].out_sha);
   }
   if (!strcmp(s.name, "fixed-grain")) cJSON_AddItemToObject(rec, "grain_identity", grain_identity(cs, kept));
+  {
+    /* the coefficients the `default` configuration planned with (the service model) */
+    const xir_cost_coefficients *sc = xir_service_coefficients();
+    cJSON *arr = cJSON_AddArrayToObject(cJSON_GetObjectItem(rec, "provenance"), "service_coefficients");
+    for (int t = 0; sc && t < XIR_TERM_COUNT; t++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(sc->c[t]));
+  }
   if (e.calibrated) {
     cJSON *cal = cJSON_AddObjectToObject(cJSON_GetObjectItem(rec, "provenance"), "calibration");
     cJSON_AddNumberToObject(cal, "ns_per_arith", e.calibration.ns_per_arith);

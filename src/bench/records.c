@@ -334,7 +334,8 @@ static xir_status check_case_fields(const cJSON *r, xir_diag *d) {
         return xir__err(d, XIR_ERR_FORMAT, "case %d: field %s is %s, not a string", i, strs[k],
                         describe(cJSON_GetObjectItemCaseSensitive(c, strs[k]), b, sizeof b));
     const char *cfg = cJSON_GetObjectItemCaseSensitive(c, "config")->valuestring;
-    int is_xir = strncmp(cfg, "peer:", 5) != 0 && strncmp(cfg, "ext:", 4) != 0;
+    int is_xir = strncmp(cfg, "peer:", 5) != 0 && strncmp(cfg, "ext:", 4) != 0 &&
+                 strncmp(cfg, "probe:", 6) != 0;
     const char *hashes[] = {"input_sha256", "output_sha256", "ir_sha256", "obj_sha256"};
     for (int k = 0; k < (is_xir ? 4 : 2); k++) {
       const cJSON *h = cJSON_GetObjectItemCaseSensitive(c, hashes[k]);
