@@ -324,6 +324,8 @@ static void test_rmsnorm_at_the_bound(void **state) {
       for (int j = 0; j < C; j++) ss += (double)x[r * C + j] * x[r * C + j];
       assert_true(ss <= ldexp(1.0, 127));
     }
+    char note[512];
+    assert_int_equal(xir__case_range_note(&c, note, sizeof note), 0);
     double *want = test_malloc(sizeof(double) * 4 * (size_t)C);
     ref_rmsnorm(4, (size_t)C, x, c.data[pidx(p, "w")], (double)1e-5f, want);
     char what[64];
@@ -346,6 +348,10 @@ static void test_rmsnorm_beyond_the_bound(void **state) {
   fill_row(x, 64, 3e38, 3);               /* row 0: the rows of 3e38 */
   fill_row(x + 64, 64, ldexp(1.0, 62), 4); /* row 1: ||x|| about 2^65 */
   /* row 2 stays random in [-2, 2] */
+  char note[512];
+  assert_int_equal(xir__case_range_note(&c, note, sizeof note), 1); /* xir run prints it */
+  assert_non_null(strstr(note, "2 row(s)"));
+  assert_non_null(strstr(note, "zeros"));
   xir_diag d;
   if (xir__case_oracle(&c, &d)) die(&d);
   int y = pidx(p, "y");
@@ -399,6 +405,8 @@ static void test_layernorm_at_the_bound(void **state) {
       for (int j = 0; j < C; j++) ss += (double)x[r * C + j] * x[r * C + j];
       assert_true(ss <= ldexp(1.0, 126));
     }
+    char note[512];
+    assert_int_equal(xir__case_range_note(&c, note, sizeof note), 0);
     double *want = test_malloc(sizeof(double) * 3 * (size_t)C);
     ref_layernorm(3, (size_t)C, x, c.data[pidx(p, "w")], c.data[pidx(p, "b")], (double)1e-5f,
                   want);
@@ -409,6 +417,41 @@ static void test_layernorm_at_the_bound(void **state) {
     xir__case_free(&c);
     xir_program_free(p);
   }
+}
+
+/* Beyond it the sum of squared deviations overflows, rsqrt(inf) = 0 and native code writes b. */
+static void test_layernorm_beyond_the_bound(void **state) {
+  (void)state;
+  xir_case c;
+  xir_program *p = setup("layernorm", "R=2,C=64", &c, 54);
+  float *x = c.data[pidx(p, "x")];
+  fill_row(x, 64, 1e30, 5); /* ||x|| about 6e30 */
+  char note[512];
+  assert_int_equal(xir__case_range_note(&c, note, sizeof note), 1);
+  assert_non_null(strstr(note, "1 row(s)"));
+  xir_diag d;
+  if (xir__case_oracle(&c, &d)) die(&d);
+  int y = pidx(p, "y");
+  const float *b = c.data[pidx(p, "b")];
+  xir_compiler *cc = g_cc[0] ? g_cc[0] : g_cc[1];
+  xir_candidate *cands;
+  size_t nc;
+  if (xir_candidates(p, &c.shape, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+  for (size_t i = 0; i < nc; i++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &c.shape, &cands[i], &k, &d)) die(&d);
+    xir__case_reset_outputs(&c);
+    uint64_t slots[XIR_MAX_PARAMS];
+    if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    for (int j = 0; j < 64; j++) assert_true(c.data[y][j] == b[j]);
+    xir_compare r = xir__case_compare(&c, y, xir__kernel_tolerance("layernorm"));
+    assert_false(r.pass);
+    assert_true(r.first_bad < 64 && r.bad <= 64); /* row 1 (ordinary) passes */
+  }
+  xir_free(cands);
+  xir__case_free(&c);
+  xir_program_free(p);
 }
 
 /* rope: the position p = r + offset is converted to f32, exact for |p| <= 2^24. With HD = 2 every
@@ -422,6 +465,9 @@ static void test_rope_positions_up_to_2p24(void **state) {
     xir_program *p = setup("rope", "R=9,C=6,HD=2", &c, 61);
     xir_diag d;
     assert_int_equal(xir__case_set_scalar(&c, "offset", (double)offsets[t], &d), XIR_OK);
+    char note[512];
+    assert_int_equal(xir__case_range_note(&c, note, sizeof note), t < 2); /* |p| > 2^13 */
+    if (t < 2) assert_null(strstr(note, "exceed 2^24"));                    /* but <= 2^24 */
     double want[9 * 6];
     assert_int_equal(ref_rope(9, 6, 2, c.data[pidx(p, "x")], 10000.0, offsets[t], want), 0);
     char what[64];
@@ -436,6 +482,8 @@ static void test_rope_positions_up_to_2p24(void **state) {
   xir_program *p = setup("rope", "R=17,C=128,HD=64", &c, 62);
   xir_diag d;
   assert_int_equal(xir__case_set_scalar(&c, "offset", 8192 - 16, &d), XIR_OK);
+  char note[512];
+  assert_int_equal(xir__case_range_note(&c, note, sizeof note), 0); /* positions end at 2^13 */
   double want[17 * 128];
   assert_int_equal(ref_rope(17, 128, 64, c.data[pidx(p, "x")], 10000.0, 8192 - 16, want), 0);
   judge("rope HD=64 positions up to 2^13", &c, p, "y", want);
@@ -452,6 +500,9 @@ static void test_rope_beyond_2p24(void **state) {
   xir_diag d;
   const int64_t off = (1 << 24) + 1;
   assert_int_equal(xir__case_set_scalar(&c, "offset", (double)off, &d), XIR_OK);
+  char note[512];
+  assert_int_equal(xir__case_range_note(&c, note, sizeof note), 1);
+  assert_non_null(strstr(note, "exceed 2^24"));
   const float *x = c.data[pidx(p, "x")];
   double at_off[2], rounded[2];
   assert_int_equal(ref_rope(1, 2, 2, x, 10000.0, off, at_off), 0);
@@ -532,6 +583,7 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm_at_the_bound),
       cmocka_unit_test(test_rmsnorm_beyond_the_bound),
       cmocka_unit_test(test_layernorm_at_the_bound),
+      cmocka_unit_test(test_layernorm_beyond_the_bound),
       cmocka_unit_test(test_rope_positions_up_to_2p24),
       cmocka_unit_test(test_rope_beyond_2p24),
       cmocka_unit_test(test_check_compare_nan_rules),

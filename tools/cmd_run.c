@@ -305,6 +305,11 @@ int cmd_run(int argc, char **argv) {
   }
   cJSON_AddItemToObject(root, "outputs", outs);
   cJSON_AddBoolToObject(root, "pass", all_pass);
+  char note[512];
+  if (xir__case_range_note(&cs, note, sizeof note)) {
+    cJSON_AddStringToObject(root, "note", note);
+    if (!json) printf("note: %s\n", note);
+  }
   if (save) {
     if (save_buffers(p, &shape, &cs, save, &d)) {
       cJSON_Delete(root);
