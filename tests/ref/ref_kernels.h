@@ -7,7 +7,10 @@
  * buffers; output buffers must not alias inputs.
  *
  * Masked rows: when every score of a softmax row (or of an attention query) is -inf, the output
- * row is all zeros, never NaN. */
+ * row is all zeros, never NaN (for attention, whatever v holds).
+ * Special values otherwise follow NumPy's softmax, exp(z - max z) / sum: a NaN score or a +inf
+ * score makes the whole row NaN (NaN max; exp(inf - inf) = NaN), a -inf score weighs 0, and
+ * 0 * inf in p @ v is NaN. */
 #ifndef XIR_REF_KERNELS_H
 #define XIR_REF_KERNELS_H
 
