@@ -362,6 +362,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
 
 void xir_cost_coefficients_default(xir_cost_coefficients *c) {
   if (!c) return;
+  memset(c, 0, sizeof *c); /* no memory hierarchy: the flat rate */
   c->c[XIR_TERM_ARITH] = 1;
   c->c[XIR_TERM_MEMORY] = 0.25;
   c->c[XIR_TERM_BLOCK] = 8;
