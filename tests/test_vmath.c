@@ -38,20 +38,36 @@ typedef void (*kern_fn)(const float *x, const float *y, float *out, int64_t nvec
 
 typedef struct kset {
   unsigned W;
+  int fma;
   kern_fn k[XIR__VM_COUNT];
   double ms;
 } kset;
 
+/* Two variants: [0] plain fmul/fadd (every host), [1] FMA (only where the host has it). Within a
+ * variant every W must give the same bits; the variants may differ by the documented ulp. */
 static xir__jit *g_jit;
-static kset g_sets[3];
+static kset g_vsets[2][3];
+static int g_vn[2];
+static int g_nvar;
+/* the variant under test (check/expect loop over variants and set these) */
+static kset *g_sets;
 static int g_nsets;
+static const char *g_vname[2] = {"plain", "fma"};
 
-static void compile_set(kset *s, unsigned W) {
+static void use_variant(int v) {
+  g_sets = g_vsets[v];
+  g_nsets = g_vn[v];
+}
+
+static void compile_set(kset *s, unsigned W, int fma) {
   xir_diag d = {0};
   xir__jit_module m;
   assert_int_equal(xir__jit_module_create(g_jit, "vmath_test", &m, &d), XIR_OK);
   xir__vm *vm;
   assert_int_equal(xir__vm_create(m.mod, NULL, &vm, &d), XIR_OK);
+  assert_int_equal(xir__vm_fma(vm), 0); /* off by default */
+  xir__vm_set_fma(vm, fma);
+  assert_int_equal(xir__vm_fma(vm), fma);
   for (int f = 0; f < XIR__VM_COUNT; f++) {
     char name[64];
     snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
@@ -61,14 +77,20 @@ static void compile_set(kset *s, unsigned W) {
   const xir__jit_artifact *a;
   xir_status st = xir__jit_add(g_jit, &m, "k_exp", NULL, &a, NULL, &d);
   if (st) fail_msg("compile W=%u: %s", W, d.msg);
-  /* no libm calls, no llvm math intrinsics other than sqrt */
+  /* no libm calls, no llvm math intrinsics other than sqrt (and fma in the FMA variant) */
   static const char *banned[] = {"@expf", "@logf", "@sinf", "@cosf", "@tanhf", "@erff", "@powf",
-                                 "@llvm.exp.", "@llvm.log.", "@llvm.sin.", "@llvm.cos.",
-                                 "@llvm.pow.", "@llvm.fma.", "@llvm.fmuladd.", " fast ",
+                                 "@fma", "@llvm.exp.", "@llvm.log.", "@llvm.sin.",
+                                 "@llvm.cos.", "@llvm.pow.", "@llvm.fmuladd.", " fast ",
                                  " reassoc ", " contract ", " afn ", " arcp "};
   for (size_t i = 0; i < sizeof banned / sizeof *banned; i++)
-    if (strstr(a->ir_text, banned[i])) fail_msg("W=%u: IR contains '%s'", W, banned[i]);
+    if (strstr(a->ir_text, banned[i])) /* "@fma" also catches "@fmaf"; not "@llvm.fma." */
+      fail_msg("W=%u fma=%d: IR contains '%s'", W, fma, banned[i]);
+  if (!fma && strstr(a->ir_text, "@llvm.fma."))
+    fail_msg("W=%u: the plain variant contains llvm.fma", W);
+  if (fma && !strstr(a->ir_text, "@llvm.fma."))
+    fail_msg("W=%u: the FMA variant contains no llvm.fma", W);
   s->W = W;
+  s->fma = fma;
   s->ms = a->total_ms;
   for (int f = 0; f < XIR__VM_COUNT; f++) {
     char name[64];
@@ -87,8 +109,13 @@ static int setup(void **state) {
     return -1;
   }
   static const unsigned Ws[3] = {1, 8, 16};
-  for (int i = 0; i < 3; i++)
-    if (xir__jit_check_width(g_jit, Ws[i], NULL) == XIR_OK) compile_set(&g_sets[g_nsets++], Ws[i]);
+  g_nvar = xir__vm_host_has_fma() ? 2 : 1;
+  if (g_nvar == 1) fprintf(stderr, "test_vmath: this host has no FMA; only the plain variant runs\n");
+  for (int v = 0; v < g_nvar; v++)
+    for (int i = 0; i < 3; i++)
+      if (xir__jit_check_width(g_jit, Ws[i], NULL) == XIR_OK)
+        compile_set(&g_vsets[v][g_vn[v]++], Ws[i], v);
+  use_variant(0);
   return 0;
 }
 
@@ -257,45 +284,57 @@ static void run_all(xir__vm_fn fn, pts *p, float *out[3]) {
 
 static int report(void) { return getenv("XIR_VMATH_REPORT") != NULL; }
 
-/* Sweeps fn over p, checks identical bits across W, ulp error (for |x| in [ulp_from, ulp_to]) ≤
- * max_ulp and abs error ≤ max_abs. */
-static void check(xir__vm_fn fn, const char *what, pts *p, double ulp_from, double ulp_to,
-                  double max_ulp, double max_abs) {
-  float *out[3] = {0};
-  run_all(fn, p, out);
-  errs e = {0};
-  measure(fn, p, out[0], &e, ulp_from, ulp_to);
-  if (report())
-    printf("  %-8s %-34s n=%-8zu max ulp %.3f (x=%.9g)  max abs(|f|<=1) %.3g (x=%.9g)\n",
-           xir__vm_name(fn), what, p->n, e.max_ulp, e.at_ulp, e.max_abs, e.at_abs);
-  for (int s = 0; s < 3; s++) free(out[s]);
-  if (e.bad_special)
-    fail_msg("%s %s: %zu special-value mismatches, first x=%a y=%a got %a", xir__vm_name(fn),
-             what, e.bad_special, e.bad_x, e.bad_y, e.bad_got);
-  if (e.max_ulp > max_ulp)
-    fail_msg("%s %s: max ulp error %.3f at x=%.9g exceeds %.3f", xir__vm_name(fn), what, e.max_ulp,
-             e.at_ulp, max_ulp);
-  if (e.max_abs > max_abs)
-    fail_msg("%s %s: max abs error %.3g at x=%.9g exceeds %.3g", xir__vm_name(fn), what, e.max_abs,
-             e.at_abs, max_abs);
+/* Sweeps fn over p in every variant, checks identical bits across W within a variant, ulp error
+ * (for |x| in [ulp_from, ulp_to]) ≤ max_ulp[v] and abs error ≤ max_abs[v]. */
+static void check_v(xir__vm_fn fn, const char *what, pts *p, double ulp_from, double ulp_to,
+                    const double max_ulp[2], const double max_abs[2]) {
+  for (int v = 0; v < g_nvar; v++) {
+    use_variant(v);
+    float *out[3] = {0};
+    run_all(fn, p, out);
+    errs e = {0};
+    measure(fn, p, out[0], &e, ulp_from, ulp_to);
+    if (report())
+      printf("  %-5s %-8s %-34s n=%-8zu max ulp %.3f (x=%.9g)  max abs(|f|<=1) %.3g (x=%.9g)\n",
+             g_vname[v], xir__vm_name(fn), what, p->n, e.max_ulp, e.at_ulp, e.max_abs, e.at_abs);
+    for (int s = 0; s < 3; s++) free(out[s]);
+    if (e.bad_special)
+      fail_msg("%s %s %s: %zu special-value mismatches, first x=%a y=%a got %a", g_vname[v],
+               xir__vm_name(fn), what, e.bad_special, e.bad_x, e.bad_y, e.bad_got);
+    if (e.max_ulp > max_ulp[v])
+      fail_msg("%s %s %s: max ulp error %.3f at x=%.9g exceeds %.3f", g_vname[v],
+               xir__vm_name(fn), what, e.max_ulp, e.at_ulp, max_ulp[v]);
+    if (e.max_abs > max_abs[v])
+      fail_msg("%s %s %s: max abs error %.3g at x=%.9g exceeds %.3g", g_vname[v],
+               xir__vm_name(fn), what, e.max_abs, e.at_abs, max_abs[v]);
+  }
+  use_variant(0);
   free(p->x);
   free(p->y);
   memset(p, 0, sizeof *p);
 }
+/* The same bounds for both variants. */
+static void check(xir__vm_fn fn, const char *what, pts *p, double ulp_from, double ulp_to,
+                  double max_ulp, double max_abs) {
+  const double u[2] = {max_ulp, max_ulp}, a[2] = {max_abs, max_abs};
+  check_v(fn, what, p, ulp_from, ulp_to, u, a);
+}
 
-/* Exact expectations: y = fn(x) bit-for-bit (NaN: any NaN). */
+/* Exact expectations, in every variant and W: y = fn(x) bit-for-bit (NaN: any NaN). */
 static void expect(xir__vm_fn fn, float x, float y, float want) {
   float xs[16], ys[16], o[16];
   for (int i = 0; i < 16; i++) xs[i] = x, ys[i] = y;
-  for (int s = 0; s < g_nsets; s++) {
-    g_sets[s].k[fn](xs, ys, o, 16 / g_sets[s].W);
-    for (int i = 0; i < 16; i++) {
-      int ok = isnan(want) ? isnan(o[i]) : f2u(o[i]) == f2u(want);
-      if (!ok)
-        fail_msg("%s(%a, %a) with W=%u: got %a, want %a", xir__vm_name(fn), x, y, g_sets[s].W,
-                 o[i], want);
+  for (int v = 0; v < g_nvar; v++)
+    for (int s = 0; s < g_vn[v]; s++) {
+      const kset *k = &g_vsets[v][s];
+      k->k[fn](xs, ys, o, 16 / k->W);
+      for (int i = 0; i < 16; i++) {
+        int ok = isnan(want) ? isnan(o[i]) : f2u(o[i]) == f2u(want);
+        if (!ok)
+          fail_msg("%s(%a, %a) with W=%u (%s): got %a, want %a", xir__vm_name(fn), x, y, k->W,
+                   g_vname[v], o[i], want);
+      }
     }
-  }
 }
 
 /* ---- tests ---- */

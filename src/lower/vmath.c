@@ -19,6 +19,7 @@
 #include "lower/vmath.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,7 +31,8 @@ struct xir__vm {
   LLVMModuleRef mod;
   LLVMContextRef ctx;
   LLVMBuilderRef b;
-  LLVMValueRef fns[XIR__VM_COUNT][NWIDTH];
+  int fma; /* xir__vm_set_fma: use llvm.fma (functions emitted from then on) */
+  LLVMValueRef fns[2][XIR__VM_COUNT][NWIDTH]; /* [fma] */
 };
 
 static const struct {
@@ -70,6 +72,7 @@ typedef struct em {
   LLVMContextRef C;
   LLVMBuilderRef b;
   unsigned W;
+  int fma;                    /* emit llvm.fma for the fused steps (else fmul + fadd) */
   LLVMTypeRef vf, vi, vd, vl; /* float, i32, double, i64 lanes (scalars when W = 1) */
 } em;
 
@@ -82,6 +85,7 @@ static void em_init(em *e, xir__vm *vm, LLVMBuilderRef b, unsigned W) {
   e->C = vm->ctx;
   e->b = b;
   e->W = W;
+  e->fma = vm->fma;
   e->vf = lanes(LLVMFloatTypeInContext(e->C), W);
   e->vi = lanes(LLVMInt32TypeInContext(e->C), W);
   e->vd = lanes(LLVMDoubleTypeInContext(e->C), W);
@@ -142,15 +146,28 @@ static LLVMValueRef copysign32(em *e, LLVMValueRef mag, LLVMValueRef s) {
   return i2f(e, ior(e, iand(e, f2i(e, mag), ki(e, 0x7fffffff)), sb));
 }
 
-/* c[0]·t^(n-1) + … + c[n-1], Horner, fp32. */
+/* llvm.fma (one rounding) of any float type. */
+static LLVMValueRef fma_exact(em *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->vm->mod, id, &t, 1);
+  LLVMValueRef args[3] = {a, b, c};
+  return LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->C, id, &t, 1), decl, args, 3, "");
+}
+/* a·b + c: fused (llvm.fma) on the FMA path, fmul then fadd (two roundings) otherwise. */
+static LLVMValueRef fmadd(em *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  return e->fma ? fma_exact(e, a, b, c) : add(e, mul(e, a, b), c);
+}
+
+/* c[0]·t^(n-1) + … + c[n-1], Horner (each step one fmadd), fp32. */
 static LLVMValueRef horner32(em *e, LLVMValueRef t, const float *c, int n) {
   LLVMValueRef r = kf(e, c[0]);
-  for (int i = 1; i < n; i++) r = add(e, mul(e, r, t), kf(e, c[i]));
+  for (int i = 1; i < n; i++) r = fmadd(e, r, t, kf(e, c[i]));
   return r;
 }
 static LLVMValueRef horner64(em *e, LLVMValueRef t, const double *c, int n) {
   LLVMValueRef r = kd(e, c[0]);
-  for (int i = 1; i < n; i++) r = add(e, mul(e, r, t), kd(e, c[i]));
+  for (int i = 1; i < n; i++) r = fmadd(e, r, t, kd(e, c[i]));
   return r;
 }
 
@@ -172,14 +189,14 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
    * (x86 handles those with slow microcode assists), and are set to 0 at the end. */
   LLVMValueRef tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
   xc = sel(e, tiny, kf(e, 0.0f), xc);
-  LLVMValueRef t = add(e, mul(e, xc, kf(e, 1.44269504088896341f)), kf(e, 12582912.0f));
+  LLVMValueRef t = fmadd(e, xc, kf(e, 1.44269504088896341f), kf(e, 12582912.0f));
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
   LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
-  LLVMValueRef r = sub(e, xc, mul(e, nf, kf(e, 0.693359375f)));
-  r = sub(e, r, mul(e, nf, kf(e, -2.12194440e-4f)));
+  LLVMValueRef r = fmadd(e, nf, kf(e, -0.693359375f), xc);
+  r = fmadd(e, nf, kf(e, 2.12194440e-4f), r);
   LLVMValueRef z = mul(e, r, r);
   LLVMValueRef y = horner32(e, r, P, 6);
-  y = add(e, add(e, mul(e, y, z), r), kf(e, 1.0f));
+  y = add(e, fmadd(e, y, z, r), kf(e, 1.0f));
   LLVMValueRef n1 = ashr(e, ni, ki(e, 1));
   LLVMValueRef n2 = isub(e, ni, n1);
   LLVMValueRef s1 = i2f(e, shl(e, iadd(e, n1, ki(e, 127)), ki(e, 23)));
@@ -208,10 +225,10 @@ static LLVMValueRef body_log(em *e, LLVMValueRef x) {
   LLVMValueRef kf_ = LLVMBuildSIToFP(e->b, k, e->vf, "");
   LLVMValueRef z = mul(e, f, f);
   LLVMValueRef y = mul(e, mul(e, horner32(e, f, P, 9), f), z);
-  y = add(e, y, mul(e, kf_, kf(e, -2.12194440e-4f)));
-  y = sub(e, y, mul(e, z, kf(e, 0.5f)));
+  y = fmadd(e, kf_, kf(e, -2.12194440e-4f), y);
+  y = fmadd(e, z, kf(e, -0.5f), y);
   LLVMValueRef r = add(e, f, y);
-  r = add(e, r, mul(e, kf_, kf(e, 0.693359375f)));
+  r = fmadd(e, kf_, kf(e, 0.693359375f), r);
   float inf = __builtin_inff(), nan = __builtin_nanf("");
   r = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, inf)), kf(e, inf), r);
   r = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), kf(e, -inf), r);
@@ -227,7 +244,7 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
                             1.33314422036E-1f, -3.33332819422E-1f};
   LLVMValueRef a = fabs32(e, x);
   LLVMValueRef z = mul(e, x, x);
-  LLVMValueRef ps = add(e, mul(e, mul(e, horner32(e, z, P, 5), z), x), x);
+  LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), x, x);
   LLVMValueRef ex = call_fn(e, XIR__VM_EXP, add(e, a, a), NULL);
   LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
   tl = copysign32(e, tl, x);
@@ -246,8 +263,8 @@ static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
   LLVMValueRef r = fdiv(e, kf(e, 1.0f), s);
   LLVMValueRef q = fdiv(e, t, s);
   LLVMValueRef cr = mul(e, c, r);
-  LLVMValueRef pos = sub(e, r, mul(e, r, cr));
-  LLVMValueRef negv = sub(e, q, mul(e, q, cr));
+  LLVMValueRef pos = fmadd(e, neg(e, r), cr, r);
+  LLVMValueRef negv = fmadd(e, neg(e, q), cr, q);
   return sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), pos, negv);
 }
 
@@ -274,11 +291,11 @@ static LLVMValueRef body_erf(em *e, LLVMValueRef x) {
                              4.3027794163208455e-06f};
   LLVMValueRef a = fabs32(e, x);
   LLVMValueRef z = mul(e, x, x);
-  LLVMValueRef rs = add(e, x, mul(e, x, horner32(e, z, Q, 7)));
+  LLVMValueRef rs = fmadd(e, x, horner32(e, z, Q, 7), x);
   LLVMValueRef lo = fcmp(e, LLVMRealOLT, a, kf(e, 2.5f));
   LLVMValueRef t = sub(e, a, sel(e, lo, kf(e, 1.75f), kf(e, 3.25f)));
   LLVMValueRef h = sel(e, lo, kf(e, E1[0]), kf(e, E2[0]));
-  for (int i = 1; i < 11; i++) h = add(e, mul(e, h, t), sel(e, lo, kf(e, E1[i]), kf(e, E2[i])));
+  for (int i = 1; i < 11; i++) h = fmadd(e, h, t, sel(e, lo, kf(e, E1[i]), kf(e, E2[i])));
   LLVMValueRef rl = sub(e, kf(e, 1.0f), h);
   rl = sel(e, fcmp(e, LLVMRealOGE, a, kf(e, 4.0f)), kf(e, 1.0f), rl);
   rl = copysign32(e, rl, x);
@@ -290,7 +307,7 @@ static LLVMValueRef body_erf(em *e, LLVMValueRef x) {
  * P2 of 28 bits, so q·P1, q·P2 and x − q·P1 are exact for |q| < 2^25 (|x| < 5.2e7); then Taylor
  * sin r (to r^11) / cos r (to r^10) on |r| ≤ π/4 in fp64, quadrant from q mod 4, one rounding to
  * fp32 at the end. Clamped to [−1, 1] so that huge arguments still give bounded values. */
-static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
+static LLVMValueRef sincos64(em *e, LLVMValueRef x, int is_cos) {
   static const double S[] = {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6};
   static const double Cc[] = {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5};
   const double MD = 6755399441055744.0; /* 1.5·2^52 */
@@ -314,6 +331,118 @@ static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
   LLVMValueRef rf = LLVMBuildFPTrunc(e->b, res, e->vf, "");
   if (!is_cos) rf = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, rf); /* sin(±0) = ±0 */
   return rf;
+}
+/* ---- sin, cos (fp32 lanes, FMA path) ----
+ * q = round(x·2/π) (magic 1.5·2^23, valid for |x| ≤ SINCOS32_MAX), r1 = x − q·P1 with P1 =
+ * fp32(π/2): exact (one fma; x − q·P1 is a multiple of min(ulp x, 2^-24) below 2 in magnitude).
+ * Then r = r1 − q·(D1 + D2 + D3) with π/2 = P1 + D1 + D2 + D3 (96 bits) is carried as a
+ * double-float h + l: q·D1 = ph + pl exactly (fma), h + e = r1 − ph exactly (2Sum), the rest goes
+ * into l, and (h, l) is renormalized (Fast2Sum). The polynomials on |h| ≤ π/4 are fp32 Taylor
+ * series with the large terms compensated: sin(h + l) = h + h³·S(h²) + l·(1 − h²/2), with h³
+ * carried as p3 + p3l (h² = z + zl exactly, h·z = p3 + (p3l) exactly) and the rounding error of
+ * fp32(−1/6) added back; cos(h + l) = (1 − z/2) + z²·C(z) − l·h with 1 − z/2 = t + e1 exactly
+ * (Fast2Sum). Only the final addition rounds at full weight. Lanes with |x| > SINCOS32_MAX (and
+ * ±inf) take the fp64 code above instead: a single "any lane large?" branch, so the common case
+ * never runs it. */
+#define SINCOS32_MAX 65536.0f
+static LLVMValueRef sincos32(em *e, LLVMValueRef x, int is_cos) {
+  static const float S[] = {-2.5052107943679403e-08f, 2.7557318844628753e-06f,
+                            -0.00019841270113829523f, 0.008333333767950535f,
+                            -0.1666666716337204f};
+  /* −1/6 − fp32(−1/6), 1/24 − fp32(1/24) */
+  const float S0LO = (float)(-1.0 / 6.0 - (double)-0.1666666716337204f);
+  const float C0LO = (float)(1.0 / 24.0 - (double)0.0416666679084301f);
+  static const float Cc[] = {2.0876755879584152e-09f, -2.755731998149713e-07f,
+                             2.4801587642286904e-05f, -0.0013888889225199819f,
+                             0.0416666679084301f};
+  const float MF = 12582912.0f; /* 1.5·2^23 */
+  const float P1 = 1.5707963705062866f, D1 = -4.371138828673793e-08f,
+              D2 = -1.7151245100058819e-15f, D3 = 1.056299898220315e-23f;
+  LLVMValueRef t = fmadd(e, x, kf(e, 0.6366197466850281f), kf(e, MF));
+  LLVMValueRef q = sub(e, t, kf(e, MF));
+  LLVMValueRef qi = f2i(e, t); /* low bits = q mod 4 (0x4b400000 has them clear) */
+  LLVMValueRef nq = neg(e, q);
+  LLVMValueRef r1 = fmadd(e, nq, kf(e, P1), x);
+  LLVMValueRef mph = mul(e, nq, kf(e, D1));       /* −q·D1 rounded */
+  LLVMValueRef mpl = fmadd(e, nq, kf(e, D1), neg(e, mph)); /* its error: −q·D1 = mph + mpl */
+  /* 2Sum: s + err = r1 + mph exactly */
+  LLVMValueRef s = add(e, r1, mph);
+  LLVMValueRef bb = sub(e, s, r1);
+  LLVMValueRef err = add(e, sub(e, r1, sub(e, s, bb)), sub(e, mph, bb));
+  LLVMValueRef lo = add(e, err, mpl);
+  lo = fmadd(e, nq, kf(e, D2), lo);
+  lo = fmadd(e, nq, kf(e, D3), lo);
+  LLVMValueRef h = add(e, s, lo);
+  LLVMValueRef l = sub(e, lo, sub(e, h, s));
+  /* h² = z + zl, h·z = p3 + p3l */
+  LLVMValueRef z = mul(e, h, h);
+  LLVMValueRef zl = fmadd(e, h, h, neg(e, z));
+  LLVMValueRef p3 = mul(e, h, z);
+  LLVMValueRef p3l = fmadd(e, h, z, neg(e, p3));
+  p3l = fmadd(e, h, zl, p3l); /* h³ ≈ p3 + p3l */
+  /* sin(h + l) = h + h³·s0 + h³·z·S'(z) + l·(1 − z/2): h + m (m + ml = p3·s0 exactly) is
+   * summed exactly (Fast2Sum, |h| ≥ |m|) and everything else is small */
+  LLVMValueRef sc = fmadd(e, mul(e, l, kf(e, -0.5f)), z, l); /* l·(1 − z/2) */
+  sc = fmadd(e, p3l, kf(e, S[4]), sc);
+  sc = fmadd(e, p3, kf(e, S0LO), sc);
+  LLVMValueRef m = mul(e, p3, kf(e, S[4]));
+  LLVMValueRef ml = fmadd(e, p3, kf(e, S[4]), neg(e, m));
+  LLVMValueRef small = fmadd(e, mul(e, p3, z), horner32(e, z, S, 4), add(e, sc, ml));
+  LLVMValueRef u = add(e, h, m);
+  LLVMValueRef ue = add(e, sub(e, h, u), m);
+  LLVMValueRef sp = add(e, u, add(e, ue, small));
+  /* cos(h + l) = (1 − z/2) + z²·c0 + z³·C'(z) − l·sin h: 1 − z/2 = tc + e1 exactly, z² = z2 + z2l
+   * exactly, z2·c0 = cm + cml exactly, tc + cm summed exactly (Fast2Sum) */
+  LLVMValueRef w = mul(e, z, kf(e, 0.5f));
+  LLVMValueRef tc = sub(e, kf(e, 1.0f), w);
+  LLVMValueRef e1 = sub(e, sub(e, kf(e, 1.0f), tc), w);
+  LLVMValueRef cc = fmadd(e, zl, kf(e, -0.5f), e1);
+  cc = fmadd(e, neg(e, l), sp, cc);
+  LLVMValueRef z2 = mul(e, z, z);
+  LLVMValueRef z2l = fmadd(e, z, z, neg(e, z2));
+  LLVMValueRef cm = mul(e, z2, kf(e, Cc[4]));
+  LLVMValueRef cml = fmadd(e, z2, kf(e, Cc[4]), neg(e, cm));
+  LLVMValueRef cu = add(e, tc, cm);
+  LLVMValueRef cue = add(e, sub(e, tc, cu), cm);
+  cc = add(e, cc, cml);
+  cc = fmadd(e, fmadd(e, add(e, z, z), zl, z2l), kf(e, Cc[4]), cc); /* (h⁴ − z2)·c0 */
+  cc = fmadd(e, z2, kf(e, C0LO), cc);
+  cc = fmadd(e, mul(e, z2, z), horner32(e, z, Cc, 4), cc);
+  LLVMValueRef cp = add(e, cu, add(e, cue, cc));
+  if (is_cos) qi = iadd(e, qi, ki(e, 1));
+  LLVMValueRef odd = icmp(e, LLVMIntNE, iand(e, qi, ki(e, 1)), ki(e, 0));
+  LLVMValueRef ng = icmp(e, LLVMIntNE, iand(e, qi, ki(e, 2)), ki(e, 0));
+  LLVMValueRef res = sel(e, odd, cp, sp);
+  res = sel(e, ng, neg(e, res), res);
+  /* the rare large lanes: fp64 code, behind one branch */
+  LLVMValueRef big = fcmp(e, LLVMRealOGT, fabs32(e, x), kf(e, SINCOS32_MAX));
+  LLVMValueRef any = big;
+  if (e->W > 1) {
+    unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.or", 21);
+    LLVMTypeRef bt = LLVMTypeOf(big);
+    LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->vm->mod, id, &bt, 1);
+    any = LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->C, id, &bt, 1), decl, &big, 1, "any_big");
+  }
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(e->b);
+  LLVMValueRef fn = LLVMGetBasicBlockParent(here);
+  LLVMBasicBlockRef large = LLVMAppendBasicBlockInContext(e->C, fn, "large");
+  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->C, fn, "join");
+  LLVMBuildCondBr(e->b, any, large, join);
+  LLVMPositionBuilderAtEnd(e->b, large);
+  LLVMValueRef r64 = sel(e, big, sincos64(e, x, is_cos), res);
+  LLVMBasicBlockRef large_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, join);
+  LLVMPositionBuilderAtEnd(e->b, join);
+  LLVMValueRef phi = LLVMBuildPhi(e->b, e->vf, "");
+  LLVMValueRef iv[2] = {res, r64};
+  LLVMBasicBlockRef ib[2] = {here, large_end};
+  LLVMAddIncoming(phi, iv, ib, 2);
+  if (!is_cos) phi = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, phi); /* sin(±0) = ±0 */
+  return phi;
+}
+
+static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
+  return e->fma ? sincos32(e, x, is_cos) : sincos64(e, x, is_cos);
 }
 static LLVMValueRef body_sin(em *e, LLVMValueRef x) { return sincos_common(e, x, 0); }
 static LLVMValueRef body_cos(em *e, LLVMValueRef x) { return sincos_common(e, x, 1); }
@@ -398,17 +527,19 @@ void xir__vm_function_attrs(LLVMValueRef fn, unsigned W) {
 static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
   int wi = width_index(W);
   if (wi < 0) return NULL;
-  if (vm->fns[fn][wi]) return vm->fns[fn][wi];
+  int fz = vm->fma ? 1 : 0;
+  if (vm->fns[fz][fn][wi]) return vm->fns[fz][fn][wi];
   char name[64];
-  if (W == 1) snprintf(name, sizeof name, "xir.v%s.f32", k_fn[fn].name);
-  else snprintf(name, sizeof name, "xir.v%s.v%uf32", k_fn[fn].name, W);
+  const char *tag = fz ? ".fma" : "";
+  if (W == 1) snprintf(name, sizeof name, "xir.v%s%s.f32", k_fn[fn].name, tag);
+  else snprintf(name, sizeof name, "xir.v%s%s.v%uf32", k_fn[fn].name, tag, W);
   LLVMTypeRef vf = lanes(LLVMFloatTypeInContext(vm->ctx), W);
   LLVMTypeRef params[2] = {vf, vf};
   LLVMTypeRef fty = LLVMFunctionType(vf, params, (unsigned)k_fn[fn].arity, 0);
   LLVMValueRef f = LLVMGetNamedFunction(vm->mod, name);
   if (f) {
     if (LLVMGlobalGetValueType(f) != fty) return NULL;
-    vm->fns[fn][wi] = f;
+    vm->fns[fz][fn][wi] = f;
     return f;
   }
   f = LLVMAddFunction(vm->mod, name, fty);
@@ -420,7 +551,7 @@ static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
   add_enum_attr(vm->ctx, f, "nofree", 0);
   add_enum_attr(vm->ctx, f, "norecurse", 0);
   add_enum_attr(vm->ctx, f, "memory", 0); /* memory(none) */
-  vm->fns[fn][wi] = f; /* before the body: bodies may call other functions */
+  vm->fns[fz][fn][wi] = f; /* before the body: bodies may call other functions */
   LLVMBuilderRef b = LLVMCreateBuilderInContext(vm->ctx);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(vm->ctx, f, "entry"));
   em e;
@@ -480,6 +611,28 @@ xir_status xir__vm_create(LLVMModuleRef mod, LLVMBuilderRef b, xir__vm **out, xi
 
 void xir__vm_destroy(xir__vm *vm) { xir__free(vm); }
 void xir__vm_set_builder(xir__vm *vm, LLVMBuilderRef b) { vm->b = b; }
+void xir__vm_set_fma(xir__vm *vm, int on) {
+  if (vm) vm->fma = on != 0;
+}
+int xir__vm_fma(const xir__vm *vm) { return vm && vm->fma; }
+
+int xir__vm_host_has_fma(void) {
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
+  /* LLVM's view of the host, the same one the JIT compiles for by default. */
+  char *f = LLVMGetHostCPUFeatures();
+  int has = 0;
+  for (const char *p = f; p && *p;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (len == 4 && !memcmp(p, "+fma", 4)) has = 1;
+    p = c ? c + 1 : NULL;
+  }
+  LLVMDisposeMessage(f);
+  return has;
+#else
+  return 0; /* only x86 hosts are known to need the choice; the plain path is always valid */
+#endif
+}
 
 /* W of a float / <W x float> type in vm's context, or 0. */
 static unsigned type_width(xir__vm *vm, LLVMTypeRef t) {

@@ -59,6 +59,20 @@ xir_status xir__vm_create(LLVMModuleRef mod, LLVMBuilderRef b, xir__vm **out, xi
 void xir__vm_destroy(xir__vm *vm); /* NULL is fine; never touches the module */
 void xir__vm_set_builder(xir__vm *vm, LLVMBuilderRef b);
 
+/* FMA. Off after xir__vm_create: every function is plain fmul/fadd (the same bits on every x86
+ * target). On: functions emitted from then on evaluate their Horner steps, range-reduction steps
+ * and compensations with llvm.fma (exactly rounded, so still the same bits for every W), sin and
+ * cos run in fp32 lanes (fp64 only behind a branch for lanes with |x| > 65536), and the functions
+ * are named `xir.v<name>.fma.<type>` (both variants can coexist in one module). Only turn it on
+ * when the code's target has FMA, or llvm.fma becomes an fmaf call the JIT cannot link: the
+ * lowering passes xir__vm_host_has_fma(), for the JIT's default host target. Error bounds of both
+ * variants are in docs/vmath.md. */
+void xir__vm_set_fma(xir__vm *vm, int on);
+int xir__vm_fma(const xir__vm *vm);
+/* 1 when the host CPU has FMA (LLVM's host feature list has +fma; x86 only), else 0. The same
+ * answer every time on one host. */
+int xir__vm_host_has_fma(void);
+
 /* Emits fn(x) (or pow(x, y)) at the builder's position and returns the result, of x's type.
  * x (and y) must be float or <W x float> with W in {1, 2, 4, 8, 16}, y of the same type, y NULL
  * for unary functions. Errors: XIR_ERR_INVALID_ARG (wrong type, arity or fn), XIR_ERR_NOMEM. */
