@@ -40,6 +40,7 @@ typedef struct kset {
   unsigned W;
   int fma;
   kern_fn k[XIR__VM_COUNT];
+  kern_fn powu; /* pow with a uniform base: out[i] = pow(x[0], y[i]) */
   double ms;
 } kset;
 
@@ -73,6 +74,7 @@ static void compile_set(kset *s, unsigned W, int fma) {
     snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
     if (xir__vm_build_map_kernel(vm, name, (xir__vm_fn)f, W, &d)) fail_msg("%s", d.msg);
   }
+  if (xir__vm_build_pow_uniform_kernel(vm, "k_powu", W, &d)) fail_msg("%s", d.msg);
   xir__vm_destroy(vm);
   const xir__jit_artifact *a;
   xir_status st = xir__jit_add(g_jit, &m, "k_exp", NULL, &a, NULL, &d);
@@ -99,6 +101,9 @@ static void compile_set(kset *s, unsigned W, int fma) {
     if (xir__jit_lookup(g_jit, a, name, &p, &d)) fail_msg("lookup %s: %s", name, d.msg);
     s->k[f] = (kern_fn)p;
   }
+  void *p;
+  if (xir__jit_lookup(g_jit, a, "k_powu", &p, &d)) fail_msg("lookup k_powu: %s", d.msg);
+  s->powu = (kern_fn)p;
 }
 
 static int setup(void **state) {
@@ -517,6 +522,51 @@ static void test_pow_accuracy(void **state) {
   expect(XIR__VM_POW, 2.0f, -151.0f, 0.0f);
 }
 
+/* pow with a uniform base is bit-identical to pow with the base splat, in every variant and W:
+ * special bases (0, ±inf, NaN, ±1, negative, subnormal, FLT_MAX) and random ones, against
+ * exponents that mix specials, integers, half-integers and random values. */
+static void test_pow_uniform_base(void **state) {
+  (void)state;
+  enum { NY = 4096 };
+  static float ys[NY], xs[NY], o1[NY], o2[NY];
+  const float sy[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, 3.0f, -3.0f, 0.5f, -0.5f, INFINITY,
+                      -INFINITY, NAN, 1e30f, -1e30f, 16777217.0f, 1.5f};
+  for (int i = 0; i < NY; i++) {
+    double u = urand();
+    if (i < 16) ys[i] = sy[i];
+    else if (i % 4 == 0) ys[i] = (float)(int)(-40 + 80 * u);
+    else if (i % 4 == 1) ys[i] = (float)(-150 + 300 * u);
+    else ys[i] = (float)(-4 + 8 * u);
+  }
+  float bases[64 + 96];
+  const float sb[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, INFINITY, -INFINITY,
+                      NAN, 1e-45f, -1e-45f, FLT_MIN, FLT_MAX, -FLT_MAX, 3.0f, 10000.0f, 0.999f};
+  int nb = 0;
+  for (size_t i = 0; i < sizeof sb / sizeof *sb; i++) bases[nb++] = sb[i];
+  while (nb < (int)(sizeof bases / sizeof *bases)) {
+    float b = (float)exp2(-60 + 120 * urand());
+    bases[nb] = (nb & 1) ? -b : b;
+    nb++;
+  }
+  size_t compared = 0;
+  for (int v = 0; v < g_nvar; v++)
+    for (int s = 0; s < g_vn[v]; s++) {
+      const kset *k = &g_vsets[v][s];
+      for (int bi = 0; bi < nb; bi++) {
+        for (int i = 0; i < NY; i++) xs[i] = bases[bi];
+        k->k[XIR__VM_POW](xs, ys, o1, NY / k->W);
+        float b1[1] = {bases[bi]};
+        k->powu(b1, ys, o2, NY / k->W);
+        for (int i = 0; i < NY; i++, compared++)
+          if (f2u(o1[i]) != f2u(o2[i]))
+            fail_msg("pow_uniform_base(%a, %a) W=%u %s: %a, pow gives %a", bases[bi], ys[i], k->W,
+                     g_vname[v], o2[i], o1[i]);
+      }
+    }
+  if (report()) printf("  pow_uniform_base: %zu results bit-equal to pow\n", compared);
+  assert_true(compared >= (size_t)nb * NY);
+}
+
 static void test_sqrt_rsqrt_exact(void **state) {
   (void)state;
   pts p = {0};
@@ -582,7 +632,8 @@ int main(void) {
       cmocka_unit_test(test_exp_accuracy),     cmocka_unit_test(test_log_accuracy),
       cmocka_unit_test(test_tanh_accuracy),    cmocka_unit_test(test_erf_accuracy),
       cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sin_cos_accuracy),
-      cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_sqrt_rsqrt_exact),
+      cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_pow_uniform_base),
+      cmocka_unit_test(test_sqrt_rsqrt_exact),
       cmocka_unit_test(test_api_errors_and_emit_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -33,6 +33,7 @@ struct xir__vm {
   LLVMBuilderRef b;
   int fma; /* xir__vm_set_fma: use llvm.fma (functions emitted from then on) */
   LLVMValueRef fns[2][XIR__VM_COUNT][NWIDTH]; /* [fma] */
+  LLVMValueRef powlog[2], powu[2][NWIDTH];      /* xir__vm_pow_uniform_base's two halves */
 };
 
 static const struct {
@@ -306,143 +307,39 @@ static LLVMValueRef body_erf(em *e, LLVMValueRef x) {
  * q = round(x·2/π) (magic 1.5·2^52), r = x − q·P1 − q·P2 − q·P3 with π/2 = P1 + P2 + P3, P1 and
  * P2 of 28 bits, so q·P1, q·P2 and x − q·P1 are exact for |q| < 2^25 (|x| < 5.2e7); then Taylor
  * sin r (to r^11) / cos r (to r^10) on |r| ≤ π/4 in fp64, quadrant from q mod 4, one rounding to
- * fp32 at the end. Clamped to [−1, 1] so that huge arguments still give bounded values. */
-static LLVMValueRef sincos64(em *e, LLVMValueRef x, int is_cos) {
+ * fp32 at the end. Clamped to [−1, 1] so that huge arguments still give bounded values. The FMA
+ * variant fuses the reduction and Horner steps (about a third fewer fp64 operations).
+ * Why not fp32 lanes on the FMA path: an fp32 Cody–Waite reduction (exact x − q·fp32(π/2) by
+ * fma, the rest as a double-float) with compensated fp32 polynomials reached 0.513 ulp, but it
+ * needs ~110 zmm instructions against ~70 here and measured 0.73 ns/element against 0.45 at
+ * W = 16 on Zen 4; an fp32 version without the compensations is cheaper but above 0.6 ulp. */
+static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
   static const double S[] = {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6};
   static const double Cc[] = {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5};
   const double MD = 6755399441055744.0; /* 1.5·2^52 */
   LLVMValueRef xd = LLVMBuildFPExt(e->b, x, e->vd, "");
-  LLVMValueRef t = add(e, mul(e, xd, kd(e, 0.6366197723675814)), kd(e, MD));
+  LLVMValueRef t = fmadd(e, xd, kd(e, 0.6366197723675814), kd(e, MD));
   LLVMValueRef q = sub(e, t, kd(e, MD));
-  LLVMValueRef qi = d2l(e, t); /* low bits = q mod 2^k */
-  LLVMValueRef r = sub(e, xd, mul(e, q, kd(e, 1.570796325802803)));
-  r = sub(e, r, mul(e, q, kd(e, 9.920935739593517e-10)));
-  r = sub(e, r, mul(e, q, kd(e, 5.721188726109832e-18)));
-  LLVMValueRef z = mul(e, r, r);
-  LLVMValueRef sp = add(e, r, mul(e, r, mul(e, z, horner64(e, z, S, 5))));
-  LLVMValueRef cp = add(e, kd(e, 1.0), mul(e, z, horner64(e, z, Cc, 5)));
-  if (is_cos) qi = iadd(e, qi, kl(e, 1));
-  LLVMValueRef odd = icmp(e, LLVMIntNE, iand(e, qi, kl(e, 1)), kl(e, 0));
-  LLVMValueRef ng = icmp(e, LLVMIntNE, iand(e, qi, kl(e, 2)), kl(e, 0));
-  LLVMValueRef res = sel(e, odd, cp, sp);
-  res = sel(e, ng, neg(e, res), res);
-  res = sel(e, fcmp(e, LLVMRealOGT, res, kd(e, 1.0)), kd(e, 1.0), res);
-  res = sel(e, fcmp(e, LLVMRealOLT, res, kd(e, -1.0)), kd(e, -1.0), res);
-  LLVMValueRef rf = LLVMBuildFPTrunc(e->b, res, e->vf, "");
-  if (!is_cos) rf = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, rf); /* sin(±0) = ±0 */
-  return rf;
-}
-/* ---- sin, cos (fp32 lanes, FMA path) ----
- * q = round(x·2/π) (magic 1.5·2^23, valid for |x| ≤ SINCOS32_MAX), r1 = x − q·P1 with P1 =
- * fp32(π/2): exact (one fma; x − q·P1 is a multiple of min(ulp x, 2^-24) below 2 in magnitude).
- * Then r = r1 − q·(D1 + D2 + D3) with π/2 = P1 + D1 + D2 + D3 (96 bits) is carried as a
- * double-float h + l: q·D1 = ph + pl exactly (fma), h + e = r1 − ph exactly (2Sum), the rest goes
- * into l, and (h, l) is renormalized (Fast2Sum). The polynomials on |h| ≤ π/4 are fp32 Taylor
- * series with the large terms compensated: sin(h + l) = h + h³·S(h²) + l·(1 − h²/2), with h³
- * carried as p3 + p3l (h² = z + zl exactly, h·z = p3 + (p3l) exactly) and the rounding error of
- * fp32(−1/6) added back; cos(h + l) = (1 − z/2) + z²·C(z) − l·h with 1 − z/2 = t + e1 exactly
- * (Fast2Sum). Only the final addition rounds at full weight. Lanes with |x| > SINCOS32_MAX (and
- * ±inf) take the fp64 code above instead: a single "any lane large?" branch, so the common case
- * never runs it. */
-#define SINCOS32_MAX 65536.0f
-static LLVMValueRef sincos32(em *e, LLVMValueRef x, int is_cos) {
-  static const float S[] = {-2.5052107943679403e-08f, 2.7557318844628753e-06f,
-                            -0.00019841270113829523f, 0.008333333767950535f,
-                            -0.1666666716337204f};
-  /* −1/6 − fp32(−1/6), 1/24 − fp32(1/24) */
-  const float S0LO = (float)(-1.0 / 6.0 - (double)-0.1666666716337204f);
-  const float C0LO = (float)(1.0 / 24.0 - (double)0.0416666679084301f);
-  static const float Cc[] = {2.0876755879584152e-09f, -2.755731998149713e-07f,
-                             2.4801587642286904e-05f, -0.0013888889225199819f,
-                             0.0416666679084301f};
-  const float MF = 12582912.0f; /* 1.5·2^23 */
-  const float P1 = 1.5707963705062866f, D1 = -4.371138828673793e-08f,
-              D2 = -1.7151245100058819e-15f, D3 = 1.056299898220315e-23f;
-  LLVMValueRef t = fmadd(e, x, kf(e, 0.6366197466850281f), kf(e, MF));
-  LLVMValueRef q = sub(e, t, kf(e, MF));
-  LLVMValueRef qi = f2i(e, t); /* low bits = q mod 4 (0x4b400000 has them clear) */
+  /* q mod 4 from the low bits, in i32 lanes (the fp32 width) */
+  LLVMValueRef qi = LLVMBuildTrunc(e->b, d2l(e, t), e->vi, "");
   LLVMValueRef nq = neg(e, q);
-  LLVMValueRef r1 = fmadd(e, nq, kf(e, P1), x);
-  LLVMValueRef mph = mul(e, nq, kf(e, D1));       /* −q·D1 rounded */
-  LLVMValueRef mpl = fmadd(e, nq, kf(e, D1), neg(e, mph)); /* its error: −q·D1 = mph + mpl */
-  /* 2Sum: s + err = r1 + mph exactly */
-  LLVMValueRef s = add(e, r1, mph);
-  LLVMValueRef bb = sub(e, s, r1);
-  LLVMValueRef err = add(e, sub(e, r1, sub(e, s, bb)), sub(e, mph, bb));
-  LLVMValueRef lo = add(e, err, mpl);
-  lo = fmadd(e, nq, kf(e, D2), lo);
-  lo = fmadd(e, nq, kf(e, D3), lo);
-  LLVMValueRef h = add(e, s, lo);
-  LLVMValueRef l = sub(e, lo, sub(e, h, s));
-  /* h² = z + zl, h·z = p3 + p3l */
-  LLVMValueRef z = mul(e, h, h);
-  LLVMValueRef zl = fmadd(e, h, h, neg(e, z));
-  LLVMValueRef p3 = mul(e, h, z);
-  LLVMValueRef p3l = fmadd(e, h, z, neg(e, p3));
-  p3l = fmadd(e, h, zl, p3l); /* h³ ≈ p3 + p3l */
-  /* sin(h + l) = h + h³·s0 + h³·z·S'(z) + l·(1 − z/2): h + m (m + ml = p3·s0 exactly) is
-   * summed exactly (Fast2Sum, |h| ≥ |m|) and everything else is small */
-  LLVMValueRef sc = fmadd(e, mul(e, l, kf(e, -0.5f)), z, l); /* l·(1 − z/2) */
-  sc = fmadd(e, p3l, kf(e, S[4]), sc);
-  sc = fmadd(e, p3, kf(e, S0LO), sc);
-  LLVMValueRef m = mul(e, p3, kf(e, S[4]));
-  LLVMValueRef ml = fmadd(e, p3, kf(e, S[4]), neg(e, m));
-  LLVMValueRef small = fmadd(e, mul(e, p3, z), horner32(e, z, S, 4), add(e, sc, ml));
-  LLVMValueRef u = add(e, h, m);
-  LLVMValueRef ue = add(e, sub(e, h, u), m);
-  LLVMValueRef sp = add(e, u, add(e, ue, small));
-  /* cos(h + l) = (1 − z/2) + z²·c0 + z³·C'(z) − l·sin h: 1 − z/2 = tc + e1 exactly, z² = z2 + z2l
-   * exactly, z2·c0 = cm + cml exactly, tc + cm summed exactly (Fast2Sum) */
-  LLVMValueRef w = mul(e, z, kf(e, 0.5f));
-  LLVMValueRef tc = sub(e, kf(e, 1.0f), w);
-  LLVMValueRef e1 = sub(e, sub(e, kf(e, 1.0f), tc), w);
-  LLVMValueRef cc = fmadd(e, zl, kf(e, -0.5f), e1);
-  cc = fmadd(e, neg(e, l), sp, cc);
-  LLVMValueRef z2 = mul(e, z, z);
-  LLVMValueRef z2l = fmadd(e, z, z, neg(e, z2));
-  LLVMValueRef cm = mul(e, z2, kf(e, Cc[4]));
-  LLVMValueRef cml = fmadd(e, z2, kf(e, Cc[4]), neg(e, cm));
-  LLVMValueRef cu = add(e, tc, cm);
-  LLVMValueRef cue = add(e, sub(e, tc, cu), cm);
-  cc = add(e, cc, cml);
-  cc = fmadd(e, fmadd(e, add(e, z, z), zl, z2l), kf(e, Cc[4]), cc); /* (h⁴ − z2)·c0 */
-  cc = fmadd(e, z2, kf(e, C0LO), cc);
-  cc = fmadd(e, mul(e, z2, z), horner32(e, z, Cc, 4), cc);
-  LLVMValueRef cp = add(e, cu, add(e, cue, cc));
+  LLVMValueRef r = fmadd(e, nq, kd(e, 1.570796325802803), xd);
+  r = fmadd(e, nq, kd(e, 9.920935739593517e-10), r);
+  r = fmadd(e, nq, kd(e, 5.721188726109832e-18), r);
+  LLVMValueRef z = mul(e, r, r);
+  LLVMValueRef sp = fmadd(e, r, mul(e, z, horner64(e, z, S, 5)), r);
+  LLVMValueRef cp = fmadd(e, z, horner64(e, z, Cc, 5), kd(e, 1.0));
   if (is_cos) qi = iadd(e, qi, ki(e, 1));
   LLVMValueRef odd = icmp(e, LLVMIntNE, iand(e, qi, ki(e, 1)), ki(e, 0));
-  LLVMValueRef ng = icmp(e, LLVMIntNE, iand(e, qi, ki(e, 2)), ki(e, 0));
-  LLVMValueRef res = sel(e, odd, cp, sp);
-  res = sel(e, ng, neg(e, res), res);
-  /* the rare large lanes: fp64 code, behind one branch */
-  LLVMValueRef big = fcmp(e, LLVMRealOGT, fabs32(e, x), kf(e, SINCOS32_MAX));
-  LLVMValueRef any = big;
-  if (e->W > 1) {
-    unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.or", 21);
-    LLVMTypeRef bt = LLVMTypeOf(big);
-    LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->vm->mod, id, &bt, 1);
-    any = LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->C, id, &bt, 1), decl, &big, 1, "any_big");
-  }
-  LLVMBasicBlockRef here = LLVMGetInsertBlock(e->b);
-  LLVMValueRef fn = LLVMGetBasicBlockParent(here);
-  LLVMBasicBlockRef large = LLVMAppendBasicBlockInContext(e->C, fn, "large");
-  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->C, fn, "join");
-  LLVMBuildCondBr(e->b, any, large, join);
-  LLVMPositionBuilderAtEnd(e->b, large);
-  LLVMValueRef r64 = sel(e, big, sincos64(e, x, is_cos), res);
-  LLVMBasicBlockRef large_end = LLVMGetInsertBlock(e->b);
-  LLVMBuildBr(e->b, join);
-  LLVMPositionBuilderAtEnd(e->b, join);
-  LLVMValueRef phi = LLVMBuildPhi(e->b, e->vf, "");
-  LLVMValueRef iv[2] = {res, r64};
-  LLVMBasicBlockRef ib[2] = {here, large_end};
-  LLVMAddIncoming(phi, iv, ib, 2);
-  if (!is_cos) phi = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, phi); /* sin(±0) = ±0 */
-  return phi;
-}
-
-static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
-  return e->fma ? sincos32(e, x, is_cos) : sincos64(e, x, is_cos);
+  LLVMValueRef res = LLVMBuildFPTrunc(e->b, sel(e, odd, cp, sp), e->vf, "");
+  /* the sign of quadrants 2 and 3, then the clamp, in fp32 (fptrunc is monotonic and symmetric,
+   * so this is the same value as negating and clamping in fp64) */
+  LLVMValueRef sgn = shl(e, iand(e, qi, ki(e, 2)), ki(e, 30));
+  res = i2f(e, LLVMBuildXor(e->b, f2i(e, res), sgn, ""));
+  res = sel(e, fcmp(e, LLVMRealOGT, res, kf(e, 1.0f)), kf(e, 1.0f), res);
+  res = sel(e, fcmp(e, LLVMRealOLT, res, kf(e, -1.0f)), kf(e, -1.0f), res);
+  if (!is_cos) res = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, res); /* sin(±0) = ±0 */
+  return res;
 }
 static LLVMValueRef body_sin(em *e, LLVMValueRef x) { return sincos_common(e, x, 0); }
 static LLVMValueRef body_cos(em *e, LLVMValueRef x) { return sincos_common(e, x, 1); }
@@ -452,39 +349,69 @@ static LLVMValueRef body_cos(em *e, LLVMValueRef x) { return sincos_common(e, x,
  * t = y·log|x|; e^t in fp64: n = round(t/ln2), r = t − n·ln2 (ln2 in two parts), Taylor to r^10,
  * ·2^n; one rounding to fp32 (overflow → inf, subnormals rounded once). Then the C99 special
  * cases: sign for x < 0 and odd integer y, NaN for x < 0 finite and non-integer y, pow(x, ±0) = 1,
- * pow(1, y) = 1, pow(−1, ±inf) = 1, NaN otherwise propagates. */
-static LLVMValueRef body_pow(em *e, LLVMValueRef x, LLVMValueRef y) {
+ * pow(1, y) = 1, pow(−1, ±inf) = 1, NaN otherwise propagates.
+ * The FMA variant: m and k come from the fp32 bits (i32 lanes; subnormals scaled by 2^23 first),
+ * 1/(m+1) is an fp32 division refined by one fp64 Newton step (relative error ~2^-46) instead of
+ * an fp64 division, the series stop at s¹²/13 and r^9 (truncation below 2^-37 relative), and every
+ * Horner and reduction step is an fma. It is split in two, log|x| (pow_log) and the rest
+ * (pow_finish), so that xir__vm_pow_uniform_base can compute the log once. */
+static LLVMValueRef pow_log(em *e, LLVMValueRef x) {
   static const double L[] = {1.0 / 15, 1.0 / 13, 1.0 / 11, 1.0 / 9, 1.0 / 7, 1.0 / 5, 1.0 / 3, 1.0};
+  const double inf = __builtin_inf();
+  LLVMValueRef ax = fabs32(e, x);
+  LLVMValueRef xd = LLVMBuildFPExt(e->b, ax, e->vd, "");
+  LLVMValueRef lg;
+  if (!e->fma) {
+    LLVMValueRef bits = d2l(e, xd);
+    LLVMValueRef k = isub(e, lshr(e, bits, kl(e, 52)), kl(e, 1023));
+    LLVMValueRef m = l2d(e, ior(e, iand(e, bits, kl(e, 0x000fffffffffffffLL)),
+                                kl(e, 0x3ff0000000000000LL)));
+    LLVMValueRef big = fcmp(e, LLVMRealOGT, m, kd(e, 1.4142135623730951));
+    m = sel(e, big, mul(e, m, kd(e, 0.5)), m);
+    k = iadd(e, k, sel(e, big, kl(e, 1), kl(e, 0)));
+    LLVMValueRef s = fdiv(e, sub(e, m, kd(e, 1.0)), add(e, m, kd(e, 1.0)));
+    LLVMValueRef s2 = mul(e, s, s);
+    lg = add(e, mul(e, LLVMBuildSIToFP(e->b, k, e->vd, ""), kd(e, 0.6931471805599453)),
+             mul(e, add(e, s, s), horner64(e, s2, L, 8)));
+  } else {
+    LLVMValueRef sub_n = fcmp(e, LLVMRealOLT, ax, kf(e, 1.17549435e-38f));
+    LLVMValueRef bits = f2i(e, sel(e, sub_n, mul(e, ax, kf(e, 8388608.0f)), ax));
+    LLVMValueRef k = isub(e, lshr(e, bits, ki(e, 23)), ki(e, 127));
+    k = isub(e, k, sel(e, sub_n, ki(e, 23), ki(e, 0)));
+    LLVMValueRef mf = i2f(e, ior(e, iand(e, bits, ki(e, 0x007fffff)), ki(e, 0x3f800000)));
+    LLVMValueRef big = fcmp(e, LLVMRealOGT, mf, kf(e, 1.41421354f));
+    mf = sel(e, big, mul(e, mf, kf(e, 0.5f)), mf); /* m ∈ (0.7071, 1.4142], exact */
+    k = iadd(e, k, sel(e, big, ki(e, 1), ki(e, 0)));
+    LLVMValueRef m = LLVMBuildFPExt(e->b, mf, e->vd, "");
+    LLVMValueRef d = add(e, m, kd(e, 1.0));
+    LLVMValueRef rf = fdiv(e, kf(e, 1.0f), add(e, mf, kf(e, 1.0f))); /* ≈ 1/d, 2^-23 */
+    LLVMValueRef rd = LLVMBuildFPExt(e->b, rf, e->vd, "");
+    rd = fmadd(e, rd, fmadd(e, neg(e, d), rd, kd(e, 1.0)), rd); /* Newton: ≈ 2^-46 */
+    LLVMValueRef s = mul(e, sub(e, m, kd(e, 1.0)), rd);
+    LLVMValueRef s2 = mul(e, s, s);
+    lg = fmadd(e, LLVMBuildSIToFP(e->b, k, e->vd, ""), kd(e, 0.6931471805599453),
+               mul(e, add(e, s, s), horner64(e, s2, L + 1, 7)));
+  }
+  lg = sel(e, fcmp(e, LLVMRealOEQ, xd, kd(e, 0.0)), kd(e, -inf), lg);
+  return sel(e, fcmp(e, LLVMRealOEQ, xd, kd(e, inf)), kd(e, inf), lg);
+}
+
+static LLVMValueRef pow_finish(em *e, LLVMValueRef x, LLVMValueRef y, LLVMValueRef lg) {
   static const double X[] = {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720,
                              1.0 / 120,     1.0 / 24,     1.0 / 6,     0.5,        1.0,
                              1.0};
-  const double MD = 6755399441055744.0, inf = __builtin_inf();
-  LLVMValueRef ax = fabs32(e, x);
-  LLVMValueRef xd = LLVMBuildFPExt(e->b, ax, e->vd, "");
-  LLVMValueRef bits = d2l(e, xd);
-  LLVMValueRef k = isub(e, lshr(e, bits, kl(e, 52)), kl(e, 1023));
-  LLVMValueRef m = l2d(e, ior(e, iand(e, bits, kl(e, 0x000fffffffffffffLL)),
-                              kl(e, 0x3ff0000000000000LL)));
-  LLVMValueRef big = fcmp(e, LLVMRealOGT, m, kd(e, 1.4142135623730951));
-  m = sel(e, big, mul(e, m, kd(e, 0.5)), m);
-  k = iadd(e, k, sel(e, big, kl(e, 1), kl(e, 0)));
-  LLVMValueRef s = fdiv(e, sub(e, m, kd(e, 1.0)), add(e, m, kd(e, 1.0)));
-  LLVMValueRef s2 = mul(e, s, s);
-  LLVMValueRef lg = add(e, mul(e, LLVMBuildSIToFP(e->b, k, e->vd, ""), kd(e, 0.6931471805599453)),
-                        mul(e, add(e, s, s), horner64(e, s2, L, 8)));
-  lg = sel(e, fcmp(e, LLVMRealOEQ, xd, kd(e, 0.0)), kd(e, -inf), lg);
-  lg = sel(e, fcmp(e, LLVMRealOEQ, xd, kd(e, inf)), kd(e, inf), lg);
+  const double MD = 6755399441055744.0;
   LLVMValueRef tt = mul(e, LLVMBuildFPExt(e->b, y, e->vd, ""), lg);
   /* exp in fp64; NaN becomes 0 here and is restored by the special cases below */
   tt = sel(e, fcmp(e, LLVMRealOGT, tt, kd(e, 100.0)), kd(e, 100.0), tt);
   tt = sel(e, fcmp(e, LLVMRealOLT, tt, kd(e, -110.0)), kd(e, -110.0), tt);
   tt = sel(e, fcmp(e, LLVMRealUNO, tt, tt), kd(e, 0.0), tt);
-  LLVMValueRef tm = add(e, mul(e, tt, kd(e, 1.4426950408889634)), kd(e, MD));
+  LLVMValueRef tm = fmadd(e, tt, kd(e, 1.4426950408889634), kd(e, MD));
   LLVMValueRef n = sub(e, tm, kd(e, MD));
   LLVMValueRef ni = isub(e, d2l(e, tm), d2l(e, kd(e, MD)));
-  LLVMValueRef r = sub(e, tt, mul(e, n, kd(e, 0.6931471803691238)));
-  r = sub(e, r, mul(e, n, kd(e, 1.9082149292705877e-10)));
-  LLVMValueRef p = horner64(e, r, X, 11);
+  LLVMValueRef r = fmadd(e, n, kd(e, -0.6931471803691238), tt);
+  r = fmadd(e, n, kd(e, -1.9082149292705877e-10), r);
+  LLVMValueRef p = e->fma ? horner64(e, r, X + 1, 10) : horner64(e, r, X, 11);
   LLVMValueRef sc = l2d(e, shl(e, iadd(e, ni, kl(e, 1023)), kl(e, 52)));
   LLVMValueRef res = LLVMBuildFPTrunc(e->b, mul(e, p, sc), e->vf, "");
   /* integer and odd-integer y */
@@ -508,6 +435,10 @@ static LLVMValueRef body_pow(em *e, LLVMValueRef x, LLVMValueRef y) {
   return sel(e, one, kf(e, 1.0f), res);
 }
 
+static LLVMValueRef body_pow(em *e, LLVMValueRef x, LLVMValueRef y) {
+  return pow_finish(e, x, y, pow_log(e, x));
+}
+
 /* ---- functions ---- */
 
 static void add_enum_attr(LLVMContextRef C, LLVMValueRef f, const char *name, uint64_t val) {
@@ -522,6 +453,21 @@ void xir__vm_function_attrs(LLVMValueRef fn, unsigned W) {
   int n = snprintf(buf, sizeof buf, "%u", 32 * (W ? W : 1));
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(C, "min-legal-vector-width", 22, buf, (unsigned)n));
+}
+
+/* An internal fastcc function with the attributes of a pure math function (no body yet). */
+static LLVMValueRef new_internal_fn(xir__vm *vm, const char *name, LLVMTypeRef fty, unsigned W) {
+  LLVMValueRef f = LLVMAddFunction(vm->mod, name, fty);
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  LLVMSetFunctionCallConv(f, LLVMFastCallConv);
+  xir__vm_function_attrs(f, W);
+  add_enum_attr(vm->ctx, f, "willreturn", 0);
+  add_enum_attr(vm->ctx, f, "nosync", 0);
+  add_enum_attr(vm->ctx, f, "nofree", 0);
+  add_enum_attr(vm->ctx, f, "norecurse", 0);
+  add_enum_attr(vm->ctx, f, "speculatable", 0); /* pure arithmetic: LICM may hoist calls */
+  add_enum_attr(vm->ctx, f, "memory", 0);       /* memory(none) */
+  return f;
 }
 
 static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
@@ -542,15 +488,7 @@ static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
     vm->fns[fz][fn][wi] = f;
     return f;
   }
-  f = LLVMAddFunction(vm->mod, name, fty);
-  LLVMSetLinkage(f, LLVMInternalLinkage);
-  LLVMSetFunctionCallConv(f, LLVMFastCallConv);
-  xir__vm_function_attrs(f, W);
-  add_enum_attr(vm->ctx, f, "willreturn", 0);
-  add_enum_attr(vm->ctx, f, "nosync", 0);
-  add_enum_attr(vm->ctx, f, "nofree", 0);
-  add_enum_attr(vm->ctx, f, "norecurse", 0);
-  add_enum_attr(vm->ctx, f, "memory", 0); /* memory(none) */
+  f = new_internal_fn(vm, name, fty, W);
   vm->fns[fz][fn][wi] = f; /* before the body: bodies may call other functions */
   LLVMBuilderRef b = LLVMCreateBuilderInContext(vm->ctx);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(vm->ctx, f, "entry"));
@@ -590,6 +528,77 @@ static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y
   LLVMValueRef args[2] = {x, y};
   LLVMValueRef c =
       LLVMBuildCall2(e->b, LLVMGlobalGetValueType(f), f, args, (unsigned)k_fn[fn].arity, "");
+  LLVMSetInstructionCallConv(c, LLVMFastCallConv);
+  return c;
+}
+
+/* ---- pow with a uniform base ----
+ * xir.vpowlog[.fma].f32(float base) -> double: pow_log at W = 1 (the same fp64 operations as
+ * every lane of pow, so the same value); xir.vpowu[.fma].<type>(float base, double lg, y):
+ * pow_finish with base and lg splat. pow_uniform_base(b, y) is therefore bit-identical to
+ * pow(splat(b), y), and the log is computed once per call (or once per loop when LICM hoists the
+ * speculatable, memory(none) powlog call). */
+static LLVMValueRef splat_value(em *e, LLVMValueRef s, LLVMTypeRef vt) {
+  if (e->W == 1) return s;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->C);
+  LLVMValueRef v = LLVMBuildInsertElement(e->b, LLVMGetPoison(vt), s, LLVMConstInt(i32, 0, 0), "");
+  return LLVMBuildShuffleVector(e->b, v, LLVMGetPoison(vt), LLVMConstNull(lanes(i32, e->W)), "");
+}
+
+static LLVMValueRef get_powlog(xir__vm *vm) {
+  int fz = vm->fma ? 1 : 0;
+  if (vm->powlog[fz]) return vm->powlog[fz];
+  const char *name = fz ? "xir.vpowlog.fma.f32" : "xir.vpowlog.f32";
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(vm->ctx);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMDoubleTypeInContext(vm->ctx), &f32, 1, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(vm->mod, name);
+  if (f) return LLVMGlobalGetValueType(f) == fty ? (vm->powlog[fz] = f) : NULL;
+  f = new_internal_fn(vm, name, fty, 1);
+  vm->powlog[fz] = f;
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(vm->ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(vm->ctx, f, "entry"));
+  em e;
+  em_init(&e, vm, b, 1);
+  LLVMBuildRet(b, pow_log(&e, LLVMGetParam(f, 0)));
+  LLVMDisposeBuilder(b);
+  return f;
+}
+
+static LLVMValueRef get_powu(xir__vm *vm, unsigned W) {
+  int wi = width_index(W), fz = vm->fma ? 1 : 0;
+  if (wi < 0) return NULL;
+  if (vm->powu[fz][wi]) return vm->powu[fz][wi];
+  char name[64];
+  const char *tag = fz ? ".fma" : "";
+  if (W == 1) snprintf(name, sizeof name, "xir.vpowu%s.f32", tag);
+  else snprintf(name, sizeof name, "xir.vpowu%s.v%uf32", tag, W);
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(vm->ctx), vf = lanes(f32, W);
+  LLVMTypeRef ps[3] = {f32, LLVMDoubleTypeInContext(vm->ctx), vf};
+  LLVMTypeRef fty = LLVMFunctionType(vf, ps, 3, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(vm->mod, name);
+  if (f) return LLVMGlobalGetValueType(f) == fty ? (vm->powu[fz][wi] = f) : NULL;
+  f = new_internal_fn(vm, name, fty, W);
+  vm->powu[fz][wi] = f;
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(vm->ctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(vm->ctx, f, "entry"));
+  em e;
+  em_init(&e, vm, b, W);
+  LLVMValueRef x = splat_value(&e, LLVMGetParam(f, 0), e.vf);
+  LLVMValueRef lg = splat_value(&e, LLVMGetParam(f, 1), e.vd);
+  LLVMBuildRet(b, pow_finish(&e, x, LLVMGetParam(f, 2), lg));
+  LLVMDisposeBuilder(b);
+  return f;
+}
+
+/* Emits pow_uniform_base at b (W lanes); NULL when a function of that name has another type. */
+static LLVMValueRef call_pow_uniform(xir__vm *vm, LLVMBuilderRef b, LLVMValueRef base,
+                                     LLVMValueRef y, unsigned W) {
+  LLVMValueRef fl = get_powlog(vm), fu = get_powu(vm, W);
+  if (!fl || !fu) return NULL;
+  LLVMValueRef lg = LLVMBuildCall2(b, LLVMGlobalGetValueType(fl), fl, &base, 1, "");
+  LLVMSetInstructionCallConv(lg, LLVMFastCallConv);
+  LLVMValueRef args[3] = {base, lg, y};
+  LLVMValueRef c = LLVMBuildCall2(b, LLVMGlobalGetValueType(fu), fu, args, 3, "");
   LLVMSetInstructionCallConv(c, LLVMFastCallConv);
   return c;
 }
@@ -678,8 +687,8 @@ LLVMValueRef xir__vm_call(xir__vm *vm, xir__vm_fn fn, LLVMValueRef x, LLVMValueR
   return xir__vm_emit(vm, fn, x, y, &r, NULL) == XIR_OK ? r : NULL;
 }
 
-xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
-                                    xir_diag *d) {
+static xir_status build_map(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
+                            int uniform, xir_diag *d) {
   if (!vm || !name || !name[0])
     return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_build_map_kernel: NULL argument");
   if ((unsigned)fn >= XIR__VM_COUNT)
@@ -702,12 +711,20 @@ xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C, f, "done");
   LLVMPositionBuilderAtEnd(b, entry);
   LLVMValueRef n = LLVMGetParam(f, 3), zero = LLVMConstInt(i64, 0, 0);
+  LLVMValueRef base = NULL;
+  if (uniform) { /* read once, before the loop (out may alias x) */
+    base = LLVMBuildLoad2(b, f32, LLVMGetParam(f, 0), "base");
+    LLVMSetAlignment(base, 4);
+  }
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero, ""), done, loop);
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
   LLVMValueRef off = LLVMBuildMul(b, i, LLVMConstInt(i64, W, 0), "off");
-  LLVMValueRef vx = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 0), &off, 1, ""), "x");
-  LLVMSetAlignment(vx, 4);
+  LLVMValueRef vx = NULL;
+  if (!uniform) {
+    vx = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 0), &off, 1, ""), "x");
+    LLVMSetAlignment(vx, 4);
+  }
   LLVMValueRef vy = NULL;
   if (k_fn[fn].arity == 2) {
     vy = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 1), &off, 1, ""), "y");
@@ -715,7 +732,7 @@ xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn
   }
   em e;
   em_init(&e, vm, b, W);
-  LLVMValueRef r = call_fn(&e, fn, vx, vy);
+  LLVMValueRef r = uniform ? call_pow_uniform(vm, b, base, vy, W) : call_fn(&e, fn, vx, vy);
   if (!r) {
     LLVMDisposeBuilder(b);
     LLVMDeleteFunction(f);
@@ -734,4 +751,40 @@ xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn
   LLVMBuildRetVoid(b);
   LLVMDisposeBuilder(b);
   return XIR_OK;
+}
+
+xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
+                                    xir_diag *d) {
+  return build_map(vm, name, fn, W, 0, d);
+}
+
+xir_status xir__vm_build_pow_uniform_kernel(xir__vm *vm, const char *name, unsigned W,
+                                            xir_diag *d) {
+  return build_map(vm, name, XIR__VM_POW, W, 1, d);
+}
+
+xir_status xir__vm_emit_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueRef y,
+                                         LLVMValueRef *out, xir_diag *d) {
+  if (out) *out = NULL;
+  if (!vm || !out || !base || !y)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_emit_pow_uniform_base: NULL argument");
+  if (!vm->b || !LLVMGetInsertBlock(vm->b))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_emit_pow_uniform_base: the builder has no position");
+  if (type_width(vm, LLVMTypeOf(base)) != 1)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "pow_uniform_base: the base must be a float scalar");
+  unsigned W = type_width(vm, LLVMTypeOf(y));
+  if (!W)
+    return xir__err(d, XIR_ERR_INVALID_ARG,
+                    "pow_uniform_base: the exponent must be float or <W x float> (W = 2, 4, 8, 16)");
+  LLVMValueRef r = call_pow_uniform(vm, vm->b, base, y, W);
+  if (!r)
+    return xir__err(d, XIR_ERR_INVALID_ARG,
+                    "the module already has a function named like xir.vpowu with another type");
+  *out = r;
+  return XIR_OK;
+}
+
+LLVMValueRef xir__vm_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueRef y) {
+  LLVMValueRef r = NULL;
+  return xir__vm_emit_pow_uniform_base(vm, base, y, &r, NULL) == XIR_OK ? r : NULL;
 }

@@ -98,4 +98,20 @@ void xir__vm_function_attrs(LLVMValueRef fn, unsigned W);
 xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
                                     xir_diag *d);
 
+/* pow with a uniform (scalar) base: pow(base, y) for every lane of y, bit-identical to
+ * xir__vm_call(vm, XIR__VM_POW, splat(base), y) (the same fp64 operations; tests/test_vmath.c
+ * checks it), but log|base| is computed once, in a scalar call to the internal
+ * `xir.vpowlog[.fma].f32` (speculatable, memory(none): LICM hoists it out of a loop when the
+ * base is loop-invariant), and only the exp part and the special cases run per lane
+ * (`xir.vpowu[.fma].<type>`). base: float; y: float or <W x float>. Emitted at the builder's
+ * position; honours xir__vm_set_fma. Errors: XIR_ERR_INVALID_ARG. */
+xir_status xir__vm_emit_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueRef y,
+                                         LLVMValueRef *out, xir_diag *d);
+LLVMValueRef xir__vm_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueRef y);
+
+/* Like xir__vm_build_map_kernel for pow with a uniform base: out[i] = pow(x[0], y[i]) (x[0] is
+ * read once, before the loop). For tests and benchmarks. */
+xir_status xir__vm_build_pow_uniform_kernel(xir__vm *vm, const char *name, unsigned W,
+                                            xir_diag *d);
+
 #endif
