@@ -614,12 +614,41 @@ static void test_api_errors_and_emit_once(void **state) {
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_sig", XIR__VM_SIGMOID, 1, &d), XIR_OK);
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp8", XIR__VM_EXP, 8, &d), XIR_OK);
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp", XIR__VM_LOG, 1, &d), XIR_ERR_INVALID_ARG);
+  /* uniform-base pow: the log function is emitted once for two kernels */
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_pu8", 8, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_pu1", 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_pu3", 3, &d), XIR_ERR_INVALID_ARG);
+  LLVMValueRef out = (LLVMValueRef)&d;
+  assert_int_equal(xir__vm_emit_pow_uniform_base(vm, NULL, NULL, &out, &d), XIR_ERR_INVALID_ARG);
+  assert_null(out);
+  assert_null(xir__vm_pow_uniform_base(NULL, NULL, NULL));
+  /* the FMA variant has its own names, so both coexist in one module */
+  xir__vm_set_fma(vm, 1);
+  assert_int_equal(xir__vm_fma(vm), 1);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_expf", XIR__VM_EXP, 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_tanhf", XIR__VM_TANH, 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_puf", 8, &d), XIR_OK);
+  xir__vm_set_fma(vm, 0);
+  assert_int_equal(xir__vm_fma(vm), 0);
+  xir__vm_set_fma(NULL, 1); /* ignored */
   xir__vm_destroy(vm);
   const xir__jit_artifact *a;
   assert_int_equal(xir__jit_add(jit, &m, "k_tanh", NULL, &a, NULL, &d), XIR_OK);
   assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vexp.f32("), 1);
   assert_int_equal(count(a->ir_text, "define internal fastcc <8 x float> @xir.vexp.v8f32("), 1);
   assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vtanh.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc double @xir.vpowlog.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc <8 x float> @xir.vpowu.v8f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vpowu.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vexp.fma.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vtanh.fma.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc double @xir.vpowlog.fma.f32("), 1);
+  /* only the FMA functions contain llvm.fma (the plain tanh calls the plain exp) */
+  const char *pt = strstr(a->ir_text, "define internal fastcc float @xir.vtanh.f32(");
+  const char *pe = strstr(pt, "\n}\n");
+  assert_non_null(pe);
+  for (const char *q = strstr(pt, "llvm.fma"); q; q = NULL) assert_true(q > pe);
+  assert_non_null(strstr(a->ir_text, "call fastcc float @xir.vexp.fma.f32("));
   assert_int_equal(xir__vm_from_name("sigmoid"), XIR__VM_SIGMOID);
   assert_int_equal(xir__vm_from_name("nope"), XIR__VM_COUNT);
   assert_int_equal(xir__vm_arity(XIR__VM_POW), 2);

@@ -327,11 +327,23 @@ static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
   r = fmadd(e, nq, kd(e, 9.920935739593517e-10), r);
   r = fmadd(e, nq, kd(e, 5.721188726109832e-18), r);
   LLVMValueRef z = mul(e, r, r);
-  LLVMValueRef sp = fmadd(e, r, mul(e, z, horner64(e, z, S, 5)), r);
-  LLVMValueRef cp = fmadd(e, z, horner64(e, z, Cc, 5), kd(e, 1.0));
   if (is_cos) qi = iadd(e, qi, ki(e, 1));
   LLVMValueRef odd = icmp(e, LLVMIntNE, iand(e, qi, ki(e, 1)), ki(e, 0));
-  LLVMValueRef res = LLVMBuildFPTrunc(e->b, sel(e, odd, cp, sp), e->vf, "");
+  LLVMValueRef res;
+  if (!e->fma) {
+    LLVMValueRef sp = fmadd(e, r, mul(e, z, horner64(e, z, S, 5)), r);
+    LLVMValueRef cp = fmadd(e, z, horner64(e, z, Cc, 5), kd(e, 1.0));
+    res = sel(e, odd, cp, sp);
+  } else {
+    /* one polynomial per lane, its coefficients chosen with select: g + g·z·P(z) with
+     * (g, P) = (r, S) for sin r and (1, C) for cos r (selects are cheaper than a second
+     * Horner chain: they do not compete for the two FMA pipes) */
+    LLVMValueRef h = sel(e, odd, kd(e, Cc[0]), kd(e, S[0]));
+    for (int i = 1; i < 5; i++) h = fmadd(e, h, z, sel(e, odd, kd(e, Cc[i]), kd(e, S[i])));
+    LLVMValueRef g = sel(e, odd, kd(e, 1.0), r);
+    res = fmadd(e, g, mul(e, z, h), g);
+  }
+  res = LLVMBuildFPTrunc(e->b, res, e->vf, "");
   /* the sign of quadrants 2 and 3, then the clamp, in fp32 (fptrunc is monotonic and symmetric,
    * so this is the same value as negating and clamping in fp64) */
   LLVMValueRef sgn = shl(e, iand(e, qi, ki(e, 2)), ki(e, 30));
