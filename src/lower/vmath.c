@@ -197,7 +197,9 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
   r = fmadd(e, nf, kf(e, 2.12194440e-4f), r);
   LLVMValueRef z = mul(e, r, r);
   LLVMValueRef y = horner32(e, r, P, 6);
-  y = add(e, fmadd(e, y, z, r), kf(e, 1.0f));
+  /* r²·P + r stays unfused in both variants: fused, the FMA variant measured 1.010 ulp
+   * (exhaustive, x = −5.87788439) against 0.98 unfused, with the Cephes coefficients */
+  y = add(e, add(e, mul(e, y, z), r), kf(e, 1.0f));
   LLVMValueRef n1 = ashr(e, ni, ki(e, 1));
   LLVMValueRef n2 = isub(e, ni, n1);
   LLVMValueRef s1 = i2f(e, shl(e, iadd(e, n1, ki(e, 127)), ki(e, 23)));
