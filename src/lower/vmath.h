@@ -3,18 +3,22 @@
  *
  * Each function is a real vector implementation (range reduction + polynomial) written in IR: no
  * libm calls, no llvm.exp/llvm.log/llvm.sin intrinsics (they become per-lane libm calls), no
- * fast-math flags, no FMA (plain fmul/fadd, so the bits are the same on every x86 target and W).
- * sqrt is llvm.sqrt; rsqrt is exactly 1/sqrt(x) (fdiv of the rounded sqrt, never an approximation
- * instruction). sin, cos and pow compute internally in fp64 lanes (see docs/vmath.md); their
- * inputs and results are fp32.
+ * fast-math flags. Two variants (xir__vm_set_fma): plain fmul/fadd (the default: the same bits on
+ * every x86 target and W), or llvm.fma where the host has it (the same bits for every W on one
+ * host; the two variants may differ by the ulp documented in docs/vmath.md). sqrt is llvm.sqrt;
+ * rsqrt is exactly 1/sqrt(x) (fdiv of the rounded sqrt, never an approximation instruction).
+ * sin, cos and pow compute internally in fp64 lanes (see docs/vmath.md); their inputs and
+ * results are fp32.
  *
- * The first call for a (function, W) emits an internal function `xir.v<name>.<type>` (e.g.
- * `xir.vexp.v16f32`, `xir.vexp.f32`) into the module, with fastcc and memory(none); every call
+ * The first call for a (function, W, variant) emits an internal function `xir.v<name>.<type>`
+ * (e.g. `xir.vexp.v16f32`, `xir.vexp.f32`; `xir.vexp.fma.v16f32` for the FMA variant) into the
+ * module, with fastcc and memory(none); every call
  * site calls it. sqrt and rsqrt are emitted inline. The measured error bounds are in
  * docs/vmath.md and asserted by tests/test_vmath.c.
  *
  * Usage (the lowering):
  *   xir__vm *vm; xir__vm_create(mod, builder, &vm, d);   // builder positioned inside a function
+ *   xir__vm_set_fma(vm, xir__vm_host_has_fma());                  // the JIT targets the host
  *   LLVMValueRef y = xir__vm_call(vm, XIR__VM_EXP, x, NULL);      // at the builder's position
  *   LLVMValueRef p = xir__vm_call(vm, XIR__VM_POW, x, e);         // binary: pow only
  *   xir__vm_destroy(vm);                                          // the module keeps the IR
@@ -60,10 +64,11 @@ void xir__vm_destroy(xir__vm *vm); /* NULL is fine; never touches the module */
 void xir__vm_set_builder(xir__vm *vm, LLVMBuilderRef b);
 
 /* FMA. Off after xir__vm_create: every function is plain fmul/fadd (the same bits on every x86
- * target). On: functions emitted from then on evaluate their Horner steps, range-reduction steps
- * and compensations with llvm.fma (exactly rounded, so still the same bits for every W), sin and
- * cos run in fp32 lanes (fp64 only behind a branch for lanes with |x| > 65536), and the functions
- * are named `xir.v<name>.fma.<type>` (both variants can coexist in one module). Only turn it on
+ * target, and the same bits as before the FMA variant existed). On: functions emitted from then on
+ * evaluate their Horner steps, range-reduction steps and compensations with llvm.fma (exactly
+ * rounded, so still the same bits for every W), sin/cos evaluate one fp64 polynomial per lane,
+ * pow replaces its fp64 division by an fp32 one plus a Newton step, and the functions are named
+ * `xir.v<name>.fma.<type>` (both variants can coexist in one module). Only turn it on
  * when the code's target has FMA, or llvm.fma becomes an fmaf call the JIT cannot link: the
  * lowering passes xir__vm_host_has_fma(), for the JIT's default host target. Error bounds of both
  * variants are in docs/vmath.md. */
