@@ -479,8 +479,7 @@ static LLVMValueRef new_internal_fn(xir__vm *vm, const char *name, LLVMTypeRef f
   add_enum_attr(vm->ctx, f, "nosync", 0);
   add_enum_attr(vm->ctx, f, "nofree", 0);
   add_enum_attr(vm->ctx, f, "norecurse", 0);
-  add_enum_attr(vm->ctx, f, "speculatable", 0); /* pure arithmetic: LICM may hoist calls */
-  add_enum_attr(vm->ctx, f, "memory", 0);       /* memory(none) */
+  add_enum_attr(vm->ctx, f, "memory", 0); /* memory(none) */
   return f;
 }
 
@@ -568,6 +567,7 @@ static LLVMValueRef get_powlog(xir__vm *vm) {
   LLVMValueRef f = LLVMGetNamedFunction(vm->mod, name);
   if (f) return LLVMGlobalGetValueType(f) == fty ? (vm->powlog[fz] = f) : NULL;
   f = new_internal_fn(vm, name, fty, 1);
+  add_enum_attr(vm->ctx, f, "speculatable", 0); /* pure arithmetic: LICM may hoist the call */
   vm->powlog[fz] = f;
   LLVMBuilderRef b = LLVMCreateBuilderInContext(vm->ctx);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(vm->ctx, f, "entry"));
