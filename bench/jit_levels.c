@@ -20,7 +20,8 @@ int main(int argc, char **argv) {
   xir_shape s;
   if (xir_kernel_load(kernel, &p, &d) || xir_shape_parse(p, spec, &s, &d)) return 1;
   for (int l = 0; l < 3; l++) {
-    xir_compiler_options o = {.codegen = levels[l], .pipeline = argc > 3 ? argv[3] : NULL};
+    xir_compiler_options o = {.codegen = levels[l], .pipeline = argc > 3 ? argv[3] : NULL,
+                              .no_kernel_cache = 1}; /* measure compiles, not cache loads */
     xir_compiler *cc;
     if (xir_compiler_create(&o, &cc, &d)) return 1;
     xir_candidate *cs;

@@ -70,10 +70,25 @@ typedef struct xir_compiler_options {
   const char *pipeline;   /* NULL = the default pass pipeline */
   const char *codegen;    /* code generation level: NULL or "default", "none", "less",
                              "aggressive" */
+  /* The on-disk kernel cache (docs/cache.md). Also off when $XIR_NO_KERNEL_CACHE is set (not
+   * "" or "0"). */
+  int no_kernel_cache;            /* 1 = never read or write it */
+  const char *kernel_cache_dir;   /* NULL = xir_cache_dir() + "/kernels" */
+  uint64_t kernel_cache_max_bytes; /* 0 = $XIR_KERNEL_CACHE_MAX_BYTES, else 256 MiB */
 } xir_compiler_options;
 
 /* A compiler owns one JIT for the host CPU and a cache: compiling the same candidate of the same
- * program and shape twice returns the first result. Thread-safe. */
+ * program and shape twice returns the first result. Thread-safe.
+ *
+ * The on-disk kernel cache: a compile first looks for the object in the cache folder, keyed by
+ * the SHA-256 of the canonical XIR text, the candidate, the compile-time dims (the shape), the
+ * target (triple, CPU, features), the pass pipeline and codegen level, the xir and LLVM versions
+ * and the build-id of xir's own code. A hit links the stored object (no lowering, optimization
+ * or code generation); a miss compiles and stores it. Damaged or foreign entries are never
+ * trusted (they are rebuilt); the folder is kept under a size cap, least recently used entries
+ * first; concurrent processes are safe. Cache problems never fail a compile (see
+ * xir_kernel_info.cache_note). Errors of xir_compiler_create: a malformed
+ * XIR_KERNEL_CACHE_MAX_BYTES (XIR_ERR_INVALID_ARG). */
 xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **out, xir_diag *d);
 void xir_compiler_destroy(xir_compiler *c);
 /* The SIMD width code is generated for. */
@@ -81,6 +96,9 @@ uint32_t xir_compiler_width(const xir_compiler *c);
 /* The CPU name and feature string code is generated for. */
 const char *xir_compiler_cpu(const xir_compiler *c);
 const char *xir_compiler_features(const xir_compiler *c);
+/* The kernel cache folder in use, or NULL when the disk cache is off; *why (optional) then says
+ * why ("disabled by XIR_NO_KERNEL_CACHE", ...). */
+const char *xir_compiler_kernel_cache(const xir_compiler *c, const char **why);
 /* The LLVM version xir was built with ("19.1.7"). */
 const char *xir_llvm_version(void);
 
@@ -113,8 +131,14 @@ typedef struct xir_kernel_info {
   size_t obj_size;
   const char *ir_sha256;
   const char *obj_sha256;
-  double jit_ms;    /* lowering + optimization + code generation, this compile */
-  int cached;       /* 1 when this compile was answered from the cache */
+  double jit_ms;    /* this compile's work: lowering + optimization + code generation, or on a
+                       disk-cache hit reading + verifying + linking the stored object */
+  int cached;       /* 1 when this compile was answered from the compiler's in-memory cache */
+  /* The on-disk kernel cache, for the compile that made this kernel: */
+  int from_disk;          /* 1 when the object was loaded from it (nothing was compiled) */
+  const char *disk_cache; /* "hit", "miss" or "off" */
+  const char *cache_note; /* "" or what went wrong with it: a damaged entry rebuilt, an entry
+                             that could not be written (the compile itself succeeded) */
 } xir_kernel_info;
 void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info);
 

@@ -171,6 +171,10 @@ static xir_status sc_plan(const void *ud, xir_diag *d) {
   return s;
 }
 
+/* The on-disk kernel cache folder of sc_compile_disk ("" = sc_compile: the disk cache is off,
+ * so that every run lowers and compiles). */
+static char g_kcache_dir[64] = "";
+
 /* A compiler, one compile (its printed program and IR), packing and running the kernel. */
 static xir_status sc_compile(const void *ud, xir_diag *d) {
   const kshape *ks = ud;
@@ -179,7 +183,8 @@ static xir_status sc_compile(const void *ud, xir_diag *d) {
   xir_status s = xir_kernel_load(ks->kernel, &p, d);
   xir_shape sh;
   if (!s) s = xir_shape_parse(p, ks->shape, &sh, d);
-  xir_compiler_options co = {0};
+  xir_compiler_options co = {.no_kernel_cache = !g_kcache_dir[0],
+                             .kernel_cache_dir = g_kcache_dir[0] ? g_kcache_dir : NULL};
   if (!s) s = xir_compiler_create(&co, &cc, d);
   xir_candidate c;
   xir_candidate *all = NULL;
@@ -369,6 +374,15 @@ static void test_compile(void **state) {
     return;
   }
   sweep("compile:rmsnorm", sc_compile, &kCompileRms);
+  /* the same through the on-disk kernel cache: the warm-up writes the entry, the counted run and
+   * the faulted runs load it (a fault while loading falls back to compiling and rewriting) */
+  snprintf(g_kcache_dir, sizeof g_kcache_dir, "/tmp/xir_faults_kcache_XXXXXX");
+  if (!mkdtemp(g_kcache_dir)) fail_msg("mkdtemp: cannot make a cache folder");
+  sweep("compile:rmsnorm:disk-cache", sc_compile, &kCompileRms);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_kcache_dir);
+  g_kcache_dir[0] = 0;
+  if (system(cmd) != 0) fail_msg("cannot remove the cache folder");
 }
 
 /* Full sweep: parse/print every file of the valid corpus. */

@@ -434,12 +434,12 @@ static void test_compile_api(void **state) {
   /* options out of range */
   const uint32_t widths[] = {3, 32, 64, UINT32_MAX};
   for (size_t i = 0; i < NELEM(widths); i++) {
-    xir_compiler_options o = {widths[i], NULL, NULL};
+    xir_compiler_options o = {.force_width = widths[i]};
     xir_compiler *c2 = (xir_compiler *)1;
     if (xir_compiler_create(&o, &c2, d) == XIR_OK) fail_msg("force_width %u accepted", widths[i]);
     assert_null(c2);
   }
-  xir_compiler_options o = {0, "no-such-pass<>", "ultra"};
+  xir_compiler_options o = {.pipeline = "no-such-pass<>", .codegen = "ultra"};
   xir_compiler *c3 = NULL;
   if (xir_compiler_create(&o, &c3, d) == XIR_OK) xir_compiler_destroy(c3);
   xir_compiler_destroy(cc);

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "native.h"
+#include "util/util.h"
 
 static int write_error(const char *path, xir_diag *d) {
   int e = errno;
@@ -69,7 +70,12 @@ int cmd_compile(int argc, char **argv) {
            "  --width W           SIMD width (default: the host's widest)\n"
            "  --emit-llvm FILE    write the optimized LLVM IR text\n"
            "  --emit-obj FILE     write the object code (ELF relocatable)\n"
-           "  --time              print the lowering+optimization+codegen time\n");
+           "  --time              print the JIT time (lowering+optimization+codegen, or loading\n"
+           "                      from the kernel cache), cache hit|miss|off, and the time of\n"
+           "                      the whole xir_compile call\n\n"
+           "Compiled kernels are kept in the on-disk kernel cache ($XIR_CACHE_DIR/kernels, else\n"
+           "$XDG_CACHE_HOME/xir/kernels, else ~/.cache/xir/kernels; XIR_NO_KERNEL_CACHE=1 turns it\n"
+           "off, XIR_KERNEL_CACHE_MAX_BYTES caps it, default 256 MiB).\n");
     return 0;
   }
   static const struct option opts[] = {
@@ -111,7 +117,9 @@ int cmd_compile(int argc, char **argv) {
   if (cand ? xir_candidate_parse(p, &shape, cand, xir_compiler_width(cc), &cd, &d)
            : native_default_candidate(p, &shape, xir_compiler_width(cc), &cd, &d))
     goto fail;
+  double t0 = xir__now_ns();
   if (xir_compile(cc, p, &shape, &cd, &k, &d)) goto fail;
+  double call_ms = (xir__now_ns() - t0) / 1e6;
   xir_kernel_info info;
   xir_kernel_get_info(k, &info);
   char name[160];
@@ -120,7 +128,10 @@ int cmd_compile(int argc, char **argv) {
          xir_impl_kind_name(xir_kernel_candidate(k)->kind), xir_compiler_cpu(cc));
   printf("ir sha256 %s (%zu bytes)\nobj sha256 %s (%zu bytes)\n", info.ir_sha256, info.ir_len,
          info.obj_sha256, info.obj_size);
-  if (timing) printf("jit %.2f ms\n", info.jit_ms);
+  if (timing)
+    printf("jit %.3f ms  cache %s  (xir_compile call %.3f ms)\n", info.jit_ms, info.disk_cache,
+           call_ms);
+  if (info.cache_note[0]) fprintf(stderr, "xir compile: warning: %s\n", info.cache_note);
   if (ll && write_file(ll, info.ir_text, info.ir_len, &d)) goto fail;
   if (obj && write_file(obj, info.obj, info.obj_size, &d)) goto fail;
   rc = 0;

@@ -44,7 +44,10 @@ static void run_help(void) {
       "Before any buffer is allocated, the bytes the case needs are compared with the memory\n"
       "available (cgroup limit minus usage, MemAvailable; XIR_MEM_AVAILABLE=BYTES lowers it):\n"
       "a case that does not fit fails with both numbers instead of being OOM-killed. --save is\n"
-      "all or nothing: no file is left when one cannot be written.\n");
+      "all or nothing: no file is left when one cannot be written.\n"
+      "Each run reports its JIT time and whether the on-disk kernel cache had the kernel\n"
+      "(cache hit|miss|off; JSON: \"jit_ms\", \"cache\"; docs/cache.md; XIR_NO_KERNEL_CACHE=1\n"
+      "turns it off).\n");
 }
 
 /* Why creating folder `dir` failed with errno e, naming the path that is actually at fault: the

@@ -107,11 +107,13 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
     r->all_pass &= ok;
     const xir_candidate *cd = xir_kernel_candidate(k);
     appendf(&r->text, &len, &cap,
-            "%-30s %-12s L=%-6llu G=%-5u C=%-6llu h=%-2u %-6s jit %6.2f ms  max abs %.3g  rel l2 "
-            "%.3g  %s\n",
+            "%-30s %-12s L=%-6llu G=%-5u C=%-6llu h=%-2u %-6s jit %6.2f ms (cache %s)  max abs "
+            "%.3g  rel l2 %.3g  %s\n",
             name, xir_impl_kind_name(cd->kind), (unsigned long long)ls.shape.blocks,
             (unsigned)ls.shape.grain, (unsigned long long)ls.shape.tasks, ls.shape.active,
-            ls.shape.caller_path ? "caller" : "pool", info.jit_ms, max_abs, rel, ok ? "ok" : "FAIL");
+            ls.shape.caller_path ? "caller" : "pool", info.jit_ms, info.disk_cache, max_abs, rel,
+            ok ? "ok" : "FAIL");
+    if (info.cache_note[0]) appendf(&r->text, &len, &cap, "  warning: %s\n", info.cache_note);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "candidate", name);
     cJSON_AddStringToObject(j, "implementation", xir_impl_kind_name(cd->kind));
@@ -121,6 +123,8 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
     cJSON_AddNumberToObject(j, "active_workers", ls.shape.active);
     cJSON_AddBoolToObject(j, "caller", ls.shape.caller_path);
     cJSON_AddNumberToObject(j, "jit_ms", info.jit_ms);
+    cJSON_AddStringToObject(j, "cache", info.disk_cache);
+    if (info.cache_note[0]) cJSON_AddStringToObject(j, "cache_note", info.cache_note);
     cJSON_AddStringToObject(j, "ir_sha256", info.ir_sha256);
     cJSON_AddStringToObject(j, "obj_sha256", info.obj_sha256);
     cJSON_AddNumberToObject(j, "max_abs_err", max_abs);

@@ -2,14 +2,19 @@
  * candidate) into an xir_kernel, and packs launch arguments for it.
  *
  * The cache key is the program's canonical text, the shape and the candidate name: compiling the
- * same thing twice returns the first kernel (the JIT has its own cache keyed by IR as well). */
+ * same thing twice returns the first kernel (the JIT has its own cache keyed by IR as well).
+ * Below it sits the on-disk kernel cache (kcache.h): a miss in memory looks on disk before
+ * lowering, and a fresh compile is written there. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
 
 #include "ir/program.h"
 #include "lower/jit.h"
+#include "lower/kcache.h"
 #include "lower/lower.h"
+#include "util/util.h"
+#include "xir_plan.h"
 
 struct xir_kernel {
   char *key;
@@ -22,6 +27,8 @@ struct xir_kernel {
   const xir__jit_artifact *art;
   double jit_ms;
   int cached;
+  int disk; /* 0 off, 1 miss, 2 hit */
+  char *note;
   struct xir_kernel *next;
 };
 
@@ -30,6 +37,7 @@ struct xir_compiler {
   pthread_mutex_t mu;
   struct xir_kernel *kernels;
   uint32_t width;
+  xir__kcache kc;
 };
 
 xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **out, xir_diag *d) {
@@ -52,7 +60,14 @@ xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **o
                       "codegen level '%s' is not none, less, default or aggressive", opt->codegen);
     }
   }
-  xir_status s = xir__jit_create(&jo, &c->jit, d);
+  xir_status s = xir__kcache_open(&c->kc, opt ? opt->no_kernel_cache : 0,
+                                  opt ? opt->kernel_cache_dir : NULL,
+                                  opt ? opt->kernel_cache_max_bytes : 0, d);
+  if (s) {
+    xir__free(c);
+    return s;
+  }
+  s = xir__jit_create(&jo, &c->jit, d);
   if (s) {
     xir__free(c);
     return s;
@@ -75,6 +90,7 @@ void xir_compiler_destroy(xir_compiler *c) {
   for (struct xir_kernel *k = c->kernels; k;) {
     struct xir_kernel *n = k->next;
     xir__free(k->key);
+    xir__free(k->note);
     xir__free(k);
     k = n;
   }
@@ -87,6 +103,28 @@ uint32_t xir_compiler_width(const xir_compiler *c) { return c ? c->width : 0; }
 const char *xir_compiler_cpu(const xir_compiler *c) { return c ? xir__jit_cpu(c->jit) : ""; }
 const char *xir_compiler_features(const xir_compiler *c) { return c ? xir__jit_features(c->jit) : ""; }
 const char *xir_llvm_version(void) { return XIR_LLVM_VERSION; }
+const char *xir_compiler_kernel_cache(const xir_compiler *c, const char **why) {
+  if (why) *why = !c ? "no compiler" : c->kc.enabled ? "" : c->kc.why_off;
+  return c && c->kc.enabled ? c->kc.dir : NULL;
+}
+
+/* The on-disk key of a compile: everything that determines the object bytes (kcache.h). */
+static void disk_key(xir_compiler *cc, const xir_program *p, const xir_candidate *c,
+                     const char *text, const char *shape, const char *name, char out[65]) {
+  char cand[256 + 64], lvl[16];
+  int n = snprintf(cand, sizeof cand, "%s W=%u B=%u l=%u perm=", name, c->W, c->B, c->local);
+  for (int i = 0; i < c->nperm && n > 0 && (size_t)n < sizeof cand - 4; i++)
+    n += snprintf(cand + n, sizeof cand - (size_t)n, "%s%u", i ? "." : "", c->perm[i]);
+  snprintf(lvl, sizeof lvl, "%d", xir__jit_codegen_level(cc->jit));
+  (void)p;
+  const char *parts[] = {"xir kernel cache 1", xir_version(), XIR_LLVM_VERSION,
+                         xir__kcache_build_id(), xir__jit_triple(cc->jit), xir__jit_cpu(cc->jit),
+                         xir__jit_features(cc->jit), xir__jit_pipeline(cc->jit), lvl,
+                         "xir_kernel", cand,
+                         shape, /* the compile-time dims: today every dim of the shape */
+                         text};
+  xir__kcache_key(parts, XIR_ARRAY_LEN(parts), out);
+}
 
 xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
                        const xir_candidate *cand, const xir_kernel **out, xir_diag *d) {
@@ -115,6 +153,8 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   snprintf(key, klen, "%s\n%s\n%s", text, sh, name);
+  char dkey[65] = "";
+  if (cc->kc.enabled) disk_key(cc, p, &legal, text, sh, name, dkey);
   xir__free(text);
   pthread_mutex_lock(&cc->mu);
   for (struct xir_kernel *k = cc->kernels; k; k = k->next)
@@ -126,23 +166,53 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
       return XIR_OK;
     }
   double t0 = (xir__now_ns() / 1e6);
-  xir__jit_module m;
   struct xir_kernel *k = NULL;
-  if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
-  if ((s = xir__lower(p, shape, &legal, m.mod, "xir_kernel", d))) {
-    xir__jit_module_dispose(&m);
-    goto fail;
-  }
   char jkey[65];
   xir__jit_sha256_hex(key, strlen(key), jkey);
-  const xir__jit_artifact *art;
-  int cached = 0;
-  if ((s = xir__jit_add(cc->jit, &m, "xir_kernel", jkey, &art, &cached, d))) goto fail;
+  const xir__jit_artifact *art = NULL;
+  int disk = cc->kc.enabled ? 1 : 0;
+  char note[1600] = "";
+  if (disk) {
+    xir__kcache_entry e;
+    xir__kcache_load_result r = xir__kcache_load(&cc->kc, dkey, &e, note, sizeof note);
+    if (r == XIR__KC_HIT) {
+      xir_diag ld;
+      if (xir__jit_add_object(cc->jit, jkey, "xir_kernel", e.ir_text, e.ir_len, e.ir_sha256,
+                              e.obj, e.obj_size, e.obj_sha256, &art, &ld) == XIR_OK) {
+        disk = 2;
+      } else {
+        art = NULL;
+        snprintf(note, sizeof note, "kernel cache entry not used (rebuilt): %s", ld.msg);
+      }
+      xir__kcache_entry_free(&e);
+    }
+  }
+  if (!art) {
+    xir__jit_module m;
+    if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
+    if ((s = xir__lower(p, shape, &legal, m.mod, "xir_kernel", d))) {
+      xir__jit_module_dispose(&m);
+      goto fail;
+    }
+    int cached = 0;
+    if ((s = xir__jit_add(cc->jit, &m, "xir_kernel", jkey, &art, &cached, d))) goto fail;
+    if (disk && !art->loaded) {
+      char wnote[1600];
+      if (xir__kcache_store(&cc->kc, dkey, art->ir_text, art->ir_len, art->ir_sha256, art->obj,
+                            art->obj_size, art->obj_sha256, wnote, sizeof wnote) != 0) {
+        size_t l = strlen(note);
+        snprintf(note + l, sizeof note - l, "%s%.*s", l ? "; " : "", (int)(sizeof note - l),
+                 wnote);
+      }
+    }
+  }
   k = xir__calloc(1, sizeof *k);
-  if (!k) {
+  if (!k || !(k->note = xir__strdup(note))) {
+    xir__free(k);
     s = xir__err(d, XIR_ERR_NOMEM, "out of memory");
     goto fail;
   }
+  k->disk = disk;
   k->key = key;
   k->cand = legal;
   k->nparams = p->nparams;
@@ -222,4 +292,7 @@ void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info) {
   info->obj_sha256 = k->art->obj_sha256;
   info->jit_ms = k->jit_ms;
   info->cached = k->cached;
+  info->from_disk = k->disk == 2;
+  info->disk_cache = k->disk == 2 ? "hit" : k->disk == 1 ? "miss" : "off";
+  info->cache_note = k->note;
 }

@@ -342,6 +342,7 @@ const char *xir__jit_cpu(const xir__jit *jit) { return jit->cpu; }
 const char *xir__jit_features(const xir__jit *jit) { return jit->features; }
 const char *xir__jit_triple(const xir__jit *jit) { return jit->triple; }
 const char *xir__jit_pipeline(const xir__jit *jit) { return jit->pipeline; }
+int xir__jit_codegen_level(const xir__jit *jit) { return jit->codegen_level; }
 unsigned xir__jit_max_width(const xir__jit *jit) { return jit->max_width; }
 
 xir_status xir__jit_check_width(const xir__jit *jit, unsigned W, xir_diag *d) {
@@ -509,6 +510,24 @@ static char *compute_key(xir__jit *jit, LLVMModuleRef mod, const char *entry) {
 
 /* ---- add ---- */
 
+/* A fresh JITDylib that resolves the few process symbols codegen may call. Caller holds jit->mu.
+ * On failure *jd is NULL or a JITDylib the caller clears. */
+static xir_status new_dylib(xir__jit *jit, LLVMOrcJITDylibRef *jd, xir_diag *d) {
+  char jdname[48];
+  snprintf(jdname, sizeof jdname, "xir.m%llu", jit->next_dylib++);
+  LLVMErrorRef e = LLVMOrcExecutionSessionCreateJITDylib(jit->es, jd, jdname);
+  if (e) {
+    *jd = NULL;
+    return llvm_err(d, XIR_ERR_LLVM, "creating a JITDylib", e);
+  }
+  LLVMOrcDefinitionGeneratorRef gen = NULL;
+  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &gen, LLVMOrcLLJITGetGlobalPrefix(jit->lljit), allow_process_symbol, NULL);
+  if (e) return llvm_err(d, XIR_ERR_LLVM, "creating the process symbol generator", e);
+  LLVMOrcJITDylibAddGenerator(*jd, gen); /* owns gen */
+  return XIR_OK;
+}
+
 xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, const char *key,
                         const xir__jit_artifact **out, int *cached, xir_diag *d) {
   if (out) *out = NULL;
@@ -570,22 +589,7 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
 
   /* hand it to LLJIT in a fresh JITDylib */
   double tc = (xir__now_ns() / 1e6);
-  char jdname[48];
-  snprintf(jdname, sizeof jdname, "xir.m%llu", jit->next_dylib++);
-  e = LLVMOrcExecutionSessionCreateJITDylib(jit->es, &jd, jdname);
-  if (e) {
-    jd = NULL;
-    st = llvm_err(d, XIR_ERR_LLVM, "creating a JITDylib", e);
-    goto done;
-  }
-  LLVMOrcDefinitionGeneratorRef gen = NULL;
-  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-      &gen, LLVMOrcLLJITGetGlobalPrefix(jit->lljit), allow_process_symbol, NULL);
-  if (e) {
-    st = llvm_err(d, XIR_ERR_LLVM, "creating the process symbol generator", e);
-    goto done;
-  }
-  LLVMOrcJITDylibAddGenerator(jd, gen); /* owns gen */
+  if ((st = new_dylib(jit, &jd, d))) goto done;
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->mod, m->tsc);
   m->mod = NULL; /* owned by tsm */
   e = LLVMOrcLLJITAddLLVMIRModule(jit->lljit, jd, tsm); /* owns tsm */
@@ -660,6 +664,104 @@ xir_status xir__jit_lookup(xir__jit *jit, const xir__jit_artifact *a, const char
   *addr = NULL;
   pthread_mutex_lock(&jit->mu);
   xir_status st = lookup_in(jit, a->jd, name, addr, d);
+  pthread_mutex_unlock(&jit->mu);
+  return st;
+}
+
+xir_status xir__jit_add_object(xir__jit *jit, const char *key, const char *entry,
+                               const char *ir_text, size_t ir_len, const char ir_sha256[65],
+                               const unsigned char *obj, size_t obj_size,
+                               const char obj_sha256[65], const xir__jit_artifact **out,
+                               xir_diag *d) {
+  if (out) *out = NULL;
+  if (!jit || !key || !entry || !entry[0] || !ir_text || !ir_sha256 || !obj || !obj_size ||
+      !obj_sha256 || !out)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir__jit_add_object: NULL or empty argument");
+  double t0 = (xir__now_ns() / 1e6);
+  xir_status st = XIR_OK;
+  LLVMOrcJITDylibRef jd = NULL;
+  xir__jit_artifact *a = NULL;
+  pthread_mutex_lock(&jit->mu);
+  xir__jit_artifact *hit = cache_find_locked(jit, key);
+  if (hit) {
+    *out = hit;
+    goto done;
+  }
+  a = xir__calloc(1, sizeof *a);
+  if (a) {
+    a->key = xir__strdup(key);
+    a->entry_name = xir__strdup(entry);
+    a->obj = xir__malloc(obj_size);
+    char *ir = xir__malloc(ir_len + 1);
+    if (ir) {
+      memcpy(ir, ir_text, ir_len);
+      ir[ir_len] = 0;
+    }
+    a->ir_text = ir;
+  }
+  if (!a || !a->key || !a->entry_name || !a->obj || !a->ir_text ||
+      xir__grow((void **)&jit->arts, &jit->cap_arts, jit->n_arts + 1, sizeof a)) {
+    st = xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  memcpy((void *)a->obj, obj, obj_size);
+  if ((st = new_dylib(jit, &jd, d))) goto done;
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)obj,
+                                                                      obj_size, "xir.cached");
+  if (!buf) {
+    st = xir__err(d, XIR_ERR_NOMEM, "out of memory copying the object");
+    goto done;
+  }
+  LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(jit->lljit, jd, buf); /* owns buf */
+  if (e) {
+    st = llvm_err(d, XIR_ERR_LLVM, "adding the cached object to the JIT", e);
+    goto done;
+  }
+  /* The object goes through the object-transform layer like a compiled one: capture it and
+   * check that the bytes linked are the bytes whose hash is reported. */
+  jit->cap_len = 0;
+  jit->cap_oom = 0;
+  jit->cap_active = 1;
+  void *addr = NULL;
+  st = lookup_in(jit, jd, entry, &addr, d);
+  jit->cap_active = 0;
+  if (st != XIR_OK) goto done;
+  if (jit->cap_oom) {
+    st = xir__err(d, XIR_ERR_NOMEM, "out of memory capturing the object");
+    goto done;
+  }
+  if (jit->cap_len != obj_size || memcmp(jit->cap, obj, obj_size) != 0) {
+    st = xir__err(d, XIR_ERR_LLVM, "the object linked (%zu bytes) is not the cached object "
+                  "(%zu bytes)", jit->cap_len, obj_size);
+    goto done;
+  }
+  a->obj_size = obj_size;
+  a->ir_len = ir_len;
+  memcpy(a->ir_sha256, ir_sha256, 64);
+  a->ir_sha256[64] = 0;
+  memcpy(a->obj_sha256, obj_sha256, 64);
+  a->obj_sha256[64] = 0;
+  a->entry = addr;
+  a->jd = jd;
+  a->loaded = 1;
+  a->codegen_ms = (xir__now_ns() / 1e6) - t0;
+  a->total_ms = a->codegen_ms;
+  jit->arts[jit->n_arts++] = a;
+  *out = a;
+  a = NULL;
+  jd = NULL;
+done:
+  if (jd) {
+    LLVMErrorRef ce = LLVMOrcJITDylibClear(jd);
+    if (ce) LLVMConsumeError(ce);
+  }
+  if (a) {
+    xir__free((void *)a->key);
+    xir__free((void *)a->entry_name);
+    xir__free((void *)a->obj);
+    xir__free((void *)a->ir_text);
+    xir__free(a);
+  }
   pthread_mutex_unlock(&jit->mu);
   return st;
 }

@@ -74,6 +74,7 @@ const char *xir__jit_cpu(const xir__jit *jit);      /* the CPU name code is gene
 const char *xir__jit_features(const xir__jit *jit); /* the feature string ("" = CPU's own) */
 const char *xir__jit_triple(const xir__jit *jit);
 const char *xir__jit_pipeline(const xir__jit *jit);
+int xir__jit_codegen_level(const xir__jit *jit);     /* 0..3 */
 
 /* The widest fp32 SIMD width W of the JIT's target: 16 (avx512f), 8 (avx/avx2), 4 (sse2), else 1. */
 unsigned xir__jit_max_width(const xir__jit *jit);
@@ -117,6 +118,7 @@ typedef struct xir__jit_artifact {
   double codegen_ms;       /* add + lookup: instruction selection, object emission, linking */
   double total_ms;         /* everything xir__jit_add did for it, printing and hashing included */
   LLVMOrcJITDylibRef jd;   /* the module's own JITDylib */
+  int loaded;              /* 1: added from object bytes (xir__jit_add_object), nothing compiled */
 } xir__jit_artifact;
 
 /* Compiles m and looks up `entry`. Always takes ownership of m (m is zeroed on return).
@@ -129,6 +131,17 @@ typedef struct xir__jit_artifact {
  * *cached (optional) tells whether the artifact came from the cache. */
 xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, const char *key,
                         const xir__jit_artifact **out, int *cached, xir_diag *d);
+
+/* Links an already compiled object (e.g. from the on-disk kernel cache) under key and looks up
+ * `entry`: no verification, optimization or code generation. The IR text and both hashes are
+ * the caller's (they describe the object; the caller verified them); the object bytes the JIT
+ * links are captured and must equal obj (else XIR_ERR_LLVM). When key is already in the cache the
+ * earlier artifact is returned. Copies everything it keeps. */
+xir_status xir__jit_add_object(xir__jit *jit, const char *key, const char *entry,
+                               const char *ir_text, size_t ir_len, const char ir_sha256[65],
+                               const unsigned char *obj, size_t obj_size,
+                               const char obj_sha256[65], const xir__jit_artifact **out,
+                               xir_diag *d);
 
 /* The artifact stored under key, or NULL. */
 const xir__jit_artifact *xir__jit_cache_find(xir__jit *jit, const char *key);
