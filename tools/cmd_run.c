@@ -20,8 +20,8 @@ static void run_help(void) {
       "usage: xir run KERNEL|FILE --shape D=N,... [options]\n\n"
       "Binds the dims, makes seeded random inputs (never zero) or reads them, evaluates the\n"
       "program, checks every output against the fp64 reference interpreter and prints a\n"
-      "summary. Inputs and outputs are NumPy .npy files (format 1.0, little-endian float32)\n"
-      "named after the parameters (x.npy, y.npy, ...).\n\n"
+      "summary. Inputs and outputs are NumPy .npy files (format 1.0, little-endian float32;\n"
+      "int64 for i64 input buffers) named after the parameters (x.npy, pos.npy, ...).\n\n"
       "options:\n"
       "  --shape D=N,...   value of every dim, e.g. R=129,C=768 (required)\n"
       "  --seed N          seed of the random inputs (default 1)\n"
@@ -205,7 +205,9 @@ int cmd_run(int argc, char **argv) {
       for (int k = 0; k < in.rank; k++) sh[k] = (size_t)shape.dims[in.dims[k]];
       char path[4096];
       snprintf(path, sizeof path, "%s/%s.npy", save, in.name);
-      if (xir__npy_write_f32(path, cs.data[i], sh, in.rank, &d)) {
+      xir_status ws = in.elem == XIR_I64 ? xir__npy_write_i64(path, cs.idata[i], sh, in.rank, &d)
+                                          : xir__npy_write_f32(path, cs.data[i], sh, in.rank, &d);
+      if (ws) {
         cJSON_Delete(root);
         goto fail;
       }
