@@ -26,6 +26,13 @@ static const char *kRowShapes[] = {"R=64,C=256",  "R=129,C=768", "R=17,C=65",   
 static const char *kRopeShapes[] = {"R=64,C=256,HD=64", "R=129,C=768,HD=128", "R=257,C=1538,HD=2",
                                     "R=1024,C=4096,HD=128", "R=4096,C=1024,HD=64", "R=1,C=2,HD=2",
                                     "R=3,C=6,HD=2", "R=33,C=1000,HD=100", "R=17,C=66,HD=22"};
+/* rope_cache: P above, below and equal to R (positions repeat when P < R), P = 1 (all zero) */
+static const char *kRopeCacheShapes[] = {
+    "R=64,C=256,HD=64,P=100,H2=32",      "R=129,C=768,HD=64,P=4096,H2=32",
+    "R=257,C=1538,HD=2,P=7,H2=1",        "R=1024,C=4096,HD=128,P=4096,H2=64",
+    "R=4096,C=1024,HD=64,P=8192,H2=32",  "R=1,C=2,HD=2,P=1,H2=1",
+    "R=3,C=6,HD=2,P=5,H2=1",             "R=33,C=1000,HD=100,P=33,H2=50",
+    "R=17,C=66,HD=22,P=2,H2=11"};
 static const char *kAttnShapes[] = {"B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", "B=1,HQ=1,HKV=1,Q=1,K=1,D=1,DV=1",
                                     "B=2,HQ=3,HKV=1,Q=5,K=3,D=3,DV=5", "B=1,HQ=8,HKV=2,Q=33,K=65,D=24,DV=8"};
 
@@ -91,6 +98,8 @@ static void run_shapes(const char **shapes, size_t count) {
 static void test_every_candidate_matches_oracle(void **state) {
   (void)state;
   if (strcmp(g_kernel, "rope") == 0) run_shapes(kRopeShapes, sizeof kRopeShapes / sizeof *kRopeShapes);
+  else if (strcmp(g_kernel, "rope_cache") == 0)
+    run_shapes(kRopeCacheShapes, sizeof kRopeCacheShapes / sizeof *kRopeCacheShapes);
   else if (strncmp(g_kernel, "attention", 9) == 0)
     run_shapes(kAttnShapes, sizeof kAttnShapes / sizeof *kAttnShapes);
   else run_shapes(kRowShapes, sizeof kRowShapes / sizeof *kRowShapes);
@@ -123,6 +132,7 @@ static uint64_t owner(const xir_program *p, const xir_shape *s, int out, const x
 static void test_block_subrange_writes_exactly_its_part(void **state) {
   (void)state;
   const char *spec = strcmp(g_kernel, "rope") == 0            ? "R=37,C=20,HD=4"
+                     : strcmp(g_kernel, "rope_cache") == 0    ? "R=37,C=20,HD=4,P=50,H2=2"
                      : strncmp(g_kernel, "attention", 9) == 0 ? "B=2,HQ=4,HKV=2,Q=7,K=9,D=5,DV=3"
                                                               : "R=37,C=20";
   xir_program *p;
@@ -170,6 +180,7 @@ static void test_block_subrange_writes_exactly_its_part(void **state) {
 static void test_narrow_widths(void **state) {
   (void)state;
   const char *spec = strcmp(g_kernel, "rope") == 0            ? "R=5,C=12,HD=4"
+                     : strcmp(g_kernel, "rope_cache") == 0    ? "R=5,C=12,HD=4,P=3,H2=2"
                      : strncmp(g_kernel, "attention", 9) == 0 ? "B=1,HQ=4,HKV=2,Q=5,K=7,D=3,DV=5"
                                                               : "R=5,C=13";
   uint32_t widths[] = {1, 2, 4};
