@@ -220,6 +220,56 @@ static void test_shared_exp_is_computed_once(void **state) {
   xir_program_free(p);
 }
 
+/* rope_cache: native code clamps a position outside [0, P) into it (memory safety; the oracle
+ * reports it as an error): every candidate computes exactly what the in-range clamped positions
+ * give. */
+static void test_rope_cache_clamps_positions(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rope_cache") != 0) return;
+  const char *spec = "R=21,C=16,HD=8,P=6,H2=4";
+  xir_program *p;
+  xir_diag d;
+  xir_shape shape;
+  if (xir_kernel_load(g_kernel, &p, &d) || xir_shape_parse(p, spec, &shape, &d)) die(&d);
+  xir_case c;
+  if (xir__case_init(&c, p, &shape, 5, &d)) die(&d);
+  int ps = xir_program_find_param(p, "pos"), y = xir_program_find_param(p, "y");
+  const int64_t wild[] = {-1, 6, 1000, -1000000, INT64_MAX, INT64_MIN, 7};
+  int64_t saved[21];
+  memcpy(saved, c.idata[ps], sizeof saved);
+  for (int r = 0; r < 7; r++) {
+    c.idata[ps][3 * r] = wild[r];
+    saved[3 * r] = wild[r] < 0 ? 0 : 5;
+  }
+  /* the oracle of the clamped positions */
+  xir_case ok;
+  if (xir__case_init(&ok, p, &shape, 5, &d)) die(&d);
+  memcpy(ok.idata[ps], saved, sizeof saved);
+  if (xir__case_oracle(&ok, &d)) die(&d);
+  assert_int_equal(xir__case_oracle(&c, &d), XIR_ERR_RUNTIME); /* the oracle rejects them */
+  xir_compiler *cc = g_cc[0] ? g_cc[0] : g_cc[1];
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  for (size_t i = 0; i < n; i++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+    xir__case_reset_outputs(&c);
+    uint64_t slots[XIR_MAX_PARAMS];
+    if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    assert_true(xir__case_sentinels_ok(&c));
+    for (size_t e = 0; e < c.numel[y]; e++)
+      if (!(fabs(c.data[y][e] - ok.ref[y][e]) <= 1e-5 + 1e-4 * fabs(ok.ref[y][e])))
+        fail_msg("candidate %zu: element %zu is %g, the clamped oracle %g", i, e,
+                 (double)c.data[y][e], ok.ref[y][e]);
+  }
+  xir_free(cands);
+  xir__case_free(&ok);
+  xir__case_free(&c);
+  xir_program_free(p);
+}
+
 /* Compiling the same candidate twice returns the first kernel. */
 static void test_compile_twice_reuses_result(void **state) {
   (void)state;
@@ -260,6 +310,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compile_twice_reuses_result),
       cmocka_unit_test(test_narrow_widths),
       cmocka_unit_test(test_shared_exp_is_computed_once),
+      cmocka_unit_test(test_rope_cache_clamps_positions),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
   xir_compiler_destroy(g_cc[0]);
