@@ -141,15 +141,16 @@ out:
 int main(int argc, char **argv) {
   uint32_t H = 2;
   int rounds = 5, i = 1;
-  const char *policy = "default";
+  const char *policy = "default", *pipeline = NULL;
   for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
     if (!strcmp(argv[i], "--workers")) H = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--policy")) policy = argv[i + 1];
+    else if (!strcmp(argv[i], "--pipeline")) pipeline = argv[i + 1];
     else break;
   }
   if (i >= argc || (argc - i) % 2) {
-    fprintf(stderr, "usage: bench_regret [--workers H] [--rounds N] [--policy default|legacy|calibrated] KERNEL 'SHAPES' ...\n");
+    fprintf(stderr, "usage: bench_regret [--workers H] [--rounds N] [--policy default|legacy|calibrated] [--pipeline P] KERNEL 'SHAPES' ...\n");
     return 2;
   }
   xir_diag d;
@@ -158,7 +159,8 @@ int main(int argc, char **argv) {
   xir_runtime_options ro;
   xir_runtime_options_default(&ro);
   ro.workers = H;
-  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d)) {
+  xir_compiler_options co = {.pipeline = pipeline};
+  if (xir_compiler_create(&co, &cc, &d) || xir_runtime_create(&ro, &rt, &d)) {
     fprintf(stderr, "%s\n", d.msg);
     return 1;
   }

@@ -29,8 +29,11 @@
  * several threads at once are SERIALIZED internally (a submission that needs the pool waits for the
  * one in progress); they are never refused and never mixed. Caller-path launches (h = 1) take no
  * lock and run concurrently with anything. A submission that needs the pool, made from inside a
- * block function that is itself running in a pool launch of the SAME runtime, cannot be served
- * (it would deadlock) and returns XIR_ERR_BUSY with the message "nested submission ...".
+ * block function that is itself running in a pool launch of ANY runtime (the same one, or
+ * another), is refused with XIR_ERR_BUSY and the message "nested submission ...": on the same
+ * runtime it would deadlock at once, and across runtimes a block on A waiting for B while a block
+ * on B waits for A would deadlock both. Caller-path launches (h = 1, e.g. workers = 1) run
+ * entirely on the calling thread and may be nested anywhere.
  * xir_runtime_destroy must not overlap any other call on the same runtime. */
 #ifndef XIR_RUNTIME_H
 #define XIR_RUNTIME_H

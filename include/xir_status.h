@@ -2,7 +2,12 @@
  *
  * Every fallible xir function returns an xir_status. When the caller passes an xir_diag, the
  * function also fills it with a readable message and, for text input, the file, line and column
- * of the problem. Library code never exits or aborts on bad input; it returns one of these. */
+ * of the problem. Library code never exits or aborts on bad input; it returns one of these.
+ *
+ * NULL arguments: a NULL object, input or out-pointer that a call needs gives XIR_ERR_INVALID_ARG
+ * (an out-pointer that is not NULL is cleared first); the diag itself may always be NULL. Getters
+ * given a NULL object return a neutral value: 0 for counts and sizes, -1 for indices, NULL for
+ * names and objects ("" for xir_compiler_cpu/_features); void functions given NULL do nothing. */
 #ifndef XIR_STATUS_H
 #define XIR_STATUS_H
 
@@ -57,7 +62,7 @@ typedef struct xir_allocator {
   void *ud;
 } xir_allocator;
 
-/* Installs a (copied) allocator; NULL restores the default. */
+/* Installs a (copied) allocator; NULL, or an allocator with a NULL hook, restores the default. */
 void xir_set_allocator(const xir_allocator *a);
 
 #ifdef __cplusplus

@@ -137,7 +137,7 @@ static void test_rope_cache_matches_hand_reference(void **state) {
     run_oracle(&c);
     int y = pidx(p, "y"), ps = pidx(p, "pos");
     double *want = test_malloc(c.numel[y] * sizeof(double));
-    assert_int_equal(ref_rope_cache((size_t)s[0], (size_t)s[1], (size_t)s[2], (size_t)s[3],
+    assert_int_equal(ref_rope_from_tables((size_t)s[0], (size_t)s[1], (size_t)s[2], (size_t)s[3],
                                     c.data[pidx(p, "x")], c.idata[ps], c.data[pidx(p, "cos")],
                                     c.data[pidx(p, "sin")], want), 0);
     expect_close(spec, c.ref[y], want, c.numel[y]);

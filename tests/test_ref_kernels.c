@@ -156,7 +156,7 @@ static void test_rope_cache(void **state) {
     }
   const int64_t pos[3] = {2, 0, 3}; /* not in row order; row 1 at position 0 is the identity */
   double y[24];
-  assert_int_equal(ref_rope_cache(3, 8, 4, 4, x, pos, ct, st, y), 0);
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, pos, ct, st, y), 0);
   for (int c = 0; c < 8; c++) NEAR(y[8 + c], x[8 + c], kTol);
   for (int r = 0; r < 3; r += 2)
     for (int h = 0; h < 2; h++)
@@ -175,15 +175,15 @@ static void test_rope_cache(void **state) {
    * positions differ; with pos[2] = 2 as well they agree */
   const int64_t same[3] = {2, 0, 2};
   double z[24];
-  assert_int_equal(ref_rope_cache(3, 8, 4, 4, x, same, ct, st, z), 0);
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, same, ct, st, z), 0);
   for (int c = 0; c < 8; c++) NEAR(z[16 + c], z[c], kTol);
   /* positions outside [0, P) and invalid head widths */
   const int64_t bad_hi[3] = {0, 4, 1}, bad_lo[3] = {0, -1, 1};
-  assert_int_equal(ref_rope_cache(3, 8, 4, 4, x, bad_hi, ct, st, y), -1);
-  assert_int_equal(ref_rope_cache(3, 8, 4, 4, x, bad_lo, ct, st, y), -1);
-  assert_int_equal(ref_rope_cache(3, 8, 3, 4, x, pos, ct, st, y), -1);
-  assert_int_equal(ref_rope_cache(3, 8, 0, 4, x, pos, ct, st, y), -1);
-  assert_int_equal(ref_rope_cache(1, 12, 8, 4, x, pos, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, bad_hi, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, bad_lo, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(3, 8, 3, 4, x, pos, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(3, 8, 0, 4, x, pos, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(1, 12, 8, 4, x, pos, ct, st, y), -1);
 }
 
 static void test_softmax_mask(void **state) {

@@ -2,12 +2,14 @@
  * concurrent submitters, nested submissions, and no allocation when a batch is reused. */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -279,6 +281,101 @@ static void test_nested_pool_submission_is_busy_and_caller_path_nests(void **sta
   xir_runtime_destroy(rt);
 }
 
+/* ---- runtimes launching on each other (A -> B -> A) ---------------------------------------- */
+
+/* A block of a pool launch on one runtime launches on the other runtime, while a block of the
+ * other runtime's launch does the same back: with the two outer launches holding both pools,
+ * waiting would hang both. Each nested pool launch must return XIR_ERR_BUSY instead; a nested
+ * caller-path launch (workers = 1) still runs. A watchdog turns a hang into a failure. */
+
+typedef struct cross_side {
+  xir_runtime *other;
+  _Atomic uint32_t *started_mine, *started_other;
+  _Atomic uint32_t busy, ok_caller, wrong;
+} cross_side;
+
+static int cross_leaf_fn(void *ctx, uint64_t b, uint64_t e) {
+  (void)ctx; (void)b; (void)e;
+  return 0;
+}
+
+static int cross_fn(void *vctx, uint64_t b, uint64_t e) {
+  cross_side *c = vctx;
+  (void)b; (void)e;
+  atomic_fetch_add(c->started_mine, 1);
+  /* wait (bounded) until the other runtime's launch runs too: both pools are then held */
+  for (long i = 0; i < 200000000L && atomic_load(c->started_other) == 0; i++) {
+  }
+  xir_diag d;
+  xir_status s = xir_runtime_launch(c->other, cross_leaf_fn, NULL, 8, 1, 2, NULL, &d);
+  if (s == XIR_ERR_BUSY && strstr(d.msg, "nested submission") && strstr(d.msg, "another runtime"))
+    atomic_fetch_add(&c->busy, 1);
+  else atomic_fetch_add(&c->wrong, 1);
+  s = xir_runtime_launch(c->other, cross_leaf_fn, NULL, 8, 1, 1, NULL, NULL); /* caller path */
+  if (s == XIR_OK) atomic_fetch_add(&c->ok_caller, 1);
+  else atomic_fetch_add(&c->wrong, 1);
+  return 0;
+}
+
+typedef struct cross_thread {
+  xir_runtime *rt;
+  cross_side *side;
+  xir_status st;
+} cross_thread;
+
+static void *cross_main(void *arg) {
+  cross_thread *t = arg;
+  t->st = xir_runtime_launch(t->rt, cross_fn, t->side, 2, 1, 2, NULL, NULL);
+  return NULL;
+}
+
+static void watchdog(int sig) {
+  (void)sig;
+  static const char msg[] = "test_runtime_batch: runtimes launching on each other hung (deadlock)\n";
+  if (write(2, msg, sizeof msg - 1) < 0) {
+  }
+  _exit(1);
+}
+
+static void test_runtimes_launching_on_each_other_are_busy_not_deadlocked(void **state) {
+  (void)state;
+  signal(SIGALRM, watchdog);
+  alarm(30);
+  for (int rep = 0; rep < 20; rep++) {
+    xir_runtime *a = make_rt(2, XIR_WAIT_SPIN_THEN_SLEEP, 50);
+    xir_runtime *b = make_rt(2, XIR_WAIT_SPIN_THEN_SLEEP, 50);
+    static _Atomic uint32_t started_a, started_b;
+    atomic_store(&started_a, 0);
+    atomic_store(&started_b, 0);
+    static cross_side sa, sb;
+    memset(&sa, 0, sizeof sa);
+    memset(&sb, 0, sizeof sb);
+    sa.other = b;
+    sa.started_mine = &started_a;
+    sa.started_other = &started_b;
+    sb.other = a;
+    sb.started_mine = &started_b;
+    sb.started_other = &started_a;
+    cross_thread ta = {a, &sa, XIR_ERR_RUNTIME}, tb = {b, &sb, XIR_ERR_RUNTIME};
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, cross_main, &ta), 0);
+    assert_int_equal(pthread_create(&t2, NULL, cross_main, &tb), 0);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_int_equal(ta.st, XIR_OK);
+    assert_int_equal(tb.st, XIR_OK);
+    assert_int_equal(atomic_load(&sa.busy), 2); /* both blocks of each outer launch */
+    assert_int_equal(atomic_load(&sb.busy), 2);
+    assert_int_equal(atomic_load(&sa.ok_caller), 2);
+    assert_int_equal(atomic_load(&sb.ok_caller), 2);
+    assert_int_equal(atomic_load(&sa.wrong) + atomic_load(&sb.wrong), 0);
+    xir_runtime_destroy(a);
+    xir_runtime_destroy(b);
+  }
+  alarm(0);
+  signal(SIGALRM, SIG_DFL);
+}
+
 /* ---- allocation ---------------------------------------------------------------------------- */
 
 static _Atomic long g_allocs;
@@ -369,6 +466,7 @@ int main(void) {
       cmocka_unit_test(test_batch_failure_names_launch_and_lowest_task_and_skips_later),
       cmocka_unit_test(test_two_threads_submitting_at_once_are_serialized_not_corrupted),
       cmocka_unit_test(test_nested_pool_submission_is_busy_and_caller_path_nests),
+      cmocka_unit_test(test_runtimes_launching_on_each_other_are_busy_not_deadlocked),
       cmocka_unit_test(test_reused_batch_and_launches_allocate_nothing),
       cmocka_unit_test(test_allocation_failures_return_nomem),
   };

@@ -10,8 +10,8 @@
 #include "xir_plan.h"
 #include "xir_runtime.h"
 
-/* What a case runs. */
-typedef enum bcase_kind { BC_XIR = 1, BC_CPEER, BC_EXT } bcase_kind;
+/* What a case runs: xir, an in-process C peer, an external peer, or the streaming probe. */
+typedef enum bcase_kind { BC_XIR = 1, BC_CPEER, BC_EXT, BC_PROBE } bcase_kind;
 
 typedef struct ext_peer ext_peer;
 
@@ -19,7 +19,8 @@ typedef struct ext_peer ext_peer;
 typedef struct bcase_decl {
   char kernel[32];
   char shape[160];   /* "R=64,C=256" */
-  char config[96];   /* joint_legacy | joint_tasks | fixed:l=8,B=32,G=3 | peer:c_omp | ext:torch_eager */
+  char config[96];   /* default | joint_legacy | joint_tasks | fixed:l=8,B=32,G=3 | peer:c_fast_omp |
+                        ext:torch_eager | probe:stream */
 } bcase_decl;
 
 typedef struct bcase {
@@ -37,7 +38,7 @@ typedef struct bcase {
   char cand[160];
   char impl[24];
   xir_batch *batch;
-  /* C peer */
+  /* C peer (peer_args: xir_peer_args) or streaming probe (peer_args: xir_peer_stream_args) */
   void *peer_fn;
   void *peer_args;
   /* external peer */
@@ -61,6 +62,15 @@ typedef struct bench_env {
   char peer_names[8][32];
   int npeers;
 } bench_env;
+
+/* The planner options of a named xir configuration — default (xir_plan_options_default with
+ * `service` as its coefficients: the run records them, so the audit can re-plan), joint_legacy,
+ * joint_tasks, joint_tasks_1w (sets *workers to 1), joint_calibrated (needs `cal`) — for width W
+ * and *workers; coefficients, when the configuration has its own, go to *coef, which must outlive
+ * *o. The bench and the audit both plan through this one function. */
+xir_status bench_config_options(const char *cfg, uint32_t W, uint32_t *workers,
+                                const xir_calibration *cal, const xir_cost_coefficients *service,
+                                xir_plan_options *o, xir_cost_coefficients *coef, xir_diag *d);
 
 /* A suite: its cases, its comparisons (baseline, variant indices) and its declared orders. */
 typedef struct bench_suite {

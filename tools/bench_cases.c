@@ -1,6 +1,7 @@
-/* bench_cases.c — one benchmark case: xir (planned or fixed), an in-process C peer, or an
- * external peer process. prepare/check are outside the timed region; run is the timed region:
- * a batch of n launches plus the wait (xir), or n calls (peers). */
+/* bench_cases.c — one benchmark case: xir (planned or fixed), an in-process C peer, an
+ * external peer process, or the streaming-bandwidth probe over a kernel's buffers.
+ * prepare/check are outside the timed region; run is the timed region: a batch of n launches
+ * plus the wait (xir), or n calls (peers, probe). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,37 @@ static int output_param(const xir_program *p) {
   return -1;
 }
 
+xir_status bench_config_options(const char *cfg, uint32_t W, uint32_t *workers,
+                                const xir_calibration *cal, const xir_cost_coefficients *service,
+                                xir_plan_options *o, xir_cost_coefficients *coef, xir_diag *d) {
+  /* the report's configurations start from its base options; `default` is what a user gets */
+  xir_plan_options_base(o);
+  if (!strcmp(cfg, "default")) {
+    xir_plan_options_default(o);
+    o->coefficients = service ? coef : NULL;
+    if (service) *coef = *service;
+  } else if (!strcmp(cfg, "joint_tasks") || !strcmp(cfg, "joint_tasks_1w")) {
+    o->local_lanes = 0;
+    o->search_task_grain = 1;
+    xir_cost_coefficients_experimental(coef);
+    o->coefficients = coef;
+    if (!strcmp(cfg, "joint_tasks_1w")) *workers = 1;
+  } else if (!strcmp(cfg, "joint_calibrated")) {
+    if (!cal) return xir__err(d, XIR_ERR_INVALID_ARG, "joint_calibrated needs the run's calibration");
+    o->local_lanes = 0;
+    o->search_task_grain = 1;
+    xir_cost_coefficients_from_calibration(cal, coef);
+    o->coefficients = coef;
+  } else if (!strcmp(cfg, "joint_legacy")) {
+    o->local_lanes = 0;
+  } else {
+    return xir__err(d, XIR_ERR_INVALID_ARG, "unknown configuration '%s'", cfg);
+  }
+  o->width = W;
+  o->workers = *workers;
+  return XIR_OK;
+}
+
 static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
   const char *cfg = c->decl.config;
   xir_candidate cand;
@@ -46,27 +78,16 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
     c->grain = !strcmp(g, "max") ? UINT32_MAX : (uint32_t)atol(g);
   } else {
     xir_plan_options o;
-    xir_plan_options_base(&o); /* the report's configurations start from its base options */
-    o.width = xir_compiler_width(e->cc);
-    o.local_lanes = 0;
     xir_cost_coefficients coef;
-    if (!strcmp(cfg, "joint_tasks") || !strcmp(cfg, "joint_tasks_1w")) {
-      o.search_task_grain = 1;
-      xir_cost_coefficients_experimental(&coef);
-      o.coefficients = &coef;
-      if (!strcmp(cfg, "joint_tasks_1w")) workers = 1;
-    } else if (!strcmp(cfg, "joint_calibrated")) {
-      /* ℓ and G searched with coefficients measured on this machine (once per run) */
-      o.search_task_grain = 1;
-      if (!e->calibrated) {
-        if ((st = xir_calibrate(e->cc, e->rt, &e->calibration, d))) return st;
-        e->calibrated = 1;
-      }
-      xir_cost_coefficients_from_calibration(&e->calibration, &coef);
-      o.coefficients = &coef;
-    } else if (strcmp(cfg, "joint_legacy") != 0) {
-      return xir__err(d, XIR_ERR_INVALID_ARG, "unknown configuration '%s'", cfg);
+    if (!strcmp(cfg, "joint_calibrated") && !e->calibrated) {
+      /* measured once per run */
+      if ((st = xir_calibrate(e->cc, e->rt, &e->calibration, d))) return st;
+      e->calibrated = 1;
     }
+    if ((st = bench_config_options(cfg, xir_compiler_width(e->cc), &workers,
+                                   e->calibrated ? &e->calibration : NULL,
+                                   xir_service_coefficients(), &o, &coef, d)))
+      return st;
     o.workers = workers;
     xir_plan *pl;
     if ((st = xir_plan_make(c->p, &c->shape, &o, &pl, d))) return st;
@@ -90,25 +111,114 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
 static xir_status prepare_cpeer(bcase *c, xir_diag *d) {
   const char *variant = c->decl.config + 5;
   xir_peer_fn fn = xir_peer_find(c->decl.kernel, variant);
-  if (!fn) {
+  const char *const *dn = xir_peer_dims(c->decl.kernel);
+  if (!fn || !dn) {
     c->unsupported = 1;
     snprintf(c->why, sizeof c->why, "no C peer '%s' for %s", variant, c->decl.kernel);
     return XIR_OK;
   }
+  /* rope_cache's peer reads x, pos, cos, sin in this order (the kernel is new: say so rather
+   * than read the wrong buffers if it declares them otherwise) */
+  static const char *const kRopeCacheIn[] = {"x", "pos", "cos", "sin"};
+  int is_rc = !strcmp(c->decl.kernel, "rope_cache");
   xir_peer_args *a = xir__calloc(1, sizeof *a);
   if (!a) return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   int ni = 0, ns = 0;
   for (int i = 0; i < xir_program_num_params(c->p); i++) {
     xir_param_info in;
     xir_program_param(c->p, i, &in);
+    if (in.kind == XIR_PARAM_BUFFER && !in.is_output && is_rc &&
+        (ni >= 4 || strcmp(in.name, kRopeCacheIn[ni]) != 0)) {
+      xir__free(a);
+      c->unsupported = 1;
+      snprintf(c->why, sizeof c->why, "the C peer of rope_cache reads x, pos, cos, sin; input "
+               "%d of the kernel is '%s'", ni, in.name);
+      return XIR_OK;
+    }
     if (in.kind == XIR_PARAM_BUFFER && !in.is_output) a->in[ni++] = c->cs.data[i];
     else if (in.kind == XIR_PARAM_BUFFER) a->out = c->cs.data[i];
     else a->scalar[ns++] = c->cs.args[i].use_default ? in.default_value : c->cs.args[i].scalar;
   }
-  for (int k = 0; k < xir_program_num_dims(c->p); k++) a->dims[k] = c->shape.dims[k];
+  /* the dims by name, in the peer's order (a kernel may declare them in another) */
+  for (int k = 0; dn[k]; k++) {
+    int found = -1;
+    for (int j = 0; j < xir_program_num_dims(c->p); j++)
+      if (!strcmp(xir_program_dim_name(c->p, j), dn[k])) found = j;
+    if (found < 0 || k >= 8) {
+      xir__free(a);
+      c->unsupported = 1;
+      snprintf(c->why, sizeof c->why, "the C peer of %s needs a dim %s the kernel does not have",
+               c->decl.kernel, dn[k]);
+      return XIR_OK;
+    }
+    a->dims[k] = c->shape.dims[found];
+  }
+  /* one untimed call: a peer that rejects these inputs (rope_cache: a position that is not an
+   * integer in [0, P)) is reported as not measured, with the reason */
+  int rc = fn(a);
+  if (rc != XIR_PEER_OK) {
+    xir__free(a);
+    c->unsupported = 1;
+    snprintf(c->why, sizeof c->why, "the C peer '%s' rejects these inputs (%s)", variant,
+             rc == XIR_PEER_ENOMEM ? "out of memory" : "invalid arguments");
+    return XIR_OK;
+  }
   memcpy(&c->peer_fn, &fn, sizeof fn);
   c->peer_args = a;
   return XIR_OK;
+}
+
+/* The streaming probe: the kernel's own buffers (every input read once, the output written
+ * once) through xir_peer_stream. */
+static xir_status prepare_probe(bcase *c, xir_diag *d) {
+  if (strcmp(c->decl.config, "probe:stream") != 0)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "unknown configuration '%s'", c->decl.config);
+  xir_peer_stream_args *a = xir__calloc(1, sizeof *a);
+  if (!a) return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < xir_program_num_params(c->p); i++) {
+    xir_param_info in;
+    xir_program_param(c->p, i, &in);
+    if (in.kind != XIR_PARAM_BUFFER) continue;
+    if (in.is_output) {
+      a->out = c->cs.data[i];
+      a->n_out = c->cs.numel[i];
+    } else if (a->nin < 8) {
+      a->in[a->nin] = c->cs.data[i];
+      a->n_in[a->nin++] = c->cs.numel[i];
+    }
+  }
+  c->peer_args = a;
+  return XIR_OK;
+}
+
+/* The probe's check: its output, element by element, is the serial fp32 sum of the streamed
+ * inputs in input order (exactly what xir_peer_stream computes). */
+static void check_probe(const bcase *c, xir_compare *out) {
+  const xir_peer_stream_args *a = c->peer_args;
+  memset(out, 0, sizeof *out);
+  out->first_bad = (size_t)-1;
+  out->n = a->n_out;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a->n_out; i++) {
+    float want = 0.0f;
+    int first = 1;
+    for (int j = 0; j < a->nin; j++)
+      if (a->n_in[j] == a->n_out) {
+        want = first ? a->in[j][i] : want + a->in[j][i];
+        first = 0;
+      }
+    float got = a->out[i];
+    double e = fabs((double)got - (double)want);
+    if (memcmp(&got, &want, sizeof got) != 0) {
+      if (!out->bad++) out->first_bad = i;
+      if (isnan(got)) out->nan++;
+    }
+    if (e > out->max_abs || isnan(e)) out->max_abs = isnan(e) ? INFINITY : e;
+    num += e * e;
+    den += (double)want * want;
+  }
+  out->rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+  out->pass = out->bad == 0;
 }
 #endif
 
@@ -173,6 +283,16 @@ xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
   if ((st = xir__case_init(&c->cs, c->p, &c->shape, e->seed, d))) return st;
   c->cs_ok = 1;
   xir__case_input_fingerprint(&c->cs, c->input_sha);
+  if (!strncmp(c->decl.config, "probe:", 6)) {
+    c->kind = BC_PROBE; /* checked against its own exact result, not the kernel's oracle */
+#if HAVE_C_PEERS
+    return prepare_probe(c, d);
+#else
+    c->unsupported = 1;
+    snprintf(c->why, sizeof c->why, "this build has no C peers (the probe is one of them)");
+    return XIR_OK;
+#endif
+  }
   if ((st = xir__case_oracle(&c->cs, d))) return st;
   if (!strncmp(c->decl.config, "peer:", 5)) {
     c->kind = BC_CPEER;
@@ -213,6 +333,14 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
     double t0 = xir__now_ns();
     for (uint64_t i = 0; i < n; i++)
       if (fn(a)) return xir__err(d, XIR_ERR_RUNTIME, "C peer for %s failed", c->decl.kernel);
+    *ns = xir__now_ns() - t0;
+    return XIR_OK;
+  }
+  if (c->kind == BC_PROBE) {
+    xir_peer_stream_args *a = c->peer_args;
+    double t0 = xir__now_ns();
+    for (uint64_t i = 0; i < n; i++)
+      if (xir_peer_stream(a)) return xir__err(d, XIR_ERR_RUNTIME, "the stream probe failed");
     *ns = xir__now_ns() - t0;
     return XIR_OK;
   }
@@ -261,7 +389,11 @@ xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_
     xir__free(data);
     remove(path);
   }
-  *out = xir__case_compare(&c->cs, o, xir__kernel_tolerance(c->decl.kernel));
+#if HAVE_C_PEERS
+  if (c->kind == BC_PROBE) check_probe(c, out);
+  else
+#endif
+    *out = xir__case_compare(&c->cs, o, xir__kernel_tolerance(c->decl.kernel));
   *sentinels_ok = xir__case_sentinels_ok(&c->cs);
   xir__jit_sha256_hex(c->cs.data[o], c->cs.numel[o] * sizeof(float), c->out_sha);
   return XIR_OK;
@@ -269,7 +401,7 @@ xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_
 
 void bcase_release(bcase *c) {
   if (c->batch) xir_batch_destroy(c->batch);
-  if (c->kind == BC_CPEER) xir__free(c->peer_args);
+  if (c->kind == BC_CPEER || c->kind == BC_PROBE) xir__free(c->peer_args);
   if (c->tmpdir[0]) {
     for (int i = 0; c->p && i < xir_program_num_params(c->p); i++) {
       xir_param_info in;

@@ -6,9 +6,15 @@
  *                joint_tasks and joint_calibrated vs joint_legacy (four fixed orders)
  *   fixed-grain  l = 8, B = 32 (l = 1 where the body has no inner tile) with G = 0, 1, 3, max
  *                at 129x768 and 1024x4096 (attention: small and large): each G vs G = 0
- *   peers        xir (joint_tasks) vs hand-written C (OpenMP, 2 threads) and, single-threaded,
- *                vs C built with -ffast-math; plus external peers when --peers-dir is given;
- *                `--configs` may add fixed candidates (fixed:l=64,B=64,G=max,H=1) vs the C peers
+ *   peers        xir's default plan (xir_plan_options_default, the run's workers: `default`) vs
+ *                the honest C peers — c_fast_omp (-O3 -march=native -ffast-math -fopenmp,
+ *                2 threads) and c_fast_1t (the same, 1 thread) — and the external peers
+ *                (--peers-dir), at the report shapes and odd ones; for the large shapes also vs
+ *                the streaming probe over the kernel's own bytes (probe:stream: xir / floor).
+ *                rope_cache joins when the binary has the kernel. `--configs` may add
+ *                joint_tasks (vs c_fast_omp), joint_tasks_1w (vs c_fast_1t), peer:c_strict_omp
+ *                (the strict-IEEE C, vs default) and fixed candidates
+ *                (fixed:l=64,B=64,G=max,H=1: vs c_fast_1t when H=1, else vs c_fast_omp)
  *   smoke        two tiny cases for CI
  * Everything here is deterministic: the audit rebuilds the suite and compares. */
 #include <stdlib.h>
@@ -23,6 +29,17 @@ static const char *kAttnShapes[] = {"B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16",
                                     "B=1,HQ=8,HKV=2,Q=64,K=256,D=64,DV=64"};
 static const char *kKernels[] = {"rmsnorm", "layernorm", "rope", "softmax_mask", "softmax_causal",
                                  "swiglu", "gelu_residual", "attention", "attention_causal"};
+
+/* The peers suite's row shapes: four of the report's (129x768, 257x1538, 1024x4096, 4096x1024;
+ * 64x256 and 17x65 are in the validation suite) and odd ones — one row, three rows, row lengths
+ * that are not a multiple of 16 (1000, 1538) — six, so that a full run (4 rounds, 250 ms settle
+ * before each visit, 152 cases) stays near six minutes on this 2-core machine. */
+static const char *kPeerRows[] = {"R=1,C=4096",   "R=3,C=1000",    "R=129,C=768",
+                                  "R=257,C=1538", "R=1024,C=4096", "R=4096,C=1024"};
+/* Row shapes with at least this many elements get the streaming probe. */
+#define PROBE_MIN_ELEMENTS 1000000L
+/* rope_cache's cache length (positions are < P). */
+#define ROPE_CACHE_P 4096
 
 /* The head width RoPE uses at a row width (0: RoPE needs an even C). */
 static int rope_hd(long C) {
@@ -82,6 +99,30 @@ static void add_cmp(builder *b, int base, int var) {
   s->ncomparisons++;
 }
 
+/* rope_cache's shape at a row shape "R=..,C=..": the kernel's dims by name (R, C, HD = rope_hd(C),
+ * P = ROPE_CACHE_P, H2 = HD/2), in the kernel's order. 0 when the binary has no rope_cache, C is
+ * odd, or the kernel has a dim not named here. */
+static int rope_cache_shape(const char *rows, char *out, size_t cap) {
+  long R = 0, C = 0;
+  if (xir_kernel_find("rope_cache") < 0 || sscanf(rows, "R=%ld,C=%ld", &R, &C) != 2) return 0;
+  long hd = rope_hd(C);
+  if (!hd) return 0;
+  xir_program *p;
+  xir_diag d;
+  if (xir_kernel_load("rope_cache", &p, &d)) return 0;
+  size_t o = 0;
+  int ok = 1;
+  for (int k = 0; k < xir_program_num_dims(p) && ok; k++) {
+    const char *n = xir_program_dim_name(p, k);
+    long v = !strcmp(n, "R") ? R : !strcmp(n, "C") ? C : !strcmp(n, "HD") ? hd
+             : !strcmp(n, "P") ? ROPE_CACHE_P : !strcmp(n, "H2") ? hd / 2 : -1;
+    if (v < 0) ok = 0;
+    else o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%s%s=%ld", k ? "," : "", n, v);
+  }
+  xir_program_free(p);
+  return ok && o < cap;
+}
+
 /* Kernel × shape pairs of a suite, after the filter; calls fn for each. */
 static void each_shape(builder *b, const char **kernels, int nk, const char **rows, int nrows,
                        const char **attn, int nattn,
@@ -100,6 +141,8 @@ static void each_shape(builder *b, const char **kernels, int nk, const char **ro
         if (!hd) continue; /* RoPE rotates pairs: odd widths are not RoPE shapes */
         snprintf(shape, sizeof shape, "%s,HD=%d", shapes[i], hd);
       }
+      if (!strcmp(kernels[k], "rope_cache") && !rope_cache_shape(shapes[i], shape, sizeof shape))
+        continue;
       if (b->f->shapes && !in_list(b->f->shapes, shapes[i], ';') && !in_list(b->f->shapes, shape, ';'))
         continue;
       fn(b, kernels[k], shape);
@@ -136,32 +179,52 @@ static void fixed_grains(builder *b, const char *k, const char *shape) {
 static const char *g_ext_peers[4];
 static int g_next;
 
+/* 1 when --configs names cfg (configurations that are only measured on request). */
+static int named(const builder *b, const char *cfg) {
+  return b->f->configs && in_list(b->f->configs, cfg, ',');
+}
+
+/* The number of elements of a row shape "R=..,C=..[,...]" (0 for other shapes). */
+static long row_elements(const char *shape) {
+  long R = 0, C = 0;
+  return sscanf(shape, "R=%ld,C=%ld", &R, &C) == 2 ? R * C : 0;
+}
+
 static void vs_peers(builder *b, const char *k, const char *shape) {
-  pair_configs(b, k, shape, "peer:c_omp", "joint_tasks");
-  pair_configs(b, k, shape, "peer:c_fastmath", "joint_tasks_1w");
+  pair_configs(b, k, shape, "peer:c_fast_omp", "default");
+  pair_configs(b, k, shape, "peer:c_fast_1t", "default");
+  for (int i = 0; i < g_next; i++) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
+    pair_configs(b, k, shape, cfg, "default");
+  }
+  /* the streaming floor of the large row cases: xir / (the same bytes streamed) */
+  if (strncmp(k, "attention", 9) != 0 && row_elements(shape) >= PROBE_MIN_ELEMENTS)
+    pair_configs(b, k, shape, "probe:stream", "default");
+  /* on request only */
+  if (named(b, "peer:c_strict_omp")) pair_configs(b, k, shape, "peer:c_strict_omp", "default");
+  if (named(b, "joint_tasks")) pair_configs(b, k, shape, "peer:c_fast_omp", "joint_tasks");
+  if (named(b, "joint_tasks_1w")) pair_configs(b, k, shape, "peer:c_fast_1t", "joint_tasks_1w");
   /* ad-hoc fixed candidates named in --configs: vs the single-thread C peer when H=1 */
   for (const char *c = b->f->configs; c && *c;) {
     const char *e = strchr(c, ',');
-    /* a fixed config holds commas itself: it runs to the next ",fixed:" / ",peer:" / end */
+    /* a fixed config holds commas itself: it runs to the next ",fixed:" / ",peer:" / ",joint" /
+     * ",default" / ",probe:" / ",ext:" / end */
     if (!strncmp(c, "fixed:", 6)) {
       const char *end = c + strlen(c);
-      const char *n1 = strstr(c + 6, ",fixed:"), *n2 = strstr(c + 6, ",peer:"), *n3 = strstr(c + 6, ",joint");
-      if (n1 && n1 < end) end = n1;
-      if (n2 && n2 < end) end = n2;
-      if (n3 && n3 < end) end = n3;
+      static const char *const next[] = {",fixed:", ",peer:", ",joint", ",default", ",probe:", ",ext:"};
+      for (size_t j = 0; j < sizeof next / sizeof next[0]; j++) {
+        const char *n = strstr(c + 6, next[j]);
+        if (n && n < end) end = n;
+      }
       char cfg[96];
       snprintf(cfg, sizeof cfg, "%.*s", (int)(end - c), c);
-      const char *base = strstr(cfg, ",H=1") ? "peer:c_fastmath" : "peer:c_omp";
+      const char *base = strstr(cfg, ",H=1") ? "peer:c_fast_1t" : "peer:c_fast_omp";
       if (in_list(b->f->configs, base, ',')) add_cmp(b, add_case(b, k, shape, base), add_case(b, k, shape, cfg));
       c = *end ? end + 1 : end;
       continue;
     }
     c = e ? e + 1 : c + strlen(c);
-  }
-  for (int i = 0; i < g_next; i++) {
-    char cfg[96];
-    snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
-    pair_configs(b, k, shape, cfg, "joint_tasks");
   }
 }
 
@@ -221,8 +284,14 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     each_shape(&b, kKernels, 9, rows, 2, kAttnShapes, 2, fixed_grains);
     s->default_rounds = 2;
   } else if (!strcmp(name, "peers")) {
-    const char *rows[] = {"R=64,C=256", "R=129,C=768", "R=1024,C=4096"};
-    each_shape(&b, kKernels, 9, rows, 3, kAttnShapes, 2, vs_peers);
+    const char *ks[10];
+    int nk = 0;
+    for (int i = 0; i < 9; i++) {
+      ks[nk++] = kKernels[i];
+      if (!strcmp(kKernels[i], "rope") && xir_kernel_find("rope_cache") >= 0) ks[nk++] = "rope_cache";
+    }
+    each_shape(&b, ks, nk, kPeerRows, (int)(sizeof kPeerRows / sizeof kPeerRows[0]), kAttnShapes,
+               2, vs_peers);
   } else if (!strcmp(name, "smoke")) {
     const char *ks[] = {"rmsnorm", "swiglu"};
     const char *rows[] = {"R=3,C=7", "R=17,C=65"};

@@ -42,6 +42,9 @@ xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d);
 /* Parses a non-negative 32-bit integer ("max" = UINT32_MAX when allow_max). 0 on success. */
 int cli_parse_u32(const char *s, int allow_max, uint32_t *out);
 
+/* Parses a decimal integer in [0, 2^64) (digits only: no sign, no blank). 0 on success. */
+int cli_parse_u64(const char *s, uint64_t *out);
+
 /* 1 when argv[i] is --help or -h anywhere in argv. */
 int cli_wants_help(int argc, char **argv);
 

@@ -46,7 +46,11 @@ static void help(void) {
       "  --suite NAME          the suite (required)\n"
       "  --kernels a,b         only these kernels\n"
       "  --shapes 'S1;S2'      only these shapes (e.g. 'R=64,C=256;R=129,C=768')\n"
-      "  --configs a,b         only these configurations (e.g. joint_legacy,joint_tasks)\n"
+      "  --configs a,b         only these configurations (e.g. joint_legacy,joint_tasks);\n"
+      "                        configurations: default (xir_plan_options_default), joint_legacy,\n"
+      "                        joint_tasks, joint_tasks_1w, joint_calibrated,\n"
+      "                        fixed:l=L,B=B,G=G[,H=H], peer:c_fast_omp, peer:c_fast_1t,\n"
+      "                        peer:c_strict_omp, probe:stream, ext:NAME (docs/bench.md)\n"
       "  --rounds N            rounds (default: 4, fixed-grain and smoke 2)\n"
       "  --workers N           runtime workers incl. the caller (default 2)\n"
       "  --warmup-ms X         warm-up per visit (default 75)\n"
@@ -180,7 +184,104 @@ static double jnum(const cJSON *o, const char *k) {
   return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-/* tables.md: every comparison, then every case. */
+/* Bytes a kernel case must move at least: every input read once, the output written once. */
+static double case_bytes(const bcase *c) {
+  double b = 0;
+  for (int i = 0; c->p && i < xir_program_num_params(c->p); i++) {
+    xir_param_info in;
+    xir_program_param(c->p, i, &in);
+    if (in.kind == XIR_PARAM_BUFFER)
+      b += (double)c->cs.numel[i] * (in.elem == XIR_I64 ? sizeof(int64_t) : sizeof(float));
+  }
+  return b;
+}
+
+static const char *jcfg(const cJSON *cases, int i) {
+  const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cases, i), "config"));
+  return s ? s : "";
+}
+
+/* The peers suite's headline, from the summary (which the audit recomputes): for every case of
+ * xir's default plan, the best peer (of the headline C peers c_fast_omp / c_fast_1t and the
+ * external peers, the fastest by median time) and the paired ratio xir / best peer; the streaming
+ * floor where the probe ran. Writes the table to f (when f) and the totals to *tot. */
+typedef struct headline {
+  int n, losses;
+  double log_sum, worst;
+  char worst_name[256];
+} headline;
+
+static void write_headline(FILE *f, const cJSON *rec, headline *tot) {
+  const cJSON *cases = cJSON_GetObjectItem(rec, "cases"), *sum = cJSON_GetObjectItem(rec, "summary");
+  const cJSON *cs = cJSON_GetObjectItem(sum, "cases"), *cmps = cJSON_GetObjectItem(sum, "comparisons");
+  memset(tot, 0, sizeof *tot);
+  tot->worst = -1;
+  if (f)
+    fprintf(f, "## Headline: xir's default plan vs the best peer\n\n"
+               "`default` = xir_plan_options_default() with the run's workers. Best peer = the "
+               "fastest (median µs) of the headline peers measured for the case: `c_fast_omp` "
+               "(gcc -O3 -march=native -ffast-math -fopenmp, 2 threads), `c_fast_1t` (the same, "
+               "1 thread) and any external peer. xir/best is the paired ratio (median over rounds "
+               "of the same-round ratio; > 1: xir loses). Floor = the case's bytes (every input "
+               "read once, the output written once) / the bandwidth of the 2-thread stream probe "
+               "over the same buffers, measured in the same run (= the probe's time); xir/floor "
+               "is paired the same way.\n\n"
+               "| kernel | shape | best peer | peer µs | xir µs | xir/best | min–max | MB | "
+               "stream GB/s | floor µs | xir/floor |\n|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n");
+  const cJSON *c;
+  int i = 0;
+  cJSON_ArrayForEach(c, cases) {
+    int me = i++;
+    if (strcmp(jcfg(cases, me), "default") != 0) continue;
+    const cJSON *best = NULL, *probe = NULL, *k;
+    double best_t = INFINITY;
+    cJSON_ArrayForEach(k, cmps) {
+      if ((int)jnum(k, "variant") != me) continue;
+      int b = (int)jnum(k, "baseline");
+      const char *bc = jcfg(cases, b);
+      double t = jnum(cJSON_GetArrayItem(cs, b), "median_p50_ns");
+      if (!strcmp(bc, "probe:stream")) probe = k;
+      else if ((!strcmp(bc, "peer:c_fast_omp") || !strcmp(bc, "peer:c_fast_1t") ||
+                !strncmp(bc, "ext:", 4)) && t < best_t) {
+        best_t = t;
+        best = k;
+      }
+    }
+    if (!best) continue;
+    const char *kern = cJSON_GetStringValue(cJSON_GetObjectItem(c, "kernel"));
+    const char *shape = cJSON_GetStringValue(cJSON_GetObjectItem(c, "shape"));
+    const char *peer = jcfg(cases, (int)jnum(best, "baseline"));
+    double r = jnum(best, "median_ratio");
+    tot->n++;
+    tot->log_sum += log(r);
+    tot->losses += r > 1;
+    if (r > tot->worst) {
+      tot->worst = r;
+      snprintf(tot->worst_name, sizeof tot->worst_name, "%s %s (vs %s)", kern, shape, peer);
+    }
+    if (!f) continue;
+    char a[32], x[32], fl[32];
+    double mine = jnum(cJSON_GetArrayItem(cs, me), "median_p50_ns"), bytes = jnum(c, "bytes");
+    fprintf(f, "| %s | %s | %s | %s | %s | %.3f | %.3f–%.3f | %.2f |", kern, shape, peer,
+            fmt_us(best_t, a, sizeof a), fmt_us(mine, x, sizeof x), r, jnum(best, "min_ratio"),
+            jnum(best, "max_ratio"), bytes / 1e6);
+    if (probe) {
+      double floor_ns = jnum(cJSON_GetArrayItem(cs, (int)jnum(probe, "baseline")), "median_p50_ns");
+      fprintf(f, " %.1f | %s | %.3f |\n", bytes / floor_ns, fmt_us(floor_ns, fl, sizeof fl),
+              jnum(probe, "median_ratio"));
+    } else {
+      fprintf(f, " - | - | - |\n");
+    }
+  }
+  if (f && tot->n)
+    fprintf(f, "\nOver %d cases: geometric mean of xir/best %.3f; worst %s at %.3f; xir loses "
+               "(ratio > 1) in %d of %d.\n\n", tot->n, exp(tot->log_sum / tot->n), tot->worst_name,
+            tot->worst, tot->losses, tot->n);
+  else if (f)
+    fprintf(f, "\nNo case of xir's default plan was measured against a headline peer.\n\n");
+}
+
+/* tables.md: for the peers suite the headline, then every comparison, then every case. */
 static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) {
   FILE *f = fopen(path, "w");
   if (!f) return xir__err(d, XIR_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
@@ -201,6 +302,10 @@ static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) 
              "median over rounds of each round's p50. A ratio is variant / baseline, the median "
              "over rounds of the same-round ratio (< 1: the variant is faster); min–max over "
              "rounds.\n\n");
+  if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(rec, "suite")), "peers")) {
+    headline h;
+    write_headline(f, rec, &h);
+  }
   fprintf(f, "## Comparisons\n\n| kernel | shape | baseline | variant | baseline µs | variant µs "
              "| ratio | min–max | max abs err (b / v) |\n|---|---|---|---|---:|---:|---:|---|---|\n");
   const cJSON *c;
@@ -551,8 +656,11 @@ int cmd_bench(int argc, char **argv) {
     } else {
       cJSON_AddStringToObject(j, "candidate", "-");
       cJSON_AddStringToObject(j, "grain", "-");
-      cJSON_AddStringToObject(j, "implementation", cs[i].kind == BC_CPEER ? "C peer" : "external peer");
+      cJSON_AddStringToObject(j, "implementation", cs[i].kind == BC_CPEER   ? "C peer"
+                                                    : cs[i].kind == BC_PROBE ? "stream probe"
+                                                                             : "external peer");
     }
+    cJSON_AddNumberToObject(j, "bytes", case_bytes(&cs[i]));
     cJSON_AddItemToArray(jc, j);
   }
   cJSON *jk = cJSON_AddArrayToObject(rec, "comparisons");
@@ -605,6 +713,12 @@ int cmd_bench(int argc, char **argv) {
     cJSON_AddStringToObject(cJSON_GetArrayItem(jc, i), "output_sha256", cs[i].out_sha);
   }
   if (!strcmp(s.name, "fixed-grain")) cJSON_AddItemToObject(rec, "grain_identity", grain_identity(cs, kept));
+  {
+    /* the coefficients the `default` configuration planned with (the service model) */
+    const xir_cost_coefficients *sc = xir_service_coefficients();
+    cJSON *arr = cJSON_AddArrayToObject(cJSON_GetObjectItem(rec, "provenance"), "service_coefficients");
+    for (int t = 0; sc && t < XIR_TERM_COUNT; t++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(sc->c[t]));
+  }
   if (e.calibrated) {
     cJSON *cal = cJSON_AddObjectToObject(cJSON_GetObjectItem(rec, "provenance"), "calibration");
     cJSON_AddNumberToObject(cal, "ns_per_arith", e.calibration.ns_per_arith);
@@ -626,6 +740,14 @@ int cmd_bench(int argc, char **argv) {
     char line[4096];
     while (fgets(line, sizeof line, t)) fputs(line, stdout);
     fclose(t);
+  }
+  if (!strcmp(s.name, "peers")) {
+    headline h;
+    write_headline(NULL, rec, &h);
+    if (h.n)
+      printf("\nxir default vs the best peer over %d cases: geometric mean %.3f, worst %s at "
+             "%.3f, xir loses in %d of %d\n", h.n, exp(h.log_sum / h.n), h.worst_name, h.worst,
+             h.losses, h.n);
   }
   printf("\nrecords: %s/raw.json.gz  (check them: xir audit %s)\n", dir, dir);
   rc = 0;

@@ -3,29 +3,56 @@
 #include <errno.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "native.h"
 
-/* Writes n bytes to path through a temporary file and a rename (never a half-written file). */
+static int write_error(const char *path, xir_diag *d) {
+  int e = errno;
+  xir_diag_clear(d);
+  d->status = XIR_ERR_IO;
+  snprintf(d->msg, sizeof d->msg, "cannot write '%s': %s", path, strerror(e));
+  return 1;
+}
+
+/* Writes n bytes to path. A regular file (or a new one) is written through a temporary file and a
+ * rename, so that it is never half-written. Anything else that exists at path (a character
+ * device such as /dev/null, a FIFO, a socket...) is opened and written in place: renaming over
+ * it would replace the device node itself. A directory is refused. */
 static int write_file(const char *path, const void *data, size_t n, xir_diag *d) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    xir_diag_clear(d);
-    d->status = XIR_ERR_IO;
-    snprintf(d->msg, sizeof d->msg, "cannot write '%s': %s", path, strerror(errno));
-    return 1;
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      errno = EISDIR;
+      return write_error(path, d);
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) return write_error(path, d);
+    errno = 0;
+    int bad = fwrite(data, 1, n, f) != n;
+    int e = errno;
+    bad |= fclose(f) != 0;
+    if (bad) {
+      if (!errno) errno = e ? e : EIO;
+      return write_error(path, d);
+    }
+    return 0;
   }
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return write_error(path, d);
+  }
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return write_error(path, d);
   int bad = fwrite(data, 1, n, f) != n;
   bad |= fclose(f) != 0;
   if (bad || rename(tmp, path) != 0) {
+    int e = errno;
     remove(tmp);
-    xir_diag_clear(d);
-    d->status = XIR_ERR_IO;
-    snprintf(d->msg, sizeof d->msg, "cannot write '%s': %s", path, strerror(errno));
-    return 1;
+    errno = e ? e : EIO;
+    return write_error(path, d);
   }
   return 0;
 }

@@ -1,12 +1,14 @@
 /* cmd_run.c — `xir run`: bind dims, make seeded inputs (or read .npy files), evaluate, check
  * against the fp64 oracle, print a summary, optionally save every buffer as .npy. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check/check.h"
 #include "cli.h"
@@ -36,7 +38,104 @@ static void run_help(void) {
       "  --width W, --policy default|priors|experimental, --budget N\n\n"
       "By default the planner chooses the candidate and grain (and says which ran); native\n"
       "code is compiled for it and launched through the runtime on --workers workers;\n"
-      "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n");
+      "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n"
+      "Before any buffer is allocated, the bytes the case needs are compared with the memory\n"
+      "available (cgroup limit minus usage, MemAvailable; XIR_MEM_AVAILABLE=BYTES lowers it):\n"
+      "a case that does not fit fails with both numbers instead of being OOM-killed. --save is\n"
+      "all or nothing: no file is left when one cannot be written.\n");
+}
+
+/* Why creating folder `dir` failed with errno e, naming the path that is actually at fault: the
+ * first component that is not a folder, or the first that does not exist. */
+static void mkdir_failure(const char *dir, int e, xir_diag *d) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", dir);
+  struct stat st;
+  if (e == ENOTDIR || e == ENOENT) {
+    for (char *q = path + 1;; q++) {
+      int end = *q == 0;
+      if (*q == '/' || end) {
+        char c = *q;
+        *q = 0;
+        if (stat(path, &st) != 0) {
+          if (errno == ENOENT && !end) {
+            xir__err(d, XIR_ERR_IO, "cannot create output folder '%s': '%s' does not exist", dir, path);
+            return;
+          }
+        } else if (!S_ISDIR(st.st_mode)) {
+          if (end) xir__err(d, XIR_ERR_IO, "'%s' exists and is not a folder", dir);
+          else xir__err(d, XIR_ERR_IO, "cannot create output folder '%s': '%s' is not a folder", dir, path);
+          return;
+        }
+        *q = c;
+      }
+      if (end) break;
+    }
+  }
+  xir__err(d, XIR_ERR_IO, "cannot create output folder '%s': %s", dir, strerror(e));
+}
+
+/* --save DIR, all or nothing: every buffer is first written under a hidden staging name in DIR;
+ * only when all of them are written (and no final name is taken by something that is not a
+ * regular file) are they renamed to DIR/<param>.npy. On failure the staged files are removed, and
+ * DIR too when this run created it. */
+static xir_status save_buffers(const xir_program *p, const xir_shape *shape, const xir_case *cs,
+                               const char *save, xir_diag *d) {
+  struct stat st;
+  int existed = stat(save, &st) == 0;
+  if (cli_make_dir(save, 0)) {
+    mkdir_failure(save, errno, d);
+    return XIR_ERR_IO;
+  }
+  int np = xir_program_num_params(p), nstaged = 0;
+  char (*staged)[4096] = xir__calloc((size_t)np, sizeof *staged);
+  char (*final)[4096] = xir__calloc((size_t)np, sizeof *final);
+  xir_status s = XIR_OK;
+  if (!staged || !final) {
+    s = xir__err(d, XIR_ERR_NOMEM, "out of memory saving the buffers");
+    goto undo;
+  }
+  for (int i = 0; i < np; i++) {
+    xir_param_info in;
+    xir_program_param(p, i, &in);
+    if (in.kind != XIR_PARAM_BUFFER) continue;
+    size_t sh[XIR_MAX_RANK];
+    for (int k = 0; k < in.rank; k++) sh[k] = (size_t)shape->dims[in.dims[k]];
+    snprintf(final[nstaged], sizeof final[0], "%s/%s.npy", save, in.name);
+    snprintf(staged[nstaged], sizeof staged[0], "%s/.%s.npy.saving.%ld", save, in.name, (long)getpid());
+    s = in.elem == XIR_I64 ? xir__npy_write_i64(staged[nstaged], cs->idata[i], sh, in.rank, d)
+                           : xir__npy_write_f32(staged[nstaged], cs->data[i], sh, in.rank, d);
+    if (s) {
+      /* name the file the user asked for, not the staging name */
+      char msg[sizeof d->msg];
+      snprintf(msg, sizeof msg, "%s", d->msg);
+      xir__err(d, s, "cannot save '%s' (nothing was saved): %s", final[nstaged], msg);
+      goto undo;
+    }
+    nstaged++;
+  }
+  for (int k = 0; k < nstaged; k++)
+    if (lstat(final[k], &st) == 0 && !S_ISREG(st.st_mode)) {
+      s = xir__err(d, XIR_ERR_IO, "cannot save '%s' (nothing was saved): it exists and is not a "
+                   "regular file", final[k]);
+      goto undo;
+    }
+  for (int k = 0; k < nstaged; k++)
+    if (rename(staged[k], final[k]) != 0) {
+      s = xir__err(d, XIR_ERR_IO, "cannot save '%s': %s (%d of %d files were saved)", final[k],
+                   strerror(errno), k, nstaged);
+      for (int j = k; j < nstaged; j++) remove(staged[j]);
+      nstaged = 0;
+      goto out;
+    }
+  goto out;
+undo:
+  for (int k = 0; k < nstaged; k++) remove(staged[k]);
+  if (!existed) rmdir(save);
+out:
+  xir__free(staged);
+  xir__free(final);
+  return s;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -66,11 +165,8 @@ int cmd_run(int argc, char **argv) {
     switch (c) {
       case 's': shape_spec = optarg; break;
       case 'e': {
-        char *end;
-        errno = 0;
-        seed = strtoull(optarg, &end, 10);
-        if (errno || *end || !*optarg)
-          return cli_usage_error("run", "--seed needs a non-negative integer, not '%s'", optarg);
+        if (cli_parse_u64(optarg, &seed))
+          return cli_usage_error("run", "--seed needs an integer in [0, 2^64), not '%s'", optarg);
         break;
       }
       case 'v':
@@ -114,10 +210,31 @@ int cmd_run(int argc, char **argv) {
     }
     memcpy(name, sets[i], (size_t)(eq - sets[i]));
     name[eq - sets[i]] = 0;
-    double v = strtod(eq + 1, &end);
-    if (*end || end == eq + 1) {
-      rc = cli_usage_error("run", "--set %s: '%s' is not a number", name, eq + 1);
-      goto out;
+    int prm = xir_program_find_param(p, name);
+    xir_param_info pi = {0};
+    if (prm >= 0) xir_program_param(p, prm, &pi);
+    double v;
+    if (prm >= 0 && pi.kind == XIR_PARAM_SCALAR && pi.elem == XIR_I64) {
+      /* an i64 scalar takes an integer literal, nothing that only rounds to one */
+      const char *t = eq + 1;
+      errno = 0;
+      long long iv = strtoll(t, &end, 10);
+      if (!*t || *end || !(isdigit((unsigned char)*t) || ((*t == '-') && isdigit((unsigned char)t[1])))) {
+        rc = cli_usage_error("run", "--set %s: '%s' is not an integer (%s is an i64)", name, t, name);
+        goto out;
+      }
+      if (errno == ERANGE || llabs(iv) > (1LL << 53)) {
+        rc = cli_usage_error("run", "--set %s: %s is outside [-2^53, 2^53], the range of an i64 "
+                             "scalar here", name, t);
+        goto out;
+      }
+      v = (double)iv;
+    } else {
+      v = strtod(eq + 1, &end);
+      if (*end || end == eq + 1) {
+        rc = cli_usage_error("run", "--set %s: '%s' is not a number", name, eq + 1);
+        goto out;
+      }
     }
     if (xir__case_set_scalar(&cs, name, v, &d)) goto fail;
   }
@@ -191,26 +308,9 @@ int cmd_run(int argc, char **argv) {
   cJSON_AddItemToObject(root, "outputs", outs);
   cJSON_AddBoolToObject(root, "pass", all_pass);
   if (save) {
-    if (cli_make_dir(save, 0)) {
-      if (errno == ENOTDIR) xir__err(&d, XIR_ERR_IO, "'%s' exists and is not a folder", save);
-      else xir__err(&d, XIR_ERR_IO, "cannot create output folder '%s': %s", save, strerror(errno));
+    if (save_buffers(p, &shape, &cs, save, &d)) {
       cJSON_Delete(root);
       goto fail;
-    }
-    for (int i = 0; i < xir_program_num_params(p); i++) {
-      xir_param_info in;
-      xir_program_param(p, i, &in);
-      if (in.kind != XIR_PARAM_BUFFER) continue;
-      size_t sh[XIR_MAX_RANK];
-      for (int k = 0; k < in.rank; k++) sh[k] = (size_t)shape.dims[in.dims[k]];
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s.npy", save, in.name);
-      xir_status ws = in.elem == XIR_I64 ? xir__npy_write_i64(path, cs.idata[i], sh, in.rank, &d)
-                                          : xir__npy_write_f32(path, cs.data[i], sh, in.rank, &d);
-      if (ws) {
-        cJSON_Delete(root);
-        goto fail;
-      }
     }
     cJSON_AddStringToObject(root, "saved", save);
     if (!json) printf("saved every buffer as %s/<param>.npy\n", save);

@@ -34,7 +34,10 @@ int cmd_suite(int argc, char **argv) {
   uint64_t seed = 1;
   uint32_t workers = 1;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+    if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      if (cli_parse_u64(argv[++i], &seed))
+        return cli_usage_error("suite", "--seed needs an integer in [0, 2^64), not '%s'", argv[i]);
+    }
     else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
       if (cli_parse_u32(argv[++i], 0, &workers) || !workers)
         return cli_usage_error("suite", "--workers needs a positive integer");

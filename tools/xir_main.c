@@ -1,4 +1,5 @@
 /* xir_main.c — the `xir` command: a table of subcommands and the shared helpers of cli.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -89,8 +90,18 @@ int cli_parse_u32(const char *s, int allow_max, uint32_t *out) {
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || !*s || *s == '-' || v > UINT32_MAX) return -1;
+  if (!isdigit((unsigned char)*s) || errno || *end || v > UINT32_MAX) return -1;
   *out = (uint32_t)v;
+  return 0;
+}
+
+int cli_parse_u64(const char *s, uint64_t *out) {
+  if (!s || !isdigit((unsigned char)*s)) return -1; /* no sign, no blank: "-1" must not wrap */
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end) return -1;
+  *out = (uint64_t)v;
   return 0;
 }
 

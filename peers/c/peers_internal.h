@@ -4,16 +4,21 @@
 
 #include "xir_peers.h"
 
-#define XIR__PEER_NKERNELS 9
+#define XIR__PEER_NKERNELS 10
 
 typedef struct xir__peer_entry {
   const char *kernel;
   xir_peer_fn fn;
 } xir__peer_entry;
 
-/* Defined by peers_omp.c and peers_fastmath.c (both from peer_kernels.inc), in the order of
- * `xir kernels`. */
-extern const xir__peer_entry xir__peers_c_omp[XIR__PEER_NKERNELS];
-extern const xir__peer_entry xir__peers_c_fastmath[XIR__PEER_NKERNELS];
+/* Defined by peers_fast_omp.c, peers_fast_1t.c and peers_strict_omp.c (all from
+ * peer_kernels.inc), in the order of xir_peer_kernels(). */
+extern const xir__peer_entry xir__peers_c_fast_omp[XIR__PEER_NKERNELS];
+extern const xir__peer_entry xir__peers_c_fast_1t[XIR__PEER_NKERNELS];
+extern const xir__peer_entry xir__peers_c_strict_omp[XIR__PEER_NKERNELS];
+
+/* 1 when every pos[0..R-1] is an integer in [0, P) (NaN and infinities are not); peers.c, built
+ * without fast-math. */
+int xir__peer_positions_ok(const float *pos, int64_t R, int64_t P);
 
 #endif

@@ -1,20 +1,30 @@
 /* xir_peers.h — hand-written C "peer" kernels: what a competent user writes instead of xir.
  *
  * `xir bench` times these side by side with xir's generated code (docs/peers.md, "In-process C
- * peers"). Each of the nine built-in kernels of SPEC.md ("The built-in kernel library") exists in
- * two variants, the same loops compiled twice with `gcc -O3 -march=native`:
+ * peers"). Each built-in kernel of SPEC.md ("The built-in kernel library"), and rope_cache, exists
+ * in three variants, the same straightforward loops (peer_kernels.inc: one pass per quantity, fp32
+ * accumulators, `#pragma omp simd` on the inner loops) compiled three ways:
  *
- *   c_omp       OpenMP, `#pragma omp parallel for schedule(static) num_threads(2)` over rows
- *               (attention: over the B*HQ*Q query rows), strict IEEE fp32 (no fast-math);
- *               reductions carry `#pragma omp simd reduction(...)` so that they vectorize.
- *   c_fastmath  single thread, built with -ffast-math (libm calls become libmvec vector calls).
+ *   c_fast_omp    the headline C peer: gcc -O3 -march=native -ffast-math -fopenmp, OpenMP
+ *                 `parallel for schedule(static) num_threads(2)` over rows (attention: over the
+ *                 B*HQ*Q query rows; swiglu, gelu_residual: over the flat elements). Under
+ *                 fast-math glibc declares its vector math (libmvec), so expf, tanhf, sinf, cosf
+ *                 in the inner loops become _ZGVeN16v_expf etc.
+ *   c_fast_1t     the same flags and loops, one thread (no parallel region).
+ *   c_strict_omp  not a headline peer: c_fast_omp's threads without -ffast-math (strict IEEE);
+ *                 every expf/tanhf/sinf/cosf stays a scalar libm call per element.
  *
  * Semantics (all fp32, row-major, the normalized/softmax axis last, fp32 accumulation):
  *   rmsnorm          dims R,C;  in x[R,C], w[C];        scalar eps (1e-5)
  *   layernorm        dims R,C;  in x[R,C], w[C], b[C];  scalar eps (1e-5); var = mean((x-mean)^2)
  *   rope             dims R,C,HD (HD even, divides C); in x[R,C]; scalars theta (10000), offset (0).
  *                    p = r + offset, angle = p * theta^(-2i/HD) (an fp32 product), pairs
- *                    (x[2i], x[2i+1]) of every head of width HD rotated by angle.
+ *                    (x[2i], x[2i+1]) of every head of width HD rotated by angle. The per-row
+ *                    cos/sin table is computed inside the call (the same work as xir's rope).
+ *   rope_cache       dims R,C,HD,P,H2 (HD even, divides C, H2 = HD/2); in x[R,C], pos[R],
+ *                    cos[P,H2], sin[P,H2]. Row r's pairs (x[2i], x[2i+1]) of every head rotated
+ *                    by the angle whose cos/sin are cos[pos[r], i], sin[pos[r], i]; every pos[r]
+ *                    must be an integer in [0, P) (else XIR_PEER_EINVAL, nothing written).
  *   softmax_mask     dims R,C;  in x[R,C], mask[R,C] (additive, may hold -inf); scalar scale (1)
  *   softmax_causal   dims R,C;  in x[R,C]; scalar scale (1); column c masked when c > r
  *   swiglu           dims R,C;  in a[R,C], b[R,C];      y = a * sigmoid(a) * b
@@ -31,6 +41,7 @@
 #ifndef XIR_PEERS_H
 #define XIR_PEERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -41,7 +52,7 @@ extern "C" {
 typedef struct xir_peer_args {
   const float *in[8]; /* the kernel's input buffers, in parameter order */
   float *out;         /* the kernel's (single) output buffer */
-  int64_t dims[8];    /* the kernel's dims, in the order of `xir kernels` */
+  int64_t dims[8];    /* the kernel's dims, in the order of xir_peer_dims(kernel) */
   double scalar[4];   /* the kernel's scalar parameters, in order, defaults resolved (they are
                          converted to fp32 like the kernel's f32 scalars; rope's offset is
                          rounded to an integer) */
@@ -59,19 +70,47 @@ enum {
  * kernel with an empty output (a zero dim) returns 0 without touching any buffer. */
 typedef int (*xir_peer_fn)(const xir_peer_args *a);
 
-/* The implementation of `kernel` (a name of `xir kernels`, e.g. "rmsnorm") in `variant`
- * ("c_omp" or "c_fastmath"); NULL when either name is unknown or NULL. */
+/* The implementation of `kernel` (a name of xir_peer_kernels(), e.g. "rmsnorm") in `variant`
+ * (a name of xir_peer_variants()); NULL when either name is unknown or NULL. */
 xir_peer_fn xir_peer_find(const char *kernel, const char *variant);
 
-/* The variant names, a static NULL-terminated list: {"c_omp", "c_fastmath", NULL}. */
+/* The variant names, a static NULL-terminated list: {"c_fast_omp", "c_fast_1t", "c_strict_omp",
+ * NULL}. */
 const char *const *xir_peer_variants(void);
 
-/* The kernel names every variant implements, a static NULL-terminated list in the order of
- * `xir kernels`. */
+/* The variants of the headline table (the honest C peers): {"c_fast_omp", "c_fast_1t", NULL}. */
+const char *const *xir_peer_headline_variants(void);
+
+/* The kernel names every variant implements, a static NULL-terminated list: the order of
+ * `xir kernels`, with rope_cache after rope. */
 const char *const *xir_peer_kernels(void);
 
-/* The number of threads a variant uses (2 for c_omp, 1 for c_fastmath); 0 when unknown. */
+/* The names of the dims a kernel's peer reads, in the order of xir_peer_args.dims (a static
+ * NULL-terminated list, e.g. {"R", "C", NULL}); NULL for an unknown kernel. A caller fills dims
+ * by name, so the peer does not depend on the order in which a kernel declares its dims. */
+const char *const *xir_peer_dims(const char *kernel);
+
+/* The number of threads a variant uses (2 for c_fast_omp and c_strict_omp, 1 for c_fast_1t);
+ * 0 when unknown. */
 int xir_peer_threads(const char *variant);
+
+/* The streaming-bandwidth probe of `xir bench`: the compulsory traffic of a kernel (read every
+ * input once, write the output once) as a 2-thread OpenMP stream (`parallel for simd
+ * schedule(static) num_threads(2)`, -O3 -march=native, no fast-math). The inputs with exactly
+ * n_out elements are streamed: out[i] = in_a[i] + in_b[i] + ... in input order (fp32, left to
+ * right; out = 0 when there is none, a copy when there is one); every other input is read once
+ * and summed into `sink` (so that the reads are not optimized away). */
+typedef struct xir_peer_stream_args {
+  const float *in[8];
+  size_t n_in[8];
+  int nin;
+  float *out;
+  size_t n_out;
+  double sink; /* written by the call */
+} xir_peer_stream_args;
+
+/* Returns XIR_PEER_OK, or XIR_PEER_EINVAL (nin outside [0, 8], a NULL buffer with elements). */
+int xir_peer_stream(xir_peer_stream_args *a);
 
 #ifdef __cplusplus
 }

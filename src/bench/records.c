@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "util/util.h"
+#include "xir_runtime.h"
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -44,33 +45,111 @@ xir_status xir__json_write_gz(const char *path, const cJSON *root, xir_diag *d) 
   return XIR_OK;
 }
 
-xir_status xir__json_read_gz(const char *path, cJSON **root, xir_diag *d) {
-  *root = NULL;
-  gzFile f = gzopen(path, "rb");
-  if (!f) return xir__err(d, XIR_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-  size_t cap = 0, len = 0;
-  char *buf = NULL;
-  for (;;) {
-    if (xir__grow((void **)&buf, &cap, len + 65536 + 1, 1)) {
-      gzclose(f);
-      xir__free(buf);
-      return xir__err(d, XIR_ERR_NOMEM, "out of memory reading '%s'", path);
-    }
-    int n = gzread(f, buf + len, 65536);
-    if (n < 0) {
-      gzclose(f);
-      xir__free(buf);
-      return xir__err(d, XIR_ERR_FORMAT, "'%s' is not a readable gzip file", path);
-    }
-    if (n == 0) break;
-    len += (size_t)n;
+uint64_t xir__records_max_bytes(void) {
+  const char *e = getenv("XIR_RECORDS_MAX_BYTES");
+  if (e && *e >= '0' && *e <= '9') {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(e, &end, 10);
+    if (!errno && !*end && v > 0) return (uint64_t)v;
   }
-  gzclose(f);
-  buf[len] = 0;
-  *root = cJSON_ParseWithLength(buf, len);
+  return XIR_RECORDS_MAX_BYTES;
+}
+
+xir_status xir__json_read_gz_capped(const char *path, uint64_t cap, cJSON **root, xir_diag *d) {
+  *root = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return xir__err(d, XIR_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit2(&z, 15 + 16) != Z_OK) { /* gzip only: one member, header and trailer */
+    fclose(f);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory reading '%s'", path);
+  }
+  static const size_t kIn = 65536;
+  unsigned char *in = xir__malloc(kIn);
+  char *buf = NULL;
+  size_t bcap = 0, len = 0;
+  xir_status st = XIR_OK;
+  int zr = Z_OK, first = 1;
+  if (!in) st = xir__err(d, XIR_ERR_NOMEM, "out of memory reading '%s'", path);
+  while (!st && zr != Z_STREAM_END) {
+    if (z.avail_in == 0) {
+      size_t n = fread(in, 1, kIn, f);
+      if (n == 0) {
+        st = ferror(f) ? xir__err(d, XIR_ERR_IO, "cannot read '%s'", path)
+                       : xir__err(d, XIR_ERR_FORMAT, "'%s' is a truncated gzip stream: it ends "
+                                  "before the end of its member (CRC and size trailer missing)", path);
+        break;
+      }
+      if (first && (n < 2 || in[0] != 0x1f || in[1] != 0x8b)) {
+        st = xir__err(d, XIR_ERR_FORMAT, "'%s' is not a gzip file", path);
+        break;
+      }
+      first = 0;
+      z.next_in = in;
+      z.avail_in = (uInt)n;
+    }
+    if (len + 65536 + 1 > bcap && xir__grow((void **)&buf, &bcap, len + 65536 + 1, 1)) {
+      st = xir__err(d, XIR_ERR_NOMEM, "out of memory reading '%s'", path);
+      break;
+    }
+    z.next_out = (unsigned char *)buf + len;
+    z.avail_out = (uInt)(bcap - len - 1 < 65536 ? bcap - len - 1 : 65536);
+    uInt before = z.avail_out;
+    zr = inflate(&z, Z_NO_FLUSH);
+    len += before - z.avail_out;
+    if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+      st = xir__err(d, XIR_ERR_FORMAT, "'%s' is a corrupt gzip stream (%s)", path,
+                    z.msg ? z.msg : "inflate failed");
+      break;
+    }
+    if (len > cap) {
+      st = xir__err(d, XIR_ERR_FORMAT, "'%s' decompresses to more than %llu bytes, the cap on "
+                    "records (XIR_RECORDS_MAX_BYTES; a gzip bomb or not xir records): refused",
+                    path, (unsigned long long)cap);
+      break;
+    }
+  }
+  if (!st) {
+    /* the member must end the file: nothing after its trailer */
+    int extra = z.avail_in > 0;
+    if (!extra) {
+      unsigned char c;
+      extra = fread(&c, 1, 1, f) == 1;
+    }
+    if (extra)
+      st = xir__err(d, XIR_ERR_FORMAT, "'%s' has garbage after the gzip member (the records are "
+                    "one gzip member and nothing else)", path);
+  }
+  inflateEnd(&z);
+  fclose(f);
+  xir__free(in);
+  if (!st) {
+    buf[len] = 0;
+    if (memchr(buf, 0, len))
+      st = xir__err(d, XIR_ERR_FORMAT, "'%s' holds a NUL byte: not JSON text", path);
+  }
+  if (!st) {
+    const char *endp = NULL;
+    *root = cJSON_ParseWithLengthOpts(buf, len + 1, &endp, 1);
+    if (!*root) {
+      /* garbage after a complete value, or not JSON at all */
+      cJSON *prefix = cJSON_ParseWithLengthOpts(buf, len + 1, NULL, 0);
+      if (prefix) {
+        cJSON_Delete(prefix);
+        st = xir__err(d, XIR_ERR_FORMAT, "'%s' has garbage after the JSON value", path);
+      } else {
+        st = xir__err(d, XIR_ERR_FORMAT, "'%s' is not valid JSON", path);
+      }
+    }
+  }
   xir__free(buf);
-  if (!*root) return xir__err(d, XIR_ERR_FORMAT, "'%s' is not valid JSON", path);
-  return XIR_OK;
+  return st;
+}
+
+xir_status xir__json_read_gz(const char *path, cJSON **root, xir_diag *d) {
+  return xir__json_read_gz_capped(path, xir__records_max_bytes(), root, d);
 }
 
 static double num(const cJSON *o, const char *k) {
@@ -188,11 +267,170 @@ static int same(double a, double b) {
   return fabs(a - b) <= 1e-9 * fabs(b);
 }
 
+int xir__is_sha256_hex(const char *s) {
+  if (!s || strlen(s) != 64) return 0;
+  for (int i = 0; i < 64; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+/* An integer-valued JSON number in [lo, hi]. */
+static int int_in(const cJSON *v, double lo, double hi) {
+  return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) && v->valuedouble >= lo &&
+         v->valuedouble <= hi;
+}
+
+static const char *describe(const cJSON *v, char *buf, size_t cap) {
+  if (!v) return "missing";
+  if (cJSON_IsString(v)) snprintf(buf, cap, "\"%.80s\"", v->valuestring);
+  else if (cJSON_IsNumber(v)) snprintf(buf, cap, "%.17g", v->valuedouble);
+  else if (cJSON_IsBool(v)) snprintf(buf, cap, "%s", cJSON_IsTrue(v) ? "true" : "false");
+  else snprintf(buf, cap, "not a number or string");
+  return buf;
+}
+
+/* The declaration's fields: types and the ranges xir bench accepts. */
+static xir_status check_declaration(const cJSON *r, xir_diag *d) {
+  char b[128];
+  static const struct {
+    const char *key;
+    double lo, hi;
+    int integer, open_lo;
+  } f[] = {{"rounds", 1, 1000, 1, 0},      {"samples", 1, 256, 1, 0},
+           {"warmup_ms", 0, 60000, 0, 1},  {"sample_ms", 0, 60000, 0, 1},
+           {"settle_ms", 0, 60000, 0, 0},  {"seed", 0, 4294967295.0, 1, 0},
+           {"workers", 1, XIR_RUNTIME_MAX_WORKERS, 1, 0}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, f[i].key);
+    int ok = cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble <= f[i].hi &&
+             (f[i].open_lo ? v->valuedouble > f[i].lo : v->valuedouble >= f[i].lo) &&
+             (!f[i].integer || v->valuedouble == floor(v->valuedouble));
+    if (!ok)
+      return xir__err(d, XIR_ERR_FORMAT, "declaration field %s is %s: it must be %s in %s%g, %g]",
+                      f[i].key, describe(v, b, sizeof b), f[i].integer ? "an integer" : "a number",
+                      f[i].open_lo ? "(" : "[", f[i].lo, f[i].hi);
+  }
+  const cJSON *prov = cJSON_GetObjectItemCaseSensitive(r, "provenance");
+  const cJSON *pw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(prov, "runtime"), "workers");
+  if (!cJSON_IsNumber(pw) || pw->valuedouble != num(r, "workers"))
+    return xir__err(d, XIR_ERR_FORMAT, "declaration field workers is %g but the runtime's "
+                    "provenance says %s", num(r, "workers"), describe(pw, b, sizeof b));
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(prov, "simd_width");
+  if (!int_in(w, 1, 16) || ((int)w->valuedouble & ((int)w->valuedouble - 1)))
+    return xir__err(d, XIR_ERR_FORMAT, "provenance field simd_width is %s: it must be 1, 2, 4, 8 "
+                    "or 16", describe(w, b, sizeof b));
+  return XIR_OK;
+}
+
+/* Every case's own fields: types and formats. */
+static xir_status check_case_fields(const cJSON *r, xir_diag *d) {
+  char b[128];
+  const cJSON *c;
+  int i = 0;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "cases")) {
+    static const char *strs[] = {"kernel", "shape", "config", "candidate", "grain", "implementation"};
+    for (size_t k = 0; k < sizeof strs / sizeof *strs; k++)
+      if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, strs[k])))
+        return xir__err(d, XIR_ERR_FORMAT, "case %d: field %s is %s, not a string", i, strs[k],
+                        describe(cJSON_GetObjectItemCaseSensitive(c, strs[k]), b, sizeof b));
+    const char *cfg = cJSON_GetObjectItemCaseSensitive(c, "config")->valuestring;
+    int is_xir = strncmp(cfg, "peer:", 5) != 0 && strncmp(cfg, "ext:", 4) != 0 &&
+                 strncmp(cfg, "probe:", 6) != 0;
+    const char *hashes[] = {"input_sha256", "output_sha256", "ir_sha256", "obj_sha256"};
+    for (int k = 0; k < (is_xir ? 4 : 2); k++) {
+      const cJSON *h = cJSON_GetObjectItemCaseSensitive(c, hashes[k]);
+      if (!cJSON_IsString(h) || !xir__is_sha256_hex(h->valuestring))
+        return xir__err(d, XIR_ERR_FORMAT, "case %d: field %s is %s, not a SHA-256 (64 lowercase "
+                        "hex digits)", i, hashes[k], describe(h, b, sizeof b));
+    }
+    if (is_xir) {
+      const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "workers");
+      if (!int_in(w, 1, num(r, "workers")))
+        return xir__err(d, XIR_ERR_FORMAT, "case %d: field workers is %s: it must be an integer "
+                        "in [1, %g] (the pool)", i, describe(w, b, sizeof b), num(r, "workers"));
+    }
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(c, "max_abs_err");
+    if (!cJSON_IsNumber(m) || !isfinite(m->valuedouble) || m->valuedouble < 0)
+      return xir__err(d, XIR_ERR_FORMAT, "case %d: field max_abs_err is %s, not a finite "
+                      "non-negative number", i, describe(m, b, sizeof b));
+    i++;
+  }
+  return XIR_OK;
+}
+
+/* A visit's oracle check: types, and pass consistent with its parts. */
+static xir_status check_visit_check(const cJSON *chk, int idx, int c, int r, xir_diag *d) {
+  char b[128];
+  const cJSON *sent = cJSON_GetObjectItemCaseSensitive(chk, "sentinels");
+  if (!cJSON_IsTrue(sent))
+    return xir__err(d, XIR_ERR_FORMAT, "oracle check inconsistent: visit %d (case %d, round %d) "
+                    "passes with sentinels %s (broken guards fail the check)", idx, c, r,
+                    describe(sent, b, sizeof b));
+  static const char *nums[] = {"max_abs", "rel_l2"};
+  for (int k = 0; k < 2; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(chk, nums[k]);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
+      return xir__err(d, XIR_ERR_FORMAT, "oracle check inconsistent: visit %d (case %d, round %d) "
+                      "has %s = %s, not a finite non-negative number", idx, c, r, nums[k],
+                      describe(v, b, sizeof b));
+  }
+  const cJSON *h = cJSON_GetObjectItemCaseSensitive(chk, "output_sha256");
+  if (!cJSON_IsString(h) || !xir__is_sha256_hex(h->valuestring))
+    return xir__err(d, XIR_ERR_FORMAT, "visit %d (case %d, round %d): output_sha256 is %s, not a "
+                    "SHA-256 (64 lowercase hex digits)", idx, c, r, describe(h, b, sizeof b));
+  return XIR_OK;
+}
+
+/* Across a case's visits: the output the case records is the one every visit checked (the code
+ * is deterministic: same inputs, same bytes), so every visit's hash, max_abs and rel_l2 agree, and
+ * the case's max_abs_err is their maximum. External peers (ext:) are exempt from the hash rule:
+ * their runtimes do not promise bit-identical reruns. */
+static xir_status check_case_consistency(const cJSON *r, xir_diag *d) {
+  const cJSON *cases = cJSON_GetObjectItemCaseSensitive(r, "cases");
+  const cJSON *visits = cJSON_GetObjectItemCaseSensitive(r, "visits");
+  int i = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cases) {
+    const char *cfg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "config"));
+    const char *out = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "output_sha256"));
+    int exempt = cfg && strncmp(cfg, "ext:", 4) == 0;
+    double worst = 0;
+    const cJSON *first = NULL, *v;
+    int idx = 0;
+    cJSON_ArrayForEach(v, visits) {
+      if ((int)num(v, "case") == i) {
+        const cJSON *chk = cJSON_GetObjectItemCaseSensitive(v, "check");
+        const char *h = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(chk, "output_sha256"));
+        if (!exempt && (!h || !out || strcmp(h, out) != 0))
+          return xir__err(d, XIR_ERR_FORMAT, "output hash inconsistent: visit %d checked output "
+                          "%.64s, case %d records output_sha256 %.64s", idx, h ? h : "-", i,
+                          out ? out : "-");
+        if (!exempt && first &&
+            (num(chk, "max_abs") != num(first, "max_abs") || num(chk, "rel_l2") != num(first, "rel_l2")))
+          return xir__err(d, XIR_ERR_FORMAT, "oracle check inconsistent: visit %d of case %d "
+                          "records max_abs %.17g, rel_l2 %.17g for the same output as an earlier "
+                          "visit with %.17g, %.17g", idx, i, num(chk, "max_abs"),
+                          num(chk, "rel_l2"), num(first, "max_abs"), num(first, "rel_l2"));
+        if (!first) first = chk;
+        if (num(chk, "max_abs") > worst) worst = num(chk, "max_abs");
+      }
+      idx++;
+    }
+    if (num(c, "max_abs_err") != worst)
+      return xir__err(d, XIR_ERR_FORMAT, "case %d: max_abs_err %.17g is not the largest max_abs "
+                      "of its visits (%.17g)", i, num(c, "max_abs_err"), worst);
+    i++;
+  }
+  return XIR_OK;
+}
+
 xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(records, "format");
   if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, XIR_BENCH_FORMAT) != 0)
     return xir__err(d, XIR_ERR_FORMAT, "not xir benchmark records (format '%s')",
                     cJSON_IsString(fmt) ? fmt->valuestring : "missing");
+  xir_status cst = check_declaration(records, d);
+  if (cst) return cst;
   const cJSON *cases = cJSON_GetObjectItemCaseSensitive(records, "cases");
   const cJSON *orders = cJSON_GetObjectItemCaseSensitive(records, "orders");
   const cJSON *visits = cJSON_GetObjectItemCaseSensitive(records, "visits");
@@ -201,6 +439,7 @@ xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
   int norders = cJSON_GetArraySize(orders);
   if (ncases <= 0 || rounds <= 0 || norders <= 0 || !cJSON_IsArray(visits) || !summary)
     return xir__err(d, XIR_ERR_FORMAT, "records are incomplete (cases, rounds, orders, visits, summary)");
+  if ((cst = check_case_fields(records, d))) return cst;
   int nsamples = (int)num(records, "samples");
   /* visits: complete, unique, in the declared order of their round */
   int expect_visits = ncases * rounds;
@@ -217,6 +456,15 @@ xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
   const cJSON *v;
   cJSON_ArrayForEach(v, visits) {
     int r = (int)num(v, "round"), c = (int)num(v, "case"), pos = (int)num(v, "position");
+    if (!int_in(cJSON_GetObjectItemCaseSensitive(v, "round"), 0, rounds - 1) ||
+        !int_in(cJSON_GetObjectItemCaseSensitive(v, "case"), 0, ncases - 1) ||
+        !int_in(cJSON_GetObjectItemCaseSensitive(v, "position"), 0, ncases - 1) ||
+        !int_in(cJSON_GetObjectItemCaseSensitive(v, "n"), 1, 1e15)) {
+      st = xir__err(d, XIR_ERR_FORMAT, "visit %d: round, case, position and n must be integers "
+                    "within the declaration (round %g, case %g, position %g, n %g)", idx,
+                    num(v, "round"), num(v, "case"), num(v, "position"), num(v, "n"));
+      break;
+    }
     if (r < 0 || r >= rounds || c < 0 || c >= ncases) {
       st = xir__err(d, XIR_ERR_FORMAT, "visit %d names round %d / case %d, outside the declared "
                     "%d rounds x %d cases", idx, r, c, rounds, ncases);
@@ -251,10 +499,12 @@ xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
       st = xir__err(d, XIR_ERR_FORMAT, "failed or missing oracle check: case %d, round %d", c, r);
       break;
     }
+    if ((st = check_visit_check(chk, idx, c, r, d))) break;
     idx++;
   }
   xir__free(seen);
   if (st) return st;
+  if ((st = check_case_consistency(records, d))) return st;
   /* the digest, then every statistic recomputed */
   char hex[65];
   xir__bench_samples_digest(records, hex);

@@ -10,6 +10,7 @@
 #define XIR_BENCH_RECORDS_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "xir_status.h"
 
@@ -20,7 +21,19 @@ double xir__median(double *v, size_t n);
 
 /* Writes root as JSON through gzip to path (atomically: a temporary file, then rename). */
 xir_status xir__json_write_gz(const char *path, const cJSON *root, xir_diag *d);
-/* Reads a gzip'd (or plain) JSON file. */
+/* The cap on the decompressed size of a records file: 256 MiB (the largest suite's records are a
+ * few MiB), unless the environment variable XIR_RECORDS_MAX_BYTES gives another (positive) number
+ * of bytes. A file that inflates beyond it is refused (a gzip bomb), before it is all in memory. */
+#define XIR_RECORDS_MAX_BYTES ((uint64_t)256 << 20)
+uint64_t xir__records_max_bytes(void);
+
+/* Reads a gzip'd JSON file strictly: exactly one gzip member (inflated with zlib, which checks
+ * the CRC and size trailer) that must end the file, at most `cap` bytes once inflated, holding
+ * one JSON value and nothing after it but white space. XIR_ERR_FORMAT names the problem
+ * (truncated stream, corrupt stream, garbage after the member or after the JSON, too large);
+ * XIR_ERR_IO when the file cannot be read. */
+xir_status xir__json_read_gz_capped(const char *path, uint64_t cap, cJSON **root, xir_diag *d);
+/* The same with the cap xir__records_max_bytes(). */
 xir_status xir__json_read_gz(const char *path, cJSON **root, xir_diag *d);
 
 /* SHA-256 (hex) of the canonical listing of every visit's samples: "round case n s1 s2 ...\n". */
@@ -32,7 +45,16 @@ void xir__bench_samples_digest(const cJSON *records, char hex[65]);
  * digest. Replaces any existing summary. */
 xir_status xir__bench_summarize(cJSON *records, xir_diag *d);
 
-/* The audit's checks that need no suite definition: format; every visit's samples sane; visits
+/* 1 when s is a SHA-256 in hex: 64 lowercase hex digits. */
+int xir__is_sha256_hex(const char *s);
+
+/* The audit's checks that need no suite definition: format; the declaration's fields (rounds,
+ * samples, warmup_ms, sample_ms, settle_ms, seed, workers: types and the ranges xir bench
+ * accepts; workers equal to the runtime's; simd_width a legal width); every case's fields
+ * (strings, SHA-256 formats, workers within the pool, max_abs_err); every visit's samples sane;
+ * every visit's oracle check consistent (pass true with sentinels true, finite max_abs and rel_l2,
+ * a SHA-256 output hash); across a case's visits the same output hash as the case's (external
+ * peers exempt), the same max_abs/rel_l2 for the same output, max_abs_err their maximum; visits
  * complete, unique and in the declared order of their round; the digest; every p50 and the
  * summary equal to a recomputation; every visit's oracle check present and passed. Fails with
  * XIR_ERR_FORMAT and a message naming the first problem. */

@@ -6,6 +6,8 @@
  * share), and the reductions over it are sum/max/min. The bridge also reports how a candidate is
  * implemented for the shape (direct or multi-packet, full-packet path, ragged packets and tails)
  * and its counts (P root programs, L blocks, Q packets). */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,8 @@ static int inner_axis(const xir_program *p, const char **why) {
 
 static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 
+static int is_simd_width(uint32_t W) { return W == 1 || W == 2 || W == 4 || W == 8 || W == 16; }
+
 const char *xir_impl_kind_name(xir_impl_kind k) {
   return k == XIR_IMPL_MULTI_PACKET ? "multi-packet" : "direct";
 }
@@ -42,8 +46,11 @@ const char *xir_impl_kind_name(xir_impl_kind k) {
 xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint32_t W,
                               uint32_t B, uint32_t local, const uint8_t *perm,
                               xir_candidate *c, xir_diag *d) {
-  memset(c, 0, sizeof *c);
-  if (W != 1 && W != 2 && W != 4 && W != 8 && W != 16)
+  if (c) memset(c, 0, sizeof *c);
+  if (!p || !shape || !perm || !c)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_candidate_make: %s is NULL",
+                    !p ? "the program" : !shape ? "the shape" : !perm ? "perm" : "the candidate");
+  if (!is_simd_width(W))
     return xir__err(d, XIR_ERR_INVALID_ARG, "W = %u is not a SIMD width (1, 2, 4, 8 or 16)", W);
   if (B == 0 || B % W != 0 || B > 4096)
     return xir__err(d, XIR_ERR_INVALID_ARG, "B = %u must be a multiple of W = %u (at most 4096)",
@@ -78,10 +85,15 @@ xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint
 }
 
 char *xir_candidate_name(const xir_program *p, const xir_candidate *c, char *buf, size_t cap) {
+  if (!buf || !cap) return buf;
+  if (!p || !c) {
+    snprintf(buf, cap, "(none)");
+    return buf;
+  }
   size_t o = (size_t)snprintf(buf, cap, "perm=");
-  for (int k = 0; k < c->nperm; k++)
+  for (int k = 0; k < c->nperm && k < XIR_MAX_ROOT; k++)
     o += (size_t)snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, "%s%s", k ? "." : "",
-                          p->root[c->perm[k]].var);
+                          c->perm[k] < p->nroot ? p->root[c->perm[k]].var : "?");
   snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, ",l=%u,B=%u,W=%u", c->local, c->B,
            c->W);
   return buf;
@@ -107,8 +119,14 @@ static int next_perm(uint8_t *a, int n) {
 
 xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t W,
                           xir_candidate **out, size_t *count, xir_diag *d) {
-  *out = NULL;
-  *count = 0;
+  if (out) *out = NULL;
+  if (count) *count = 0;
+  if (!p || !shape || !out || !count)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_candidates: %s is NULL",
+                    !p ? "the program" : !shape ? "the shape" : !out ? "out" : "count");
+  /* W = 0 (or a huge W) would never end the B loop below */
+  if (!is_simd_width(W))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "W = %u is not a SIMD width (1, 2, 4, 8 or 16)", W);
   xir_status s = xir_shape_check(p, shape, d);
   if (s) return s;
   size_t n = 0, cap = 0;
@@ -139,9 +157,13 @@ xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t
 
 xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, const char *name,
                                uint32_t W, xir_candidate *c, xir_diag *d) {
+  if (c) memset(c, 0, sizeof *c);
+  if (!p || !shape || !name || !c)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_candidate_parse: %s is NULL",
+                    !p ? "the program" : !shape ? "the shape" : !name ? "the name" : "the candidate");
   uint8_t perm[XIR_MAX_ROOT];
   int nperm = 0;
-  long l = -1, B = -1, w = -1;
+  long long l = -1, B = -1, w = -1;
   const char *s = name;
   while (*s) {
     const char *end = strchr(s, ',');
@@ -168,8 +190,14 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
       }
     } else {
       char *e;
-      long val = strtol(v, &e, 10);
-      if (e != end || v == end || val <= 0) goto bad;
+      if (v == end || *v < '0' || *v > '9') goto bad; /* digits only: no sign, no blank */
+      errno = 0;
+      unsigned long long val = strtoull(v, &e, 10);
+      if (e != end || val == 0) goto bad;
+      if (errno == ERANGE || val > UINT32_MAX)
+        return xir__err(d, XIR_ERR_INVALID_ARG,
+                        "candidate '%s': %.*s is out of range (at most %u)", name,
+                        (int)(end - s), s, UINT32_MAX);
       if (kl == 1 && *s == 'l') l = val;
       else if (kl == 1 && *s == 'B') B = val;
       else if (kl == 1 && *s == 'W') w = val;
@@ -183,7 +211,7 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
                     "perm=%s,l=1,B=%u,W=%u", name, p->nroot, p->root[0].var, W, W);
   if (w > 0 && (uint32_t)w != W)
     return xir__err(d, XIR_ERR_UNSUPPORTED,
-                    "candidate '%s' is for W = %ld, but code is generated for W = %u", name, w, W);
+                    "candidate '%s' is for W = %lld, but code is generated for W = %u", name, w, W);
   return xir_candidate_make(p, shape, W, (uint32_t)B, (uint32_t)l, perm, c, d);
 bad:
   return xir__err(d, XIR_ERR_INVALID_ARG,

@@ -1,11 +1,13 @@
 /* check.c — seeded cases, the oracle, guarded outputs and comparison (see check.h). */
 #include "check/check.h"
 
+#include <float.h>
 #include <math.h>
 #include <nettle/sha2.h>
 #include <string.h>
 
 #include "ir/program.h"
+#include "util/util.h"
 #include "util/npy.h"
 #include "util/rng.h"
 
@@ -50,6 +52,20 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
   c->seed = seed;
   xir_status s = xir_shape_check(p, shape, d);
   if (s) return s;
+  /* every buffer at once, checked against the memory actually there (an overcommitted malloc
+   * would succeed and the process be OOM-killed while filling it) */
+  uint64_t need = 0;
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER) continue;
+    uint64_t n = (uint64_t)xir_param_numel(p, i, shape);
+    need += q->is_output            ? (n + 2 * XIR_CASE_GUARD) * sizeof(float) + n * sizeof(double)
+            : q->elem == XIR_I64 ? n * (sizeof(int64_t) + sizeof(float)) /* values + float copy */
+                                 : n * sizeof(float);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "the buffers of '%s' (inputs, guarded outputs, fp64 oracle)", p->name);
+  if ((s = xir__mem_check(need, what, d))) return s;
   for (int i = 0; i < p->nparams; i++) {
     const xir_param *q = &p->params[i];
     if (q->kind != XIR_PARAM_BUFFER) {
@@ -110,6 +126,18 @@ xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir
                     c->p->name, name);
   if (!isfinite(value))
     return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' must be finite", name);
+  if (c->p->params[i].elem == XIR_I64) {
+    /* i64 scalars travel as doubles: only integers of magnitude <= 2^53 are exact */
+    if (value != trunc(value))
+      return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' is an i64: %.17g is not an integer",
+                      name, value);
+    if (fabs(value) > XIR_CASE_MAX_EXACT_I64)
+      return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' = %.17g is outside the i64 range this "
+                      "tool carries exactly, [-2^53, 2^53]", name, value);
+  } else if (fabs(value) >= 0x1.ffffffp+127) { /* rounds to infinity in f32 */
+    return xir__err(d, XIR_ERR_INVALID_ARG, "scalar '%s' is an f32: %.17g is outside the f32 "
+                    "range (|v| <= %.9g)", name, value, (double)FLT_MAX);
+  }
   c->args[i].scalar = value;
   c->args[i].use_default = 0;
   return XIR_OK;

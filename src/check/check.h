@@ -41,7 +41,10 @@ void xir__case_input_range_i64(const xir_program *p, const xir_shape *shape, int
  * so that an element nobody writes never passes. */
 xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *shape,
                           uint64_t seed, xir_diag *d);
-/* Sets scalar parameter `name` (overrides its default). */
+/* Sets scalar parameter `name` (overrides its default). The value must be finite; for an f32
+ * scalar within the f32 range, for an i64 scalar an integer of magnitude at most 2^53 (scalars
+ * are carried as doubles). XIR_ERR_INVALID_ARG otherwise. */
+#define XIR_CASE_MAX_EXACT_I64 9007199254740992.0 /* 2^53 */
 xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir_diag *d);
 /* Replaces the inputs with DIR/<param>.npy files (shapes checked; '<f4' for f32 buffers, '<i8'
  * for i64 buffers). */

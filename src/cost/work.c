@@ -279,6 +279,11 @@ static void unit_cost(wctx *w) {
 xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
                                    const xir_candidate *c, uint32_t grain, uint32_t workers,
                                    xir_execution_work *w, xir_diag *d) {
+  if (!p || !s || !c || !w) {
+    if (w) memset(w, 0, sizeof *w);
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_execution_work_make: %s is NULL",
+                    !p ? "the program" : !s ? "the shape" : !c ? "the candidate" : "the work");
+  }
   memset(w, 0, sizeof *w);
   if (workers == 0)
     return xir__err(d, XIR_ERR_INVALID_ARG, "workers must be at least 1");
@@ -357,6 +362,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
 /* ---- the analytic default policy ---- */
 
 void xir_cost_coefficients_default(xir_cost_coefficients *c) {
+  if (!c) return;
   c->c[XIR_TERM_ARITH] = 1;
   c->c[XIR_TERM_MEMORY] = 0.25;
   c->c[XIR_TERM_BLOCK] = 8;
@@ -366,6 +372,7 @@ void xir_cost_coefficients_default(xir_cost_coefficients *c) {
 }
 
 void xir_cost_coefficients_experimental(xir_cost_coefficients *c) {
+  if (!c) return;
   xir_cost_coefficients_default(c);
   c->c[XIR_TERM_ACTIVATION] = 1000000;
   c->c[XIR_TERM_DISPATCH] = 128;
@@ -397,6 +404,11 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
 
 xir_status xir_cost_evaluate(const xir_cost_policy *pol, const xir_execution_work *w,
                              const xir_cost_coefficients *c, xir_cost_terms *out, xir_diag *d) {
+  if (!w || !c || !out) {
+    if (out) memset(out, 0, sizeof *out);
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_cost_evaluate: %s is NULL",
+                    !w ? "the work" : !c ? "the coefficients" : "out");
+  }
   memset(out, 0, sizeof *out);
   if (pol && pol->evaluate) {
     xir_status st = pol->evaluate(pol->ud, w, c, out);

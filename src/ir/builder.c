@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir/program.h"
+#include "util/strmap.h"
 
 const xir_op_info xir__op_info[XIR_OP_COUNT_] = {
 #define XIR_OP_INFO_(id, text, n, ty, f, i) [XIR_OP_##id] = {text, n, ty},
@@ -50,6 +51,7 @@ struct xir_builder {
   int failed;
   const char *file;
   int line, col;
+  xir_strmap names; /* every declared name -> XIR__NAME_* kind * 2^24 + index (O(1) lookup) */
 };
 
 static void fail(xir_builder *b, xir_status s, const char *fmt, const char *arg) {
@@ -61,6 +63,7 @@ static void fail(xir_builder *b, xir_status s, const char *fmt, const char *arg)
 }
 
 xir_status xir_builder_new(const char *name, xir_builder **out) {
+  if (!out) return XIR_ERR_INVALID_ARG;
   *out = NULL;
   xir_builder *b = xir__calloc(1, sizeof *b);
   if (!b) return XIR_ERR_NOMEM;
@@ -81,33 +84,33 @@ xir_status xir_builder_new(const char *name, xir_builder **out) {
 
 void xir_builder_free(xir_builder *b) {
   if (!b) return;
+  xir__strmap_free(&b->names);
   xir_program_free(b->p);
   xir__free(b);
 }
 
 void xir_builder_set_loc(xir_builder *b, const char *file, int line, int col) {
   if (!b) return;
+  if (b->failed) return;
   if (file && (!b->file || strcmp(file, b->file) != 0)) {
-    b->file = xir__arena_strdup(&b->p->arena, file);
-    b->p->file = b->file;
+    const char *f = xir__arena_strdup(&b->p->arena, file);
+    if (!f) {
+      fail(b, XIR_ERR_NOMEM, "out of memory%s", "");
+      return;
+    }
+    b->file = f;
+    b->p->file = f;
   }
   b->line = line;
   b->col = col;
 }
 
-/* 1 when `name` is already declared as a dim, param, root var or value. */
-static int name_taken(const xir_program *p, const char *name) {
-  for (int i = 0; i < p->ndims; i++)
-    if (strcmp(p->dims[i], name) == 0) return 1;
-  for (int i = 0; i < p->nparams; i++)
-    if (strcmp(p->params[i].name, name) == 0) return 1;
-  for (int i = 0; i < p->nroot; i++)
-    if (strcmp(p->root[i].var, name) == 0) return 1;
-  for (int i = 0; i < p->nnodes; i++)
-    if (p->nodes[i].name && !xir__is_inline_leaf(p->nodes[i].op) &&
-        strcmp(p->nodes[i].name, name) == 0)
-      return 1;
-  return 0;
+int xir__builder_lookup(const xir_builder *b, const char *name, int *kind, int *index) {
+  int32_t v;
+  if (!b || !name || !xir__strmap_get(&b->names, name, strlen(name), &v)) return 0;
+  if (kind) *kind = v >> 24;
+  if (index) *index = v & ((1 << 24) - 1);
+  return 1;
 }
 
 static int valid_ident(const char *s) {
@@ -130,7 +133,9 @@ static int reserved(const char *s) {
   return 0;
 }
 
-static const char *decl_name(xir_builder *b, const char *name, const char *what) {
+/* Checks and copies a new name, and records it as (kind, index) in the name table. */
+static const char *decl_name(xir_builder *b, const char *name, const char *what, int kind,
+                             int index) {
   if (!valid_ident(name)) {
     fail(b, XIR_ERR_PARSE, "invalid %s name", what);
     return NULL;
@@ -139,12 +144,15 @@ static const char *decl_name(xir_builder *b, const char *name, const char *what)
     fail(b, XIR_ERR_VERIFY, "'%s' is a reserved word and cannot be a name", name);
     return NULL;
   }
-  if (name_taken(b->p, name)) {
+  if (xir__builder_lookup(b, name, NULL, NULL)) {
     fail(b, XIR_ERR_VERIFY, "'%s' is already declared", name);
     return NULL;
   }
   const char *s = xir__arena_strdup(&b->p->arena, name);
-  if (!s) fail(b, XIR_ERR_NOMEM, "out of memory%s", "");
+  if (!s || xir__strmap_put(&b->names, s, (int32_t)(kind * (1 << 24) + index))) {
+    fail(b, XIR_ERR_NOMEM, "out of memory%s", "");
+    return NULL;
+  }
   return s;
 }
 
@@ -154,7 +162,7 @@ int xir_builder_dim(xir_builder *b, const char *name) {
     fail(b, XIR_ERR_VERIFY, "too many dims (at most 32)%s", "");
     return -1;
   }
-  const char *s = decl_name(b, name, "dim");
+  const char *s = decl_name(b, name, "dim", XIR__NAME_DIM, b->p->ndims);
   if (!s) return -1;
   int i = b->p->ndims++;
   b->p->dims[i] = s;
@@ -168,7 +176,7 @@ static xir_param *new_param(xir_builder *b, const char *name) {
     fail(b, XIR_ERR_VERIFY, "too many parameters (at most 32)%s", "");
     return NULL;
   }
-  const char *s = decl_name(b, name, "parameter");
+  const char *s = decl_name(b, name, "parameter", XIR__NAME_PARAM, b->p->nparams);
   if (!s) return NULL;
   xir_param *prm = &b->p->params[b->p->nparams++];
   memset(prm, 0, sizeof *prm);
@@ -187,6 +195,10 @@ int xir_builder_buffer(xir_builder *b, const char *name, xir_elem elem, int rank
   }
   if (rank < 1 || rank > XIR_MAX_RANK) {
     fail(b, XIR_ERR_VERIFY, "buffer '%s' must have rank 1..8", name);
+    return -1;
+  }
+  if (!dims) {
+    fail(b, XIR_ERR_INVALID_ARG, "buffer '%s' has no dims array", name);
     return -1;
   }
   for (int i = 0; i < rank; i++)
@@ -235,7 +247,7 @@ int xir_builder_root(xir_builder *b, const char *var, int dim) {
       fail(b, XIR_ERR_VERIFY, "two root axes range over dim '%s'", b->p->dims[dim]);
       return -1;
     }
-  const char *s = decl_name(b, var, "root variable");
+  const char *s = decl_name(b, var, "root variable", XIR__NAME_ROOT, b->p->nroot);
   if (!s) return -1;
   int k = b->p->nroot++;
   if (k == 0) b->p->body_begin = b->p->nnodes;
@@ -344,6 +356,10 @@ xir_value xir_builder_op(xir_builder *b, xir_op op, int nargs, const xir_value *
     fail(b, XIR_ERR_VERIFY, "%s", m);
     return -1;
   }
+  if (nargs > 0 && !args) {
+    fail(b, XIR_ERR_INVALID_ARG, "'%s' has no operand array", xir__op_info[op].name);
+    return -1;
+  }
   for (int i = 0; i < nargs; i++)
     if (!check_value(b, args[i])) return -1;
   xir_node *n = new_node(b, op, nargs);
@@ -381,6 +397,10 @@ static xir_node *access(xir_builder *b, int op, int buffer, int nidx, const xir_
     fail(b, XIR_ERR_VERIFY, "too many indices%s", "");
     return NULL;
   }
+  if (nidx > 0 && !idx) {
+    fail(b, XIR_ERR_INVALID_ARG, "%s has no index array", xir__op_info[op].name);
+    return NULL;
+  }
   for (int i = 0; i < nidx; i++)
     if (!idx[i].is_slice && !check_value(b, idx[i].value)) return NULL;
   xir_node *n = new_node(b, op, nidx + extra);
@@ -414,7 +434,7 @@ void xir_builder_name(xir_builder *b, xir_value v, const char *name) {
     fail(b, XIR_ERR_VERIFY, "value is already named; cannot rename it to '%s'", name);
     return;
   }
-  const char *s = decl_name(b, name, "value");
+  const char *s = decl_name(b, name, "value", XIR__NAME_VALUE, v);
   if (s) n->name = s;
 }
 
@@ -434,6 +454,10 @@ void xir_builder_require(xir_builder *b, xir_value cond) {
 }
 
 xir_status xir_builder_finish(xir_builder *b, xir_program **out, xir_diag *d) {
+  if (!out) {
+    xir_builder_free(b); /* consumed either way */
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_builder_finish: out is NULL");
+  }
   *out = NULL;
   if (!b) return xir__err(d, XIR_ERR_INVALID_ARG, "no builder");
   xir_status s;
@@ -471,24 +495,24 @@ void xir_program_free(xir_program *p) {
 
 void xir_free(void *ptr) { xir__free(ptr); }
 
-const char *xir_program_name(const xir_program *p) { return p->name; }
-int xir_program_num_dims(const xir_program *p) { return p->ndims; }
+const char *xir_program_name(const xir_program *p) { return p ? p->name : NULL; }
+int xir_program_num_dims(const xir_program *p) { return p ? p->ndims : 0; }
 const char *xir_program_dim_name(const xir_program *p, int dim) {
-  return dim >= 0 && dim < p->ndims ? p->dims[dim] : NULL;
+  return p && dim >= 0 && dim < p->ndims ? p->dims[dim] : NULL;
 }
 int xir_program_find_dim(const xir_program *p, const char *name) {
-  for (int i = 0; i < p->ndims; i++)
+  for (int i = 0; p && name && i < p->ndims; i++)
     if (strcmp(p->dims[i], name) == 0) return i;
   return -1;
 }
-int xir_program_num_params(const xir_program *p) { return p->nparams; }
+int xir_program_num_params(const xir_program *p) { return p ? p->nparams : 0; }
 int xir_program_find_param(const xir_program *p, const char *name) {
-  for (int i = 0; i < p->nparams; i++)
+  for (int i = 0; p && name && i < p->nparams; i++)
     if (strcmp(p->params[i].name, name) == 0) return i;
   return -1;
 }
 xir_status xir_program_param(const xir_program *p, int i, xir_param_info *info) {
-  if (i < 0 || i >= p->nparams) return XIR_ERR_INVALID_ARG;
+  if (!p || !info || i < 0 || i >= p->nparams) return XIR_ERR_INVALID_ARG;
   const xir_param *q = &p->params[i];
   memset(info, 0, sizeof *info);
   info->name = q->name;
@@ -501,10 +525,10 @@ xir_status xir_program_param(const xir_program *p, int i, xir_param_info *info) 
   info->default_value = q->default_value;
   return XIR_OK;
 }
-int xir_program_num_root(const xir_program *p) { return p->nroot; }
+int xir_program_num_root(const xir_program *p) { return p ? p->nroot : 0; }
 const char *xir_program_root_name(const xir_program *p, int k) {
-  return k >= 0 && k < p->nroot ? p->root[k].var : NULL;
+  return p && k >= 0 && k < p->nroot ? p->root[k].var : NULL;
 }
 int xir_program_root_dim(const xir_program *p, int k) {
-  return k >= 0 && k < p->nroot ? p->root[k].dim : -1;
+  return p && k >= 0 && k < p->nroot ? p->root[k].dim : -1;
 }

@@ -282,6 +282,7 @@ static xir_status eval_node(ictx *c, int id) {
 
 xir_status xir_interpret(const xir_program *p, const xir_shape *shape, const xir_arg *args,
                          xir_diag *d) {
+  if (!p) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_interpret: the program is NULL");
   xir_status s = xir_shape_check(p, shape, d);
   if (s) return s;
   if (!args) return xir__err(d, XIR_ERR_INVALID_ARG, "no arguments");
@@ -319,6 +320,7 @@ xir_status xir_interpret(const xir_program *p, const xir_shape *shape, const xir
 /* ---- shapes ---- */
 
 xir_status xir_shape_check(const xir_program *p, const xir_shape *shape, xir_diag *d) {
+  if (!p) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_shape_check: the program is NULL");
   if (!shape || shape->ndims != p->ndims)
     return xir__err(d, XIR_ERR_INVALID_ARG, "kernel '%s' needs %d dims, the shape has %d",
                     p->name, p->ndims, shape ? shape->ndims : 0);
@@ -337,6 +339,9 @@ xir_status xir_shape_check(const xir_program *p, const xir_shape *shape, xir_dia
   for (int i = 0; i < p->nreq; i++) {
     int64_t v = 0;
     int rc = xir__eval_dims_expr(p, shape->dims, p->reqs[i], &v);
+    if (rc == -3)
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory checking the requirements of '%s'",
+                      p->name);
     if (rc || !v) {
       const xir_node *n = &p->nodes[p->reqs[i]];
       char clause[256], sh[512];
@@ -351,7 +356,9 @@ xir_status xir_shape_check(const xir_program *p, const xir_shape *shape, xir_dia
 
 char *xir_shape_format(const xir_program *p, const xir_shape *shape, char *buf, size_t cap) {
   size_t o = 0;
+  if (!buf) return buf;
   if (cap) buf[0] = 0;
+  if (!p || !shape) return buf;
   for (int i = 0; i < p->ndims && i < shape->ndims; i++)
     o += (size_t)snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, "%s%s=%lld",
                           i ? "," : "", p->dims[i], (long long)shape->dims[i]);
@@ -360,6 +367,9 @@ char *xir_shape_format(const xir_program *p, const xir_shape *shape, char *buf, 
 
 xir_status xir_shape_parse(const xir_program *p, const char *spec, xir_shape *shape,
                            xir_diag *d) {
+  if (!p || !shape)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_shape_parse: %s is NULL",
+                    !p ? "the program" : "the shape");
   memset(shape, 0, sizeof *shape);
   shape->ndims = p->ndims;
   int given[XIR_MAX_DIMS] = {0};
@@ -411,7 +421,9 @@ xir_status xir_shape_parse(const xir_program *p, const char *spec, xir_shape *sh
 }
 
 size_t xir_param_numel(const xir_program *p, int param, const xir_shape *shape) {
-  if (param < 0 || param >= p->nparams || p->params[param].kind != XIR_PARAM_BUFFER) return 0;
+  if (!p || !shape || param < 0 || param >= p->nparams ||
+      p->params[param].kind != XIR_PARAM_BUFFER)
+    return 0;
   size_t n = 1;
   for (int k = 0; k < p->params[param].rank; k++)
     n *= (size_t)shape->dims[p->params[param].dims[k]];
@@ -419,6 +431,7 @@ size_t xir_param_numel(const xir_program *p, int param, const xir_shape *shape) 
 }
 
 uint64_t xir_shape_root_count(const xir_program *p, const xir_shape *shape) {
+  if (!p || !shape) return 0;
   uint64_t n = 1;
   for (int k = 0; k < p->nroot; k++) n *= (uint64_t)shape->dims[p->root[k].dim];
   return n;

@@ -220,8 +220,10 @@ static xir_value literal(parser *ps, int negate) {
     return -1;
   }
   float f = (float)v;
-  if (isinf(f) && !isinf(v)) {
-    perr(ps, &t, "literal %s is out of the f32 range", buf);
+  /* A literal is digits, never "inf": an infinite value (1e39, or 1e400 which already overflows
+   * the double) is out of range. Write `inf` for infinity. */
+  if (isinf(f)) {
+    perr(ps, &t, "literal %s is out of the f32 range (write inf for infinity)", buf);
     return -1;
   }
   return xir_builder_const_f32(ps->b, negate ? -f : f);
@@ -349,18 +351,16 @@ static xir_value primary(parser *ps) {
     return xir_builder_load(ps->b, prm, nidx, idx);
   }
   if (accept(ps, "(")) return call(ps, &t, name);
-  xir_program *p = bp(ps);
   loc(ps, &t);
-  for (int i = 0; i < p->nnodes; i++)
-    if (p->nodes[i].name && !xir__is_inline_leaf(p->nodes[i].op) &&
-        strcmp(p->nodes[i].name, name) == 0)
-      return i;
-  for (int k = 0; k < p->nroot; k++)
-    if (strcmp(p->root[k].var, name) == 0) return xir_builder_root_value(ps->b, k);
-  int prm = xir_program_find_param(p, name);
-  if (prm >= 0) return xir_builder_param_value(ps->b, prm);
-  int dim = xir_program_find_dim(p, name);
-  if (dim >= 0) return xir_builder_dim_value(ps->b, dim);
+  int kind, idx;
+  if (xir__builder_lookup(ps->b, name, &kind, &idx)) {
+    switch (kind) {
+      case XIR__NAME_VALUE: return idx;
+      case XIR__NAME_ROOT: return xir_builder_root_value(ps->b, idx);
+      case XIR__NAME_PARAM: return xir_builder_param_value(ps->b, idx);
+      default: return xir_builder_dim_value(ps->b, idx);
+    }
+  }
   perr(ps, &t, "unknown name '%s'", name);
   return -1;
 }
@@ -652,6 +652,7 @@ static xir_program *bp(parser *ps) { return xir__builder_program(ps->b); }
 
 xir_status xir_program_parse(const char *text, size_t len, const char *filename,
                              xir_program **out, xir_diag *d) {
+  if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_program_parse: out is NULL");
   *out = NULL;
   if (!text) return xir__err(d, XIR_ERR_INVALID_ARG, "no text");
   const char *nul = memchr(text, 0, len);
@@ -685,7 +686,10 @@ xir_status xir_program_parse(const char *text, size_t len, const char *filename,
 }
 
 xir_status xir_program_parse_file(const char *path, xir_program **out, xir_diag *d) {
-  *out = NULL;
+  if (out) *out = NULL;
+  if (!path || !out)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_program_parse_file: %s is NULL",
+                    !path ? "the path" : "out");
   FILE *f = fopen(path, "rb");
   if (!f) return xir__err(d, XIR_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   size_t cap = 0, len = 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ir/program.h"
+#include "util/strmap.h"
 
 typedef struct sbuf {
   char *s;
@@ -127,24 +128,32 @@ static void rhs(pctx *c, const xir_node *n) {
   }
 }
 
-static int name_used(const xir_program *p, const char **names, int upto, const char *s) {
-  if (xir_program_find_dim(p, s) >= 0 || xir_program_find_param(p, s) >= 0) return 1;
+/* Every name the program declares (dims, params, root variables, named values): the fresh
+ * names `_N` must avoid them. 0, or -1 when out of memory. */
+static int collect_names(const xir_program *p, xir_strmap *taken) {
+  if (xir__strmap_reserve(taken, (size_t)p->ndims + (size_t)p->nparams + (size_t)p->nroot + 16))
+    return -1;
+  for (int i = 0; i < p->ndims; i++)
+    if (xir__strmap_put(taken, p->dims[i], 1)) return -1;
+  for (int i = 0; i < p->nparams; i++)
+    if (xir__strmap_put(taken, p->params[i].name, 1)) return -1;
   for (int k = 0; k < p->nroot; k++)
-    if (strcmp(p->root[k].var, s) == 0) return 1;
+    if (xir__strmap_put(taken, p->root[k].var, 1)) return -1;
   for (int i = 0; i < p->nnodes; i++)
-    if (p->nodes[i].name && strcmp(p->nodes[i].name, s) == 0) return 1;
-  for (int i = 0; i < upto; i++)
-    if (names[i] && strcmp(names[i], s) == 0) return 1;
+    if (p->nodes[i].name && xir__strmap_put(taken, p->nodes[i].name, 1)) return -1;
   return 0;
 }
 
 xir_status xir_program_print(const xir_program *p, char **out, xir_diag *d) {
-  *out = NULL;
+  if (out) *out = NULL;
+  if (!p || !out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_program_print: %s is NULL",
+                                  !p ? "the program" : "out");
   pctx c = {.p = p};
   xir_arena tmp = {0};
+  xir_strmap taken = {0};
   c.names = xir__calloc((size_t)p->nnodes + 1, sizeof(char *));
   if (!c.names) return xir__err(d, XIR_ERR_NOMEM, "out of memory printing '%s'", p->name);
-  int next_tmp = 1, oom = 0;
+  int next_tmp = 1, oom = collect_names(p, &taken) != 0;
   for (int i = p->body_begin; i < p->nnodes && !oom; i++) {
     const xir_node *n = &p->nodes[i];
     if (xir__is_inline_leaf(n->op) || n->op == XIR_OP_STORE) continue;
@@ -154,8 +163,17 @@ xir_status xir_program_print(const xir_program *p, char **out, xir_diag *d) {
     }
     char buf[32];
     do snprintf(buf, sizeof buf, "_%d", next_tmp++);
-    while (name_used(p, c.names, i, buf));
-    if (!(c.names[i] = xir__arena_strdup(&tmp, buf))) oom = 1;
+    while (xir__strmap_get(&taken, buf, strlen(buf), NULL));
+    if (!(c.names[i] = xir__arena_strdup(&tmp, buf)) || xir__strmap_put(&taken, c.names[i], 1))
+      oom = 1;
+  }
+  xir__strmap_free(&taken);
+  if (oom) {
+    /* Never print with a partial name table: an unnamed value would be printed nested, and a
+     * load's slice index (-1) read as a node. */
+    xir__free(c.names);
+    xir__arena_free(&tmp);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory printing '%s'", p->name);
   }
 
   put(&c.out, "kernel %s[", p->name);

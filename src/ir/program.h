@@ -70,6 +70,11 @@ struct xir_program {
 
 /* The program a builder is filling (the parser reads declarations back through it). */
 xir_program *xir__builder_program(xir_builder *b);
+/* What a declared name refers to (xir__builder_lookup). */
+enum { XIR__NAME_DIM = 0, XIR__NAME_PARAM = 1, XIR__NAME_ROOT = 2, XIR__NAME_VALUE = 3 };
+/* Looks a declared name up in the builder's hash table (O(1)): 1 and *kind (XIR__NAME_*) and
+ * *index (dim, param, root axis or node id) set when declared, else 0. Either pointer may be NULL. */
+int xir__builder_lookup(const xir_builder *b, const char *name, int *kind, int *index);
 /* 1 and *d filled when the builder has recorded an error. */
 int xir__builder_error(const xir_builder *b, xir_diag *d);
 
@@ -93,7 +98,7 @@ double xir__fmin(double a, double b);
 
 /* Evaluates an i64 scalar expression over dims only (used for `require`). Returns 0 on success
  * and sets *out; -1 when the expression uses something other than dims/literals; -2 when it
- * divides by zero. */
+ * divides by zero; -3 when out of memory. */
 int xir__eval_dims_expr(const xir_program *p, const int64_t *dims, int32_t node, int64_t *out);
 
 /* The nested (call-form) text of expression `node` into buf (used in messages). */

@@ -409,7 +409,7 @@ xir_status xir__verify(xir_program *p, xir_diag *d) {
 int xir__eval_dims_expr(const xir_program *p, const int64_t *dims, int32_t id, int64_t *out) {
   if (id < 0 || id >= p->body_begin) return -1;
   int64_t *val = xir__malloc(sizeof(int64_t) * ((size_t)id + 1));
-  if (!val) return -1;
+  if (!val) return -3;
   int rc = 0;
   /* forward over the require nodes up to id: operands are always evaluated first */
   for (int k = 0; k <= id && !rc; k++) {

@@ -165,6 +165,7 @@ int xir_kernel_find(const char *name) {
 }
 
 xir_status xir_kernel_load(const char *name, xir_program **out, xir_diag *d) {
+  if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_load: out is NULL");
   *out = NULL;
   int i = xir_kernel_find(name);
   if (i < 0) {

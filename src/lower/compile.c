@@ -33,6 +33,7 @@ struct xir_compiler {
 };
 
 xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **out, xir_diag *d) {
+  if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_compiler_create: out is NULL");
   *out = NULL;
   xir_compiler *c = xir__calloc(1, sizeof *c);
   if (!c) return xir__err(d, XIR_ERR_NOMEM, "out of memory creating a compiler");
@@ -82,13 +83,18 @@ void xir_compiler_destroy(xir_compiler *c) {
   xir__free(c);
 }
 
-uint32_t xir_compiler_width(const xir_compiler *c) { return c->width; }
-const char *xir_compiler_cpu(const xir_compiler *c) { return xir__jit_cpu(c->jit); }
-const char *xir_compiler_features(const xir_compiler *c) { return xir__jit_features(c->jit); }
+uint32_t xir_compiler_width(const xir_compiler *c) { return c ? c->width : 0; }
+const char *xir_compiler_cpu(const xir_compiler *c) { return c ? xir__jit_cpu(c->jit) : ""; }
+const char *xir_compiler_features(const xir_compiler *c) { return c ? xir__jit_features(c->jit) : ""; }
 const char *xir_llvm_version(void) { return XIR_LLVM_VERSION; }
 
 xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
                        const xir_candidate *cand, const xir_kernel **out, xir_diag *d) {
+  if (out) *out = NULL;
+  if (!cc || !p || !shape || !cand || !out)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_compile: %s is NULL",
+                    !cc ? "the compiler" : !p ? "the program" : !shape ? "the shape"
+                    : !cand ? "the candidate" : "out");
   *out = NULL;
   xir_status s = xir_shape_check(p, shape, d);
   if (s) return s;
@@ -159,10 +165,13 @@ fail:
   return s;
 }
 
-size_t xir_kernel_args_size(const xir_kernel *k) { return (size_t)k->nparams * 8; }
+size_t xir_kernel_args_size(const xir_kernel *k) { return k ? (size_t)k->nparams * 8 : 0; }
 
 xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *slots,
                                 xir_diag *d) {
+  if (!k || !args || !slots)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_pack_args: %s is NULL",
+                    !k ? "the kernel" : !args ? "args" : "slots");
   unsigned char *out = slots;
   memset(out, 0, xir_kernel_args_size(k));
   for (int i = 0; i < k->nparams; i++) {
@@ -190,15 +199,21 @@ xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *
 }
 
 xir_entry_fn xir_kernel_entry(const xir_kernel *k) {
+  if (!k) return NULL;
   xir_entry_fn f;
   void *e = k->art->entry;
   memcpy(&f, &e, sizeof f);
   return f;
 }
-uint64_t xir_kernel_blocks(const xir_kernel *k) { return k->cand.blocks; }
-const xir_candidate *xir_kernel_candidate(const xir_kernel *k) { return &k->cand; }
+uint64_t xir_kernel_blocks(const xir_kernel *k) { return k ? k->cand.blocks : 0; }
+const xir_candidate *xir_kernel_candidate(const xir_kernel *k) { return k ? &k->cand : NULL; }
 
 void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info) {
+  if (!info) return;
+  if (!k) {
+    memset(info, 0, sizeof *info);
+    return;
+  }
   info->ir_text = k->art->ir_text;
   info->ir_len = k->art->ir_len;
   info->obj = k->art->obj;

@@ -32,17 +32,20 @@ typedef struct LLVMOrcOpaqueJITDylib *LLVMOrcJITDylibRef;
 
 #include "xir_status.h"
 
-/* The default optimization pipeline: a light function pipeline for IR that the lowering already
- * vectorized (no loop/SLP vectorizer, no unrolling, no inliner). The inliner (`cgscc(inline),`
- * in front) makes math-bound kernels about 11% faster but, on whole kernels with several
- * transcendental call sites, pushes the median JIT time per candidate past the 15 ms budget
- * (softmax_mask 129x768: 17.9 ms with it, 13.5 ms without; bench_jit_levels), so it is an option
- * (xir_compiler_options.pipeline), not the default. `instcombine<no-verify-fixpoint>`: plain
+/* The default optimization pipeline: the inliner (the vector math functions are internal
+ * functions, one per module and width), then a light function pipeline for IR that the lowering
+ * already vectorized (no loop/SLP vectorizer, no unrolling). Inlining costs a few ms of JIT per
+ * kernel (softmax_mask 129x768: 17.9 ms with it, 13.5 ms without, bench_jit_levels) and saves
+ * the call, the spills around it and LICM's blind spot: single-thread best candidates measured
+ * with bench_regret --workers 1 (paired, same session): gelu_residual 129x768 66-76 -> 57-58 us,
+ * swiglu 257x1538 205 -> 190-194 us, softmax_mask 129x768 45 -> 44.5 us. Run time wins; the
+ * on-disk kernel cache amortizes JIT time. `instcombine<no-verify-fixpoint>`: plain
  * `instcombine` in a pipeline string verifies its fixpoint and aborts the process when the
  * fixpoint is not reached. */
-#define XIR__JIT_DEFAULT_PIPELINE                                                              \
+#define XIR__JIT_LIGHT_PIPELINE                                                                \
   "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"   \
   "instcombine<no-verify-fixpoint>,simplifycfg)"
+#define XIR__JIT_DEFAULT_PIPELINE "cgscc(inline)," XIR__JIT_LIGHT_PIPELINE
 
 typedef struct xir__jit xir__jit;
 

@@ -72,6 +72,10 @@ static xir_status add_rejection(xir_plan *pl, size_t *cap, const char *name, con
 
 xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_plan_options *opt,
                          xir_plan **out, xir_diag *d) {
+  if (out) *out = NULL;
+  if (!p || !s || !out)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_plan_make: %s is NULL",
+                    !p ? "the program" : !s ? "the shape" : "out");
   *out = NULL;
   xir_plan_options o;
   if (opt) o = *opt;
@@ -122,7 +126,7 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
         if (xir_candidate_make(p, s, o.width, B, l, perm, &c, &why) == XIR_OK) continue;
         char name[96];
         snprintf(name, sizeof name, "l=%u,B=%u,W=%u (every perm)", l, B, o.width);
-        if (add_rejection(pl, &rej_cap, name, why.msg)) goto oom;
+        if (add_rejection(pl, &rej_cap, name, why.msg)) goto oom_all;
       }
   }
   size_t nsel = 0;
@@ -182,7 +186,6 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
   return XIR_OK;
 oom_all:
   xir__free(all);
-oom:
   st = xir__err(d, XIR_ERR_NOMEM, "out of memory planning");
 fail:
   xir_plan_free(pl);

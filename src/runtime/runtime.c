@@ -80,7 +80,8 @@ struct xir_runtime {
   _Atomic uint32_t caller_sleeping;
 };
 
-/* The runtime whose pool launch this thread is part of (a worker thread: always its runtime). */
+/* The runtime whose pool launch this thread is part of (a worker thread: always its runtime), or
+ * NULL. A pool submission is refused (XIR_ERR_BUSY) while it is set: see xir__rt_run. */
 static _Thread_local const xir_runtime *tl_inside;
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -396,11 +397,21 @@ xir_status xir__rt_run(xir_runtime *rt, rt_session *s, const rt_rec *r, rt_res *
     return XIR_OK;
   }
   if (!s->locked) {
+    /* A thread that is part of a pool launch (its caller or one of its workers) holds up that
+     * launch until it returns. If it waited here for another pool, that pool's launch could
+     * itself be waiting on ours (A -> B -> A): a deadlock. So no pool submission nests inside a
+     * pool launch, of the same runtime or of another; caller-path launches (h = 1) take no lock
+     * and nest freely. One thread-local read; nothing on the dispatch path. */
     if (tl_inside == rt)
       return xir__err(d, XIR_ERR_BUSY,
                       "runtime: nested submission from inside a block function of a pool launch "
                       "of the same runtime (it would deadlock); only caller-path launches (h = 1) "
                       "may be nested");
+    if (tl_inside)
+      return xir__err(d, XIR_ERR_BUSY,
+                      "runtime: nested submission from inside a block function of a pool launch "
+                      "of another runtime (runtimes launching on each other would deadlock); only "
+                      "caller-path launches (h = 1) may be nested");
     pthread_mutex_lock(&rt->lock);
     s->locked = 1;
     s->prev_inside = tl_inside;

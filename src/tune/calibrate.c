@@ -83,6 +83,7 @@ out:
 }
 
 xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out, xir_diag *d) {
+  if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_calibrate: out is NULL");
   memset(out, 0, sizeof *out);
   if (!cc || !rt) return xir__err(d, XIR_ERR_INVALID_ARG, "calibration needs a compiler and a runtime");
   if (xir_runtime_workers(rt) < 2)
@@ -133,6 +134,11 @@ out:
 }
 
 void xir_cost_coefficients_from_calibration(const xir_calibration *cal, xir_cost_coefficients *c) {
+  if (!c) return;
+  if (!cal) {
+    xir_cost_coefficients_default(c);
+    return;
+  }
   c->c[XIR_TERM_ARITH] = cal->ns_per_arith;
   c->c[XIR_TERM_MEMORY] = cal->ns_per_byte;
   c->c[XIR_TERM_BLOCK] = cal->ns_per_block;

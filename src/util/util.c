@@ -1,6 +1,8 @@
 /* util.c — the injectable allocator, diagnostics and the bump arena (see util.h). */
 #include "util.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@ static void default_free(void *ud, void *p) { (void)ud; free(p); }
 static xir_allocator g_alloc = {default_alloc, default_realloc, default_free, NULL};
 
 void xir_set_allocator(const xir_allocator *a) {
-  if (a) g_alloc = *a;
+  if (a && a->alloc && a->realloc && a->free) g_alloc = *a;
   else g_alloc = (xir_allocator){default_alloc, default_realloc, default_free, NULL};
 }
 
@@ -62,7 +64,7 @@ void xir_diag_clear(xir_diag *d) {
 }
 
 char *xir_diag_format(const xir_diag *d, char *buf, size_t cap) {
-  if (!cap) return buf;
+  if (!buf || !cap) return buf;
   if (!d) {
     snprintf(buf, cap, "error: (no diagnostic)");
   } else if (d->line > 0) {
@@ -161,4 +163,128 @@ double xir__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* ---- memory actually available ------------------------------------------------------------ */
+
+/* Reads the first line of dir/name as an unsigned number; "max" (no limit) and errors give -1. */
+static int read_u64_file(const char *dir, const char *name, uint64_t *v) {
+  char path[1024], line[64];
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return -1;
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char *ok = fgets(line, sizeof line, f);
+  fclose(f);
+  if (!ok || line[0] < '0' || line[0] > '9') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(line, &end, 10);
+  if (errno || (*end && *end != '\n')) return -1;
+  *v = (uint64_t)x;
+  return 0;
+}
+
+/* Limits of cgroup dir `dir` (v2, then v1 names); updates out when tighter. */
+static void cgroup_dir_limit(const char *dir, xir_mem_info *out) {
+  static const char *names[2][2] = {{"memory.max", "memory.current"},
+                                    {"memory.limit_in_bytes", "memory.usage_in_bytes"}};
+  for (int k = 0; k < 2; k++) {
+    uint64_t lim, cur;
+    if (read_u64_file(dir, names[k][0], &lim) || read_u64_file(dir, names[k][1], &cur)) continue;
+    if (lim >= ((uint64_t)1 << 62)) continue; /* v1 writes "no limit" as a huge number */
+    uint64_t a = lim > cur ? lim - cur : 0;
+    if (a < out->cgroup) {
+      out->cgroup = a;
+      snprintf(out->cgroup_dir, sizeof out->cgroup_dir, "%s", dir);
+    }
+  }
+}
+
+/* Every directory from root/<sub><path> up to root/<sub>. */
+static void cgroup_walk(const char *root, const char *sub, const char *path, xir_mem_info *out) {
+  char dir[1024];
+  int n = snprintf(dir, sizeof dir, "%s%s%s%s", root, *sub ? "/" : "", sub, path);
+  if (n <= 0 || n >= (int)sizeof dir) return;
+  size_t base = strlen(root) + (*sub ? 1 + strlen(sub) : 0);
+  for (;;) {
+    size_t len = strlen(dir);
+    while (len > base && dir[len - 1] == '/') dir[--len] = 0;
+    cgroup_dir_limit(dir, out);
+    if (len <= base) break;
+    char *slash = strrchr(dir + base, '/');
+    if (!slash) {
+      dir[base] = 0;
+      continue;
+    }
+    *slash = 0;
+  }
+}
+
+void xir__mem_probe(const char *root, const char *proc_cgroup, const char *meminfo,
+                    xir_mem_info *out) {
+  out->available = out->cgroup = out->meminfo = out->env = UINT64_MAX;
+  out->cgroup_dir[0] = 0;
+  if (root) {
+    FILE *f = proc_cgroup ? fopen(proc_cgroup, "r") : NULL;
+    int walked = 0;
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+      /* "0::/path" (v2) or "4:memory:/path" (v1) */
+      line[strcspn(line, "\n")] = 0;
+      char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+      if (!c2) continue;
+      *c2 = 0;
+      const char *ctrl = c1 + 1, *path = c2 + 1;
+      if (!*ctrl) cgroup_walk(root, "", path, out), walked = 1;
+      else if (strstr(ctrl, "memory")) cgroup_walk(root, "memory", path, out), walked = 1;
+    }
+    if (f) fclose(f);
+    /* a namespaced view (or no /proc): the hierarchies' roots are this process's cgroups */
+    cgroup_dir_limit(root, out);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/memory", root);
+    cgroup_dir_limit(dir, out);
+    (void)walked;
+  }
+  FILE *f = meminfo ? fopen(meminfo, "r") : NULL;
+  char line[256];
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long long kb;
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+      out->meminfo = kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+      break;
+    }
+  }
+  if (f) fclose(f);
+  const char *env = getenv("XIR_MEM_AVAILABLE");
+  if (env && *env >= '0' && *env <= '9') {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(env, &end, 10);
+    if (!errno && !*end) out->env = (uint64_t)v;
+  }
+  out->available = out->cgroup;
+  if (out->meminfo < out->available) out->available = out->meminfo;
+  if (out->env < out->available) out->available = out->env;
+}
+
+static void fmt_bytes(uint64_t b, char *buf, size_t cap) {
+  if (b == UINT64_MAX) snprintf(buf, cap, "unknown");
+  else snprintf(buf, cap, "%" PRIu64 " bytes (%.1f MiB)", b, (double)b / 1048576.0);
+}
+
+xir_status xir__mem_check(uint64_t bytes, const char *what, xir_diag *d) {
+  xir_mem_info m;
+  xir__mem_probe("/sys/fs/cgroup", "/proc/self/cgroup", "/proc/meminfo", &m);
+  if (bytes <= m.available) return XIR_OK;
+  char need[64], avail[64], cg[64], mi[64], env[64] = "";
+  fmt_bytes(bytes, need, sizeof need);
+  fmt_bytes(m.available, avail, sizeof avail);
+  fmt_bytes(m.cgroup, cg, sizeof cg);
+  fmt_bytes(m.meminfo, mi, sizeof mi);
+  if (m.env != UINT64_MAX) snprintf(env, sizeof env, "; XIR_MEM_AVAILABLE %" PRIu64, m.env);
+  return xir__err(d, XIR_ERR_NOMEM,
+                  "out of memory: %s need %s, but only %s are available (cgroup limit minus "
+                  "usage: %s%s%s; MemAvailable: %s%s)", what, need, avail, cg,
+                  m.cgroup_dir[0] ? " in " : "", m.cgroup_dir, mi, env);
 }

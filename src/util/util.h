@@ -37,6 +37,34 @@ void xir__arena_free(xir_arena *a);
 /* CLOCK_MONOTONIC in nanoseconds (all of xir's timings use it). */
 double xir__now_ns(void);
 
+/* ---- memory actually available ------------------------------------------------------------
+ * Linux overcommits: a huge malloc succeeds and the process is OOM-killed later, when the pages
+ * are touched. So before allocating large buffers, xir compares the bytes it needs with what the
+ * machine can give: the smallest of
+ *   - every cgroup limit on the way from this process's cgroup up to the hierarchy's root:
+ *     v2 memory.max - memory.current, v1 memory.limit_in_bytes - memory.usage_in_bytes;
+ *   - /proc/meminfo MemAvailable;
+ *   - the environment variable XIR_MEM_AVAILABLE (bytes), a test hook that lowers the limit.
+ * Unknown figures (no cgroup limit, no /proc) impose nothing. */
+typedef struct xir_mem_info {
+  uint64_t available;     /* the smallest of the known figures (UINT64_MAX: none known) */
+  uint64_t cgroup;        /* cgroup limit minus usage (UINT64_MAX: no limit found) */
+  uint64_t meminfo;       /* MemAvailable (UINT64_MAX: unknown) */
+  uint64_t env;           /* XIR_MEM_AVAILABLE (UINT64_MAX: not set) */
+  char cgroup_dir[512];   /* where the tightest cgroup limit was found */
+} xir_mem_info;
+
+/* Probes the figures. root: where the cgroup hierarchies are mounted ("/sys/fs/cgroup");
+ * proc_cgroup, meminfo: "/proc/self/cgroup", "/proc/meminfo". Any of them may be NULL (skipped);
+ * the parameters exist so that tests can point them at fake files. */
+void xir__mem_probe(const char *root, const char *proc_cgroup, const char *meminfo,
+                    xir_mem_info *out);
+
+/* XIR_ERR_NOMEM, with a message giving the bytes needed and the bytes available (and where the
+ * figure comes from), when `bytes` exceed the memory available; XIR_OK otherwise. `what` names
+ * the buffers ("the buffers of 'rmsnorm'"). */
+xir_status xir__mem_check(uint64_t bytes, const char *what, xir_diag *d);
+
 #define XIR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

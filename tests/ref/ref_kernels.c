@@ -55,7 +55,7 @@ int ref_rope(size_t R, size_t C, size_t HD, const float *x, double theta, int64_
   return 0;
 }
 
-int ref_rope_cache(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
+int ref_rope_from_tables(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
                    const float *cos_t, const float *sin_t, double *y) {
   if (HD == 0 || HD % 2 != 0 || C % HD != 0) return -1;
   for (size_t r = 0; r < R; r++)

@@ -38,7 +38,7 @@ int ref_rope(size_t R, size_t C, size_t HD, const float *x, double theta, int64_
  *   y[r, h*HD + 2i + 1] = x0 sn + x1 cs.
  * Returns 0, or -1 (y untouched) when HD is 0, odd, or does not divide C, or a position is
  * outside [0, P). */
-int ref_rope_cache(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
+int ref_rope_from_tables(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
                    const float *cos_t, const float *sin_t, double *y);
 
 /* z[r,c] = x[r,c] * scale + mask[r,c] (mask may hold -inf); y = softmax(z) along each row, with
