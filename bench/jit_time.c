@@ -7,7 +7,9 @@
  * src/lower/jit.h was chosen; the figures are in docs/vmath.md.
  *
  *   bench_jit_time [W] [repeats]      (W = host max by default)
- *   bench_jit_time --per-fn [W]       ns per element of each vector math function */
+ *   bench_jit_time --per-fn [W]       ns per element of each vector math function, plain and
+ *                                     FMA variants side by side (xir__vm_set_fma); pow_ub is
+ *                                     pow with a uniform base (xir__vm_pow_uniform_base, x[0]) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,24 +44,39 @@ static int per_function(unsigned W) {
     x[i] = 0.01f + 20.0f * (float)i / NEL;
     y[i] = -2.0f + 4.0f * (float)((i * 7919) % NEL) / NEL;
   }
+  /* Both variants, interleaved per function, so that a before/after pair comes from one run:
+   * "plain" (fmul/fadd, sin/cos/pow in fp64 lanes) and "fma" (xir__vm_set_fma, host only). */
+  int nvar = xir__vm_host_has_fma() ? 2 : 1;
   printf("W=%u: ns per element (best of 50 runs over %d elements)\n", W, NEL);
-  for (int f = 0; f < XIR__VM_COUNT; f++) {
-    xir__jit_module m;
-    xir__vm *vm;
-    const xir__jit_artifact *a;
-    if (xir__jit_module_create(jit, "pf", &m, &d) || xir__vm_create(m.mod, NULL, &vm, &d) ||
-        xir__vm_build_map_kernel(vm, "k", (xir__vm_fn)f, W, &d))
-      return 1;
-    xir__vm_destroy(vm);
-    if (xir__jit_add(jit, &m, "k", NULL, &a, NULL, &d)) return 1;
-    double best = 1e30;
-    for (int rep = 0; rep < 50; rep++) {
-      double t1 = now_ms();
-      ((kern_fn)a->entry)(x, y, o, NEL / W);
-      double dt = now_ms() - t1;
-      if (dt < best) best = dt;
+  printf("  %-8s %7s %7s\n", "fn", "plain", nvar > 1 ? "fma" : "");
+  for (int f = 0; f <= XIR__VM_COUNT; f++) { /* XIR__VM_COUNT: pow with a uniform base */
+    double ns[2] = {0, 0};
+    for (int v = 0; v < nvar; v++) {
+      xir__jit_module m;
+      xir__vm *vm;
+      const xir__jit_artifact *a;
+      if (xir__jit_module_create(jit, "pf", &m, &d) || xir__vm_create(m.mod, NULL, &vm, &d))
+        return 1;
+      xir__vm_set_fma(vm, v);
+      if (f == XIR__VM_COUNT ? xir__vm_build_pow_uniform_kernel(vm, "k", W, &d)
+                             : xir__vm_build_map_kernel(vm, "k", (xir__vm_fn)f, W, &d))
+        return 1;
+      xir__vm_destroy(vm);
+      if (xir__jit_add(jit, &m, "k", NULL, &a, NULL, &d)) return 1;
+      double best = 1e30;
+      for (int rep = 0; rep < 50; rep++) {
+        double t1 = now_ms();
+        ((kern_fn)a->entry)(x, y, o, NEL / W);
+        double dt = now_ms() - t1;
+        if (dt < best) best = dt;
+      }
+      ns[v] = best * 1e6 / NEL;
     }
-    printf("  %-8s %7.3f\n", xir__vm_name((xir__vm_fn)f), best * 1e6 / NEL);
+    const char *fname = f == XIR__VM_COUNT ? "pow_ub" : xir__vm_name((xir__vm_fn)f);
+    if (nvar > 1)
+      printf("  %-8s %7.3f %7.3f  (%.2fx)\n", fname, ns[0], ns[1], ns[0] / ns[1]);
+    else
+      printf("  %-8s %7.3f\n", fname, ns[0]);
   }
   xir__jit_destroy(jit);
   free(x);

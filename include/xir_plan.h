@@ -32,9 +32,17 @@ typedef enum xir_cost_term {
   XIR_TERM_COUNT
 } xir_cost_term;
 
-/* One coefficient per term. Every coefficient must be finite and ≥ 0. */
+enum { XIR_MEM_LEVELS = 3 };
+
+/* One coefficient per term. Every coefficient must be finite and ≥ 0.
+ * Optionally, a memory hierarchy: when mem_bytes[0] > 0, a byte costs mem_ns[i] at a per-core
+ * footprint (the launch's distinct bytes / active workers) of mem_bytes[i] — interpolated
+ * log-linearly between the levels, flat outside them — times c[MEMORY] (1 for a calibrated
+ * model). mem_bytes must then increase strictly. All zero (the priors) = the flat rate c[MEMORY]. */
 typedef struct xir_cost_coefficients {
   double c[XIR_TERM_COUNT];
+  double mem_bytes[XIR_MEM_LEVELS];
+  double mem_ns[XIR_MEM_LEVELS];
 } xir_cost_coefficients;
 
 /* Production defaults: arith 1, memory 0.25, block 8, imbalance 1, dispatch 0, activation 0. */
@@ -50,7 +58,9 @@ typedef struct xir_calibration {
   double ns_per_block;  /* per block (8 arithmetic units; not measured separately) */
   double ns_per_task;   /* per task on the critical worker, pool path */
   double ns_activation; /* waking one more worker (spin round trip minus the caller path) */
-  double probe_ns[2];   /* the two probe kernels' measured times (gelu 64x256, rmsnorm 1024x4096) */
+  double probe_ns[2];   /* the two probes' measured times (gelu_residual 64x256, a 512x4096 row copy) */
+  double mem_bytes[XIR_MEM_LEVELS]; /* the footprints of the copy probes (in L2, in L3, beyond) */
+  double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
 } xir_calibration;
 
 /* Measures the figures above with the given compiler and runtime (≥ 2 workers); takes about a
@@ -58,6 +68,10 @@ typedef struct xir_calibration {
 xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out, xir_diag *d);
 /* Coefficients from a calibration (imbalance 1: its term is already in ns). */
 void xir_cost_coefficients_from_calibration(const xir_calibration *cal, xir_cost_coefficients *c);
+
+/* ns (or prior units) per byte moved at a per-core footprint, from c[MEMORY] and the optional
+ * memory hierarchy of c. */
+double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_core);
 
 /* "arith", "memory", "block", "imbalance", "dispatch", "activation". */
 const char *xir_cost_term_name(xir_cost_term t);
@@ -78,6 +92,7 @@ typedef struct xir_execution_work {
   uint64_t critical_tasks;   /* ceil(C / h) */
   xir_impl_kind kind;        /* from the bridge */
   int full_packet_path, ragged_packets, ragged_inner;
+  double footprint_bytes;    /* distinct bytes the launch touches: every buffer once */
 } xir_execution_work;
 
 /* The terms and the total of one evaluation. */

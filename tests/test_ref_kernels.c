@@ -392,6 +392,79 @@ static void test_attention_causal(void **state) {
   NEAR(o[1], 0, 0);
 }
 
+/* Special values, as NumPy's exp(z - max z) / sum(...) gives them: NaN anywhere in a row makes the
+ * row NaN, +inf makes it NaN (exp(inf - inf)), -inf weighs 0, and only a row of nothing but -inf
+ * is the defined fully masked case (zeros). */
+static void test_softmax_special_values(void **state) {
+  (void)state;
+  const float inf = INFINITY, nan = NAN;
+  const float x[6 * 3] = {1, nan, 2,  1, inf, 2,  1, -inf, 2,
+                          -inf, -inf, -inf,  inf, inf, inf,  nan, nan, nan};
+  const float m0[6 * 3] = {0};
+  double y[18];
+  ref_softmax_mask(6, 3, x, m0, 1.0, y);
+  for (int c = 0; c < 3; c++) {
+    assert_true(isnan(y[0 + c]));  /* NaN in the row */
+    assert_true(isnan(y[3 + c]));  /* +inf in the row */
+    assert_true(y[9 + c] == 0.0);  /* every column -inf: zeros */
+    assert_true(isnan(y[12 + c])); /* all +inf */
+    assert_true(isnan(y[15 + c])); /* all NaN: NaN, not "masked" */
+  }
+  const double e = exp(1.0);
+  NEAR(y[6], 1 / (1 + e), kTol); /* -inf weighs 0: softmax of [1, 2] */
+  NEAR(y[7], 0.0, 0);
+  NEAR(y[8], e / (1 + e), kTol);
+  /* additive mask: +inf + -inf = NaN (the row is NaN); NaN under a -inf mask is still NaN */
+  const float x2[2 * 2] = {inf, 1, nan, 1};
+  const float mk[2 * 2] = {-inf, 0, -inf, 0};
+  double y2[4];
+  ref_softmax_mask(2, 2, x2, mk, 1.0, y2);
+  for (int i = 0; i < 4; i++) assert_true(isnan(y2[i]));
+  /* causal: a NaN or +inf in a masked column (c > r) is never seen; in a visible one it is */
+  const float xc[3 * 3] = {1, nan, inf, nan, 1, inf, 1, inf, 1};
+  double yc[9];
+  ref_softmax_causal(3, 3, xc, 1.0, yc);
+  NEAR(yc[0], 1.0, 0);
+  NEAR(yc[1], 0.0, 0);
+  NEAR(yc[2], 0.0, 0);
+  for (int i = 3; i < 9; i++) assert_true(isnan(yc[i]));
+}
+
+static void test_attention_special_values(void **state) {
+  (void)state;
+  const float inf = INFINITY, nan = NAN;
+  /* D = 1, DV = 1, Q = 3, K = 2: k = [1, 2], v = [10, 20]. Query 0 = NaN: a NaN row. Query 1 = 1:
+   * weights softmax([1, 2]). Query 2 = 0: uniform. */
+  const float q[3] = {nan, 1, 0};
+  const float k[2] = {1, 2};
+  const float v[2] = {10, 20};
+  double o[3];
+  assert_int_equal(ref_attention(1, 1, 1, 3, 2, 1, 1, q, k, v, 1.0, 0, o), 0);
+  assert_true(isnan(o[0]));
+  const double e = exp(1.0);
+  NEAR(o[1], (10 + 20 * e) / (1 + e), kTol);
+  NEAR(o[2], 15.0, kTol);
+  /* a +inf key: score +inf for q > 0 (NaN row), -inf for q < 0 (that key weighs 0), NaN for
+   * q = 0 (inf * 0) */
+  const float qi[3] = {1, -1, 0};
+  const float ki[2] = {inf, 2};
+  assert_int_equal(ref_attention(1, 1, 1, 3, 2, 1, 1, qi, ki, v, 1.0, 0, o), 0);
+  assert_true(isnan(o[0]));
+  NEAR(o[1], 20.0, kTol);
+  assert_true(isnan(o[2]));
+  /* a +inf value: +inf where its key has weight > 0; causal, a query that does not see it gets
+   * 0 * inf = NaN, and a query that sees no key at all gets zeros */
+  const float qz[3] = {0, 0, 0};
+  const float kz[2] = {0, 0};
+  const float vi[2] = {1, inf};
+  assert_int_equal(ref_attention(1, 1, 1, 3, 2, 1, 1, qz, kz, vi, 1.0, 0, o), 0);
+  for (int i = 0; i < 3; i++) assert_true(o[i] == inf);
+  assert_int_equal(ref_attention(1, 1, 1, 3, 2, 1, 1, qz, kz, vi, 1.0, 1, o), 0);
+  NEAR(o[0], 0.0, 0); /* sees nothing (K - Q = -1) */
+  assert_true(isnan(o[1])); /* sees key 0 only: 1 * 1 + 0 * inf */
+  assert_true(o[2] == inf);
+}
+
 /* The report's attention shape against a direct, separately written evaluation of one entry. */
 static void test_attention_report_shape(void **state) {
   (void)state;
@@ -461,6 +534,8 @@ int main(void) {
       cmocka_unit_test(test_attention_gqa_mapping),
       cmocka_unit_test(test_attention_causal),
       cmocka_unit_test(test_attention_report_shape),
+      cmocka_unit_test(test_softmax_special_values),
+      cmocka_unit_test(test_attention_special_values),
       cmocka_unit_test(test_compare),
   };
   return cmocka_run_group_tests_name("ref_kernels", tests, NULL, NULL);

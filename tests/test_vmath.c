@@ -38,37 +38,61 @@ typedef void (*kern_fn)(const float *x, const float *y, float *out, int64_t nvec
 
 typedef struct kset {
   unsigned W;
+  int fma;
   kern_fn k[XIR__VM_COUNT];
+  kern_fn powu; /* pow with a uniform base: out[i] = pow(x[0], y[i]) */
   double ms;
 } kset;
 
+/* Two variants: [0] plain fmul/fadd (every host), [1] FMA (only where the host has it). Within a
+ * variant every W must give the same bits; the variants may differ by the documented ulp. */
 static xir__jit *g_jit;
-static kset g_sets[3];
+static kset g_vsets[2][3];
+static int g_vn[2];
+static int g_nvar;
+/* the variant under test (check/expect loop over variants and set these) */
+static kset *g_sets;
 static int g_nsets;
+static const char *g_vname[2] = {"plain", "fma"};
 
-static void compile_set(kset *s, unsigned W) {
+static void use_variant(int v) {
+  g_sets = g_vsets[v];
+  g_nsets = g_vn[v];
+}
+
+static void compile_set(kset *s, unsigned W, int fma) {
   xir_diag d = {0};
   xir__jit_module m;
   assert_int_equal(xir__jit_module_create(g_jit, "vmath_test", &m, &d), XIR_OK);
   xir__vm *vm;
   assert_int_equal(xir__vm_create(m.mod, NULL, &vm, &d), XIR_OK);
+  assert_int_equal(xir__vm_fma(vm), 0); /* off by default */
+  xir__vm_set_fma(vm, fma);
+  assert_int_equal(xir__vm_fma(vm), fma);
   for (int f = 0; f < XIR__VM_COUNT; f++) {
     char name[64];
     snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
     if (xir__vm_build_map_kernel(vm, name, (xir__vm_fn)f, W, &d)) fail_msg("%s", d.msg);
   }
+  if (xir__vm_build_pow_uniform_kernel(vm, "k_powu", W, &d)) fail_msg("%s", d.msg);
   xir__vm_destroy(vm);
   const xir__jit_artifact *a;
   xir_status st = xir__jit_add(g_jit, &m, "k_exp", NULL, &a, NULL, &d);
   if (st) fail_msg("compile W=%u: %s", W, d.msg);
-  /* no libm calls, no llvm math intrinsics other than sqrt */
+  /* no libm calls, no llvm math intrinsics other than sqrt (and fma in the FMA variant) */
   static const char *banned[] = {"@expf", "@logf", "@sinf", "@cosf", "@tanhf", "@erff", "@powf",
-                                 "@llvm.exp.", "@llvm.log.", "@llvm.sin.", "@llvm.cos.",
-                                 "@llvm.pow.", "@llvm.fma.", "@llvm.fmuladd.", " fast ",
+                                 "@fma", "@llvm.exp.", "@llvm.log.", "@llvm.sin.",
+                                 "@llvm.cos.", "@llvm.pow.", "@llvm.fmuladd.", " fast ",
                                  " reassoc ", " contract ", " afn ", " arcp "};
   for (size_t i = 0; i < sizeof banned / sizeof *banned; i++)
-    if (strstr(a->ir_text, banned[i])) fail_msg("W=%u: IR contains '%s'", W, banned[i]);
+    if (strstr(a->ir_text, banned[i])) /* "@fma" also catches "@fmaf"; not "@llvm.fma." */
+      fail_msg("W=%u fma=%d: IR contains '%s'", W, fma, banned[i]);
+  if (!fma && strstr(a->ir_text, "@llvm.fma."))
+    fail_msg("W=%u: the plain variant contains llvm.fma", W);
+  if (fma && !strstr(a->ir_text, "@llvm.fma."))
+    fail_msg("W=%u: the FMA variant contains no llvm.fma", W);
   s->W = W;
+  s->fma = fma;
   s->ms = a->total_ms;
   for (int f = 0; f < XIR__VM_COUNT; f++) {
     char name[64];
@@ -77,6 +101,9 @@ static void compile_set(kset *s, unsigned W) {
     if (xir__jit_lookup(g_jit, a, name, &p, &d)) fail_msg("lookup %s: %s", name, d.msg);
     s->k[f] = (kern_fn)p;
   }
+  void *p;
+  if (xir__jit_lookup(g_jit, a, "k_powu", &p, &d)) fail_msg("lookup k_powu: %s", d.msg);
+  s->powu = (kern_fn)p;
 }
 
 static int setup(void **state) {
@@ -87,8 +114,13 @@ static int setup(void **state) {
     return -1;
   }
   static const unsigned Ws[3] = {1, 8, 16};
-  for (int i = 0; i < 3; i++)
-    if (xir__jit_check_width(g_jit, Ws[i], NULL) == XIR_OK) compile_set(&g_sets[g_nsets++], Ws[i]);
+  g_nvar = xir__vm_host_has_fma() ? 2 : 1;
+  if (g_nvar == 1) fprintf(stderr, "test_vmath: this host has no FMA; only the plain variant runs\n");
+  for (int v = 0; v < g_nvar; v++)
+    for (int i = 0; i < 3; i++)
+      if (xir__jit_check_width(g_jit, Ws[i], NULL) == XIR_OK)
+        compile_set(&g_vsets[v][g_vn[v]++], Ws[i], v);
+  use_variant(0);
   return 0;
 }
 
@@ -257,45 +289,57 @@ static void run_all(xir__vm_fn fn, pts *p, float *out[3]) {
 
 static int report(void) { return getenv("XIR_VMATH_REPORT") != NULL; }
 
-/* Sweeps fn over p, checks identical bits across W, ulp error (for |x| in [ulp_from, ulp_to]) ≤
- * max_ulp and abs error ≤ max_abs. */
-static void check(xir__vm_fn fn, const char *what, pts *p, double ulp_from, double ulp_to,
-                  double max_ulp, double max_abs) {
-  float *out[3] = {0};
-  run_all(fn, p, out);
-  errs e = {0};
-  measure(fn, p, out[0], &e, ulp_from, ulp_to);
-  if (report())
-    printf("  %-8s %-34s n=%-8zu max ulp %.3f (x=%.9g)  max abs(|f|<=1) %.3g (x=%.9g)\n",
-           xir__vm_name(fn), what, p->n, e.max_ulp, e.at_ulp, e.max_abs, e.at_abs);
-  for (int s = 0; s < 3; s++) free(out[s]);
-  if (e.bad_special)
-    fail_msg("%s %s: %zu special-value mismatches, first x=%a y=%a got %a", xir__vm_name(fn),
-             what, e.bad_special, e.bad_x, e.bad_y, e.bad_got);
-  if (e.max_ulp > max_ulp)
-    fail_msg("%s %s: max ulp error %.3f at x=%.9g exceeds %.3f", xir__vm_name(fn), what, e.max_ulp,
-             e.at_ulp, max_ulp);
-  if (e.max_abs > max_abs)
-    fail_msg("%s %s: max abs error %.3g at x=%.9g exceeds %.3g", xir__vm_name(fn), what, e.max_abs,
-             e.at_abs, max_abs);
+/* Sweeps fn over p in every variant, checks identical bits across W within a variant, ulp error
+ * (for |x| in [ulp_from, ulp_to]) ≤ max_ulp[v] and abs error ≤ max_abs[v]. */
+static void check_v(xir__vm_fn fn, const char *what, pts *p, double ulp_from, double ulp_to,
+                    const double max_ulp[2], const double max_abs[2]) {
+  for (int v = 0; v < g_nvar; v++) {
+    use_variant(v);
+    float *out[3] = {0};
+    run_all(fn, p, out);
+    errs e = {0};
+    measure(fn, p, out[0], &e, ulp_from, ulp_to);
+    if (report())
+      printf("  %-5s %-8s %-34s n=%-8zu max ulp %.3f (x=%.9g)  max abs(|f|<=1) %.3g (x=%.9g)\n",
+             g_vname[v], xir__vm_name(fn), what, p->n, e.max_ulp, e.at_ulp, e.max_abs, e.at_abs);
+    for (int s = 0; s < 3; s++) free(out[s]);
+    if (e.bad_special)
+      fail_msg("%s %s %s: %zu special-value mismatches, first x=%a y=%a got %a", g_vname[v],
+               xir__vm_name(fn), what, e.bad_special, e.bad_x, e.bad_y, e.bad_got);
+    if (e.max_ulp > max_ulp[v])
+      fail_msg("%s %s %s: max ulp error %.3f at x=%.9g exceeds %.3f", g_vname[v],
+               xir__vm_name(fn), what, e.max_ulp, e.at_ulp, max_ulp[v]);
+    if (e.max_abs > max_abs[v])
+      fail_msg("%s %s %s: max abs error %.3g at x=%.9g exceeds %.3g", g_vname[v],
+               xir__vm_name(fn), what, e.max_abs, e.at_abs, max_abs[v]);
+  }
+  use_variant(0);
   free(p->x);
   free(p->y);
   memset(p, 0, sizeof *p);
 }
+/* The same bounds for both variants. */
+static void check(xir__vm_fn fn, const char *what, pts *p, double ulp_from, double ulp_to,
+                  double max_ulp, double max_abs) {
+  const double u[2] = {max_ulp, max_ulp}, a[2] = {max_abs, max_abs};
+  check_v(fn, what, p, ulp_from, ulp_to, u, a);
+}
 
-/* Exact expectations: y = fn(x) bit-for-bit (NaN: any NaN). */
+/* Exact expectations, in every variant and W: y = fn(x) bit-for-bit (NaN: any NaN). */
 static void expect(xir__vm_fn fn, float x, float y, float want) {
   float xs[16], ys[16], o[16];
   for (int i = 0; i < 16; i++) xs[i] = x, ys[i] = y;
-  for (int s = 0; s < g_nsets; s++) {
-    g_sets[s].k[fn](xs, ys, o, 16 / g_sets[s].W);
-    for (int i = 0; i < 16; i++) {
-      int ok = isnan(want) ? isnan(o[i]) : f2u(o[i]) == f2u(want);
-      if (!ok)
-        fail_msg("%s(%a, %a) with W=%u: got %a, want %a", xir__vm_name(fn), x, y, g_sets[s].W,
-                 o[i], want);
+  for (int v = 0; v < g_nvar; v++)
+    for (int s = 0; s < g_vn[v]; s++) {
+      const kset *k = &g_vsets[v][s];
+      k->k[fn](xs, ys, o, 16 / k->W);
+      for (int i = 0; i < 16; i++) {
+        int ok = isnan(want) ? isnan(o[i]) : f2u(o[i]) == f2u(want);
+        if (!ok)
+          fail_msg("%s(%a, %a) with W=%u (%s): got %a, want %a", xir__vm_name(fn), x, y, k->W,
+                   g_vname[v], o[i], want);
+      }
     }
-  }
 }
 
 /* ---- tests ---- */
@@ -478,6 +522,51 @@ static void test_pow_accuracy(void **state) {
   expect(XIR__VM_POW, 2.0f, -151.0f, 0.0f);
 }
 
+/* pow with a uniform base is bit-identical to pow with the base splat, in every variant and W:
+ * special bases (0, ±inf, NaN, ±1, negative, subnormal, FLT_MAX) and random ones, against
+ * exponents that mix specials, integers, half-integers and random values. */
+static void test_pow_uniform_base(void **state) {
+  (void)state;
+  enum { NY = 4096 };
+  static float ys[NY], xs[NY], o1[NY], o2[NY];
+  const float sy[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, 3.0f, -3.0f, 0.5f, -0.5f, INFINITY,
+                      -INFINITY, NAN, 1e30f, -1e30f, 16777217.0f, 1.5f};
+  for (int i = 0; i < NY; i++) {
+    double u = urand();
+    if (i < 16) ys[i] = sy[i];
+    else if (i % 4 == 0) ys[i] = (float)(int)(-40 + 80 * u);
+    else if (i % 4 == 1) ys[i] = (float)(-150 + 300 * u);
+    else ys[i] = (float)(-4 + 8 * u);
+  }
+  float bases[64 + 96];
+  const float sb[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, INFINITY, -INFINITY,
+                      NAN, 1e-45f, -1e-45f, FLT_MIN, FLT_MAX, -FLT_MAX, 3.0f, 10000.0f, 0.999f};
+  int nb = 0;
+  for (size_t i = 0; i < sizeof sb / sizeof *sb; i++) bases[nb++] = sb[i];
+  while (nb < (int)(sizeof bases / sizeof *bases)) {
+    float b = (float)exp2(-60 + 120 * urand());
+    bases[nb] = (nb & 1) ? -b : b;
+    nb++;
+  }
+  size_t compared = 0;
+  for (int v = 0; v < g_nvar; v++)
+    for (int s = 0; s < g_vn[v]; s++) {
+      const kset *k = &g_vsets[v][s];
+      for (int bi = 0; bi < nb; bi++) {
+        for (int i = 0; i < NY; i++) xs[i] = bases[bi];
+        k->k[XIR__VM_POW](xs, ys, o1, NY / k->W);
+        float b1[1] = {bases[bi]};
+        k->powu(b1, ys, o2, NY / k->W);
+        for (int i = 0; i < NY; i++, compared++)
+          if (f2u(o1[i]) != f2u(o2[i]))
+            fail_msg("pow_uniform_base(%a, %a) W=%u %s: %a, pow gives %a", bases[bi], ys[i], k->W,
+                     g_vname[v], o2[i], o1[i]);
+      }
+    }
+  if (report()) printf("  pow_uniform_base: %zu results bit-equal to pow\n", compared);
+  assert_true(compared >= (size_t)nb * NY);
+}
+
 static void test_sqrt_rsqrt_exact(void **state) {
   (void)state;
   pts p = {0};
@@ -525,12 +614,41 @@ static void test_api_errors_and_emit_once(void **state) {
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_sig", XIR__VM_SIGMOID, 1, &d), XIR_OK);
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp8", XIR__VM_EXP, 8, &d), XIR_OK);
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp", XIR__VM_LOG, 1, &d), XIR_ERR_INVALID_ARG);
+  /* uniform-base pow: the log function is emitted once for two kernels */
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_pu8", 8, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_pu1", 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_pu3", 3, &d), XIR_ERR_INVALID_ARG);
+  LLVMValueRef out = (LLVMValueRef)&d;
+  assert_int_equal(xir__vm_emit_pow_uniform_base(vm, NULL, NULL, &out, &d), XIR_ERR_INVALID_ARG);
+  assert_null(out);
+  assert_null(xir__vm_pow_uniform_base(NULL, NULL, NULL));
+  /* the FMA variant has its own names, so both coexist in one module */
+  xir__vm_set_fma(vm, 1);
+  assert_int_equal(xir__vm_fma(vm), 1);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_expf", XIR__VM_EXP, 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_map_kernel(vm, "k_tanhf", XIR__VM_TANH, 1, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_pow_uniform_kernel(vm, "k_puf", 8, &d), XIR_OK);
+  xir__vm_set_fma(vm, 0);
+  assert_int_equal(xir__vm_fma(vm), 0);
+  xir__vm_set_fma(NULL, 1); /* ignored */
   xir__vm_destroy(vm);
   const xir__jit_artifact *a;
   assert_int_equal(xir__jit_add(jit, &m, "k_tanh", NULL, &a, NULL, &d), XIR_OK);
   assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vexp.f32("), 1);
   assert_int_equal(count(a->ir_text, "define internal fastcc <8 x float> @xir.vexp.v8f32("), 1);
   assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vtanh.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc double @xir.vpowlog.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc <8 x float> @xir.vpowu.v8f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vpowu.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vexp.fma.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc float @xir.vtanh.fma.f32("), 1);
+  assert_int_equal(count(a->ir_text, "define internal fastcc double @xir.vpowlog.fma.f32("), 1);
+  /* only the FMA functions contain llvm.fma (the plain tanh calls the plain exp) */
+  const char *pt = strstr(a->ir_text, "define internal fastcc float @xir.vtanh.f32(");
+  const char *pe = strstr(pt, "\n}\n");
+  assert_non_null(pe);
+  for (const char *q = strstr(pt, "llvm.fma"); q; q = NULL) assert_true(q > pe);
+  assert_non_null(strstr(a->ir_text, "call fastcc float @xir.vexp.fma.f32("));
   assert_int_equal(xir__vm_from_name("sigmoid"), XIR__VM_SIGMOID);
   assert_int_equal(xir__vm_from_name("nope"), XIR__VM_COUNT);
   assert_int_equal(xir__vm_arity(XIR__VM_POW), 2);
@@ -538,12 +656,94 @@ static void test_api_errors_and_emit_once(void **state) {
   xir__jit_destroy(jit);
 }
 
+/* ---- the exhaustive driver (not part of CTest) ----
+ * XIR_VMATH_EXHAUSTIVE=exp,sin[,...] [XIR_VMATH_VARIANT=plain|fma] build/tests/test_vmath
+ * runs the widest kernel of each named unary function over all 2^32 fp32 bit patterns (chunks of
+ * 2^20) in each variant, and prints the max ulp error (for sin and cos: over |x| ≤ 1e4 and over
+ * |x| ≤ 5.2e7, the range where the reduction is exact), the max abs error where |f| ≤ 1, and the
+ * special-value mismatches, measured as measure() does. With XIR_VMATH_STEP=k only every k-th
+ * pattern is evaluated (a sample). About a minute per function and variant on one core. */
+static int exhaustive(const char *list) {
+  if (setup(NULL)) return 1;
+  const char *vsel = getenv("XIR_VMATH_VARIANT");
+  const char *st = getenv("XIR_VMATH_STEP");
+  uint32_t step = st ? (uint32_t)strtoul(st, NULL, 10) : 1;
+  if (!step) step = 1;
+  enum { CH = 1 << 20 };
+  float *xs = malloc(CH * sizeof(float)), *ys = calloc(CH, sizeof(float)),
+        *o = malloc(CH * sizeof(float));
+  if (!xs || !ys || !o) return 1;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    xir__vm_fn fn = xir__vm_from_name(tok);
+    if (fn == XIR__VM_COUNT || xir__vm_arity(fn) != 1) {
+      fprintf(stderr, "exhaustive: '%s' is not a unary function\n", tok);
+      return 1;
+    }
+    int trig = fn == XIR__VM_SIN || fn == XIR__VM_COS;
+    for (int v = 0; v < g_nvar; v++) {
+      if (vsel && strcmp(vsel, g_vname[v])) continue;
+      const kset *k = &g_vsets[v][g_vn[v] - 1];
+      double mu = 0, mu2 = 0, ma = 0;
+      float at = 0, at2 = 0, ata = 0;
+      size_t bad = 0, n = 0;
+      float badx = 0;
+      uint64_t u = 0;
+      while (u < (1ull << 32)) {
+        size_t m = 0;
+        for (; m < CH && u < (1ull << 32); m++, u += step) xs[m] = u2f((uint32_t)u);
+        while (m % 16) xs[m++] = 0.0f;
+        k->k[fn](xs, ys, o, (int64_t)(m / k->W));
+        n += m;
+        for (size_t i = 0; i < m; i++) {
+          float x = xs[i], g = o[i];
+          double r = ref_of(fn, x, 0);
+          float rf = (float)r;
+          if (isnan(rf) || isinf(rf) || isnan(g) || isinf(g) ||
+              (r == 0.0 && g == 0.0f && !signbit(r) != !signbit(g))) {
+            int same = (isnan(rf) && isnan(g)) ||
+                       (isinf(rf) && isinf(g) && !signbit(rf) == !signbit(g)) ||
+                       (r == 0.0 && g == 0.0f && !signbit(r) == !signbit(g));
+            if (!same && !bad++) badx = x;
+            continue;
+          }
+          double ae = fabs((double)g - r);
+          if (fabs(r) <= 1.0 && ae > ma) ma = ae, ata = x;
+          double ax = fabs((double)x);
+          if (trig && ax > 5.2e7) continue;
+          double ue = ae / ulp32(r);
+          if (ue > mu2) mu2 = ue, at2 = x;
+          if ((!trig || ax <= 1e4) && ue > mu) mu = ue, at = x;
+        }
+      }
+      if (trig)
+        printf("%-5s %-8s W=%u n=%zu  max ulp %.3f (x=%.9g) |x|<=1e4, %.3f (x=%.9g) |x|<=5.2e7"
+               "  max abs %.3g (x=%.9g)  special mismatches %zu (x=%a)\n",
+               g_vname[v], tok, k->W, n, mu, at, mu2, at2, ma, ata, bad, badx);
+      else
+        printf("%-5s %-8s W=%u n=%zu  max ulp %.3f (x=%.9g)  max abs %.3g (x=%.9g)  special "
+               "mismatches %zu (x=%a)\n",
+               g_vname[v], tok, k->W, n, mu, at, ma, ata, bad, badx);
+      fflush(stdout);
+    }
+  }
+  free(xs);
+  free(ys);
+  free(o);
+  teardown(NULL);
+  return 0;
+}
+
 int main(void) {
+  const char *exh = getenv("XIR_VMATH_EXHAUSTIVE");
+  if (exh) return exhaustive(exh);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exp_accuracy),     cmocka_unit_test(test_log_accuracy),
       cmocka_unit_test(test_tanh_accuracy),    cmocka_unit_test(test_erf_accuracy),
       cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sin_cos_accuracy),
-      cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_sqrt_rsqrt_exact),
+      cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_pow_uniform_base),
+      cmocka_unit_test(test_sqrt_rsqrt_exact),
       cmocka_unit_test(test_api_errors_and_emit_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -54,8 +54,11 @@ int cmd_calibrate(int argc, char **argv) {
     printf("arithmetic prior unit (one core)         %10.4f ns\n", c.ns_per_arith);
     printf("memory prior byte (one core)             %10.5f ns\n", c.ns_per_byte);
     printf("block (8 arithmetic units)               %10.3f ns\n", c.ns_per_block);
+    for (int l = 0; l < XIR_MEM_LEVELS; l++)
+      printf("memory, footprint %8.0f KiB              %10.5f ns per byte\n", c.mem_bytes[l] / 1024,
+             c.mem_ns[l]);
     if (path[0]) printf("stored in %s\n", path);
-    printf("probes: gelu_residual 64x256 %.2f us, rmsnorm 1024x4096 %.1f us (caller path)\n",
+    printf("probes: gelu_residual 64x256 %.2f us, row copy 512x4096 %.1f us (caller path)\n",
            c.probe_ns[0] / 1e3, c.probe_ns[1] / 1e3);
   }
   return rc;

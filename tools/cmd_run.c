@@ -39,6 +39,8 @@ static void run_help(void) {
       "By default the planner chooses the candidate and grain (and says which ran); native\n"
       "code is compiled for it and launched through the runtime on --workers workers;\n"
       "every output is checked against the fp64 oracle and the exit status is 1 on mismatch.\n"
+      "A 'note:' line says when an input is outside a built-in kernel's documented f32 range\n"
+      "(rmsnorm/layernorm row norms, rope positions; docs/xir.md), where f32 code may miss.\n"
       "Before any buffer is allocated, the bytes the case needs are compared with the memory\n"
       "available (cgroup limit minus usage, MemAvailable; XIR_MEM_AVAILABLE=BYTES lowers it):\n"
       "a case that does not fit fails with both numbers instead of being OOM-killed. --save is\n"
@@ -307,6 +309,11 @@ int cmd_run(int argc, char **argv) {
   }
   cJSON_AddItemToObject(root, "outputs", outs);
   cJSON_AddBoolToObject(root, "pass", all_pass);
+  char note[512];
+  if (xir__case_range_note(&cs, note, sizeof note)) {
+    cJSON_AddStringToObject(root, "note", note);
+    if (!json) printf("note: %s\n", note);
+  }
   if (save) {
     if (save_buffers(p, &shape, &cs, save, &d)) {
       cJSON_Delete(root);

@@ -244,6 +244,55 @@ xir_tolerance xir__kernel_tolerance(const char *name) {
   return (xir_tolerance){1e-4, 1e-5};
 }
 
+int xir__case_range_note(const xir_case *c, char *buf, size_t n) {
+  if (n) buf[0] = 0;
+  const xir_program *p = c->p;
+  const char *name = p ? p->name : NULL;
+  int x = p ? xir_program_find_param(p, "x") : -1;
+  if (!name || x < 0 || !c->data[x] || p->params[x].rank != 2) return 0;
+  size_t R = (size_t)c->shape.dims[p->params[x].dims[0]];
+  size_t C = (size_t)c->shape.dims[p->params[x].dims[1]];
+  int rms = strcmp(name, "rmsnorm") == 0, ln = strcmp(name, "layernorm") == 0;
+  if (rms || ln) {
+    const double bound = rms ? 0x1p127 : 0x1p126; /* on sum x^2: ||x|| <= 2^63.5 or 2^63 */
+    size_t worst = 0, over = 0;
+    double wss = 0;
+    for (size_t r = 0; r < R; r++) {
+      const float *row = c->data[x] + r * C;
+      double ss = 0;
+      for (size_t k = 0; k < C; k++) ss += (double)row[k] * (double)row[k];
+      if (isfinite(ss) && ss > bound) {
+        if (ss > wss) wss = ss, worst = r;
+        over++;
+      }
+    }
+    if (!over) return 0;
+    snprintf(buf, n, "%s: %zu row(s) of x exceed the f32 range ||x_r||_2 <= %s (row %zu: %.4g); "
+             "the f32 sum of squares overflows there and native code writes %s (docs/xir.md, "
+             "numeric ranges)", name, over, rms ? "2^63.5 = 1.304e19" : "2^63 = 9.223e18", worst,
+             sqrt(wss), rms ? "zeros" : "b");
+    return 1;
+  }
+  if (strcmp(name, "rope") == 0) {
+    int o = xir_program_find_param(p, "offset");
+    if (o < 0 || R == 0) return 0;
+    double off = c->args[o].use_default ? p->params[o].default_value : c->args[o].scalar;
+    double pmax = fmax(fabs(off), fabs(off + (double)(R - 1)));
+    if (pmax <= 0x1p13) return 0;
+    if (pmax > 0x1p24)
+      snprintf(buf, n, "rope: positions up to |p| = %.17g exceed 2^24 = 16777216, beyond which "
+               "f32(p) is not exact (it rounds to the nearest f32), and 2^13, beyond which the "
+               "f32 angle's error (about 2|p| 2^-24 rad) exceeds the check's tolerance "
+               "(docs/xir.md, numeric ranges)", pmax);
+    else
+      snprintf(buf, n, "rope: positions up to |p| = %.17g exceed 2^13 = 8192: the f32 angle "
+               "p * theta^(-2i/HD) is off by up to about 2|p| 2^-24 rad, which may exceed the "
+               "check's tolerance (docs/xir.md, numeric ranges)", pmax);
+    return 1;
+  }
+  return 0;
+}
+
 xir_compare xir__case_compare(const xir_case *c, int param, xir_tolerance tol) {
   xir_compare r = {0};
   r.first_bad = (size_t)-1;

@@ -69,6 +69,14 @@ typedef struct xir_tolerance {
  * why); user programs get rtol 1e-4, atol 1e-5. */
 xir_tolerance xir__kernel_tolerance(const char *kernel_name);
 
+/* When the case's inputs lie outside the range in which built-in kernel `p->name` is documented
+ * to meet its tolerance in f32 (docs/xir.md, "Special values and numeric ranges of the built-in
+ * kernels"), writes a one-line note saying which input and why into buf and returns 1; returns
+ * 0 (buf = "") otherwise. rmsnorm: a row with sum x^2 > 2^127; layernorm: a row with
+ * ||x||_2 > 2^63; rope: a position |r + offset| > 2^13 (and the rounding of positions beyond
+ * 2^24). Other kernels and user programs: never. */
+int xir__case_range_note(const xir_case *c, char *buf, size_t n);
+
 typedef struct xir_compare {
   size_t n, bad, nan;     /* elements, elements out of tolerance, NaN where ref is not */
   size_t first_bad;       /* index of the first bad element */

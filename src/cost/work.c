@@ -354,6 +354,9 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   xir__free(x.stored);
   xir__free(x.hoist);
   xir__free(x.cinv);
+  for (int i = 0; i < p->nparams; i++)
+    if (p->params[i].kind == XIR_PARAM_BUFFER)
+      w->footprint_bytes += 4.0 * (double)xir_param_numel(p, i, s);
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);
   w->memory_per_packet = x.bytes / x.k;
   return XIR_OK;
@@ -363,6 +366,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
 
 void xir_cost_coefficients_default(xir_cost_coefficients *c) {
   if (!c) return;
+  memset(c, 0, sizeof *c); /* no memory hierarchy: the flat rate */
   c->c[XIR_TERM_ARITH] = 1;
   c->c[XIR_TERM_MEMORY] = 0.25;
   c->c[XIR_TERM_BLOCK] = 8;
@@ -384,13 +388,30 @@ const char *xir_cost_term_name(xir_cost_term t) {
   return (int)t >= 0 && t < XIR_TERM_COUNT ? names[t] : "?";
 }
 
+double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_core) {
+  if (!(c->mem_bytes[0] > 0)) return c->c[XIR_TERM_MEMORY];
+  const double *B = c->mem_bytes, *N = c->mem_ns;
+  double r = N[XIR_MEM_LEVELS - 1];
+  if (footprint_per_core <= B[0]) {
+    r = N[0];
+  } else {
+    for (int i = 0; i + 1 < XIR_MEM_LEVELS; i++)
+      if (footprint_per_core <= B[i + 1]) {
+        double f = log(footprint_per_core / B[i]) / log(B[i + 1] / B[i]);
+        r = N[i] + f * (N[i + 1] - N[i]);
+        break;
+      }
+  }
+  return c->c[XIR_TERM_MEMORY] * r;
+}
+
 static double default_term(int t, const xir_execution_work *w, const xir_cost_coefficients *c) {
   double h = w->active ? w->active : 1;
-  double per_packet = c->c[XIR_TERM_ARITH] * w->arith_per_packet +
-                      c->c[XIR_TERM_MEMORY] * w->memory_per_packet;
+  double byte = xir_cost_byte_rate(c, w->footprint_bytes / h);
+  double per_packet = c->c[XIR_TERM_ARITH] * w->arith_per_packet + byte * w->memory_per_packet;
   switch (t) {
     case XIR_TERM_ARITH: return c->c[t] * w->arith_per_packet * (double)w->packets / h;
-    case XIR_TERM_MEMORY: return c->c[t] * w->memory_per_packet * (double)w->packets / h;
+    case XIR_TERM_MEMORY: return byte * w->memory_per_packet * (double)w->packets / h;
     case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
     case XIR_TERM_IMBALANCE: {
       double extra = (double)w->critical_packets - (double)w->packets / h;

@@ -3,7 +3,10 @@
  * Each kernel is ordinary XIR: the `xir kernels` command lists them, `xir print` shows their
  * canonical form, and tests check each one against an independent hand-written fp64 reference.
  * Conventions: fp32, row-major, the normalized / softmax axis last; a row whose every column is
- * masked produces zeros (the max is replaced by 0 and a zero sum gives a zero row), never NaN. */
+ * masked produces zeros (the max is replaced by 0 and a sum of exactly 0 gives a zero row), never
+ * NaN. Any other special value propagates as in NumPy's exp(z - max z) / sum: a NaN score, or a
+ * +inf one (exp(inf - inf) = NaN), makes the row NaN, so the guards test `s == 0.0`, never
+ * `s > 0.0` (which would turn a NaN sum into zeros). docs/xir.md gives the f32 ranges. */
 #include <string.h>
 
 #include "ir/program.h"
@@ -83,7 +86,7 @@ static const builtin kKernels[] = {
      "  m = reduce.max(z)\n"
      "  e = exp(z - select(m == -inf, 0.0, m))\n"
      "  s = reduce.sum(e)\n"
-     "  store y[r, :] = e * select(s > 0.0, 1.0 / s, 0.0)\n"
+     "  store y[r, :] = e * select(s == 0.0, 0.0, 1.0 / s)\n"
      "}\n"},
     {"softmax_causal", "y = softmax(x * scale) along the row, column c masked when c > r",
      "# Causal softmax: column c of row r is masked when c > r.\n"
@@ -93,7 +96,7 @@ static const builtin kKernels[] = {
      "  m = reduce.max(z)\n"
      "  e = exp(z - select(m == -inf, 0.0, m))\n"
      "  s = reduce.sum(e)\n"
-     "  store y[r, :] = e * select(s > 0.0, 1.0 / s, 0.0)\n"
+     "  store y[r, :] = e * select(s == 0.0, 0.0, 1.0 / s)\n"
      "}\n"},
     {"swiglu", "y = silu(a) * b, silu(a) = a * sigmoid(a)",
      "# SwiGLU: one root program per element.\n"
@@ -123,7 +126,7 @@ static const builtin kKernels[] = {
      "  p = exp(s - select(m == -inf, 0.0, m))\n"
      "  l = reduce.sum(p)\n"
      "  acc = reduce.sum(p * load v[b, g, :, :], K)\n"
-     "  store o[b, h, i, :] = select(l > 0.0, acc / l, 0.0)\n"
+     "  store o[b, h, i, :] = select(l == 0.0, 0.0, acc / l)\n"
      "}\n"},
     {"attention_causal",
      "causal grouped-query attention: key j masked for query i when j > i + (K - Q)",
@@ -142,7 +145,7 @@ static const builtin kKernels[] = {
      "  p = exp(s - select(m == -inf, 0.0, m))\n"
      "  l = reduce.sum(p)\n"
      "  acc = reduce.sum(p * load v[b, g, :, :], K)\n"
-     "  store o[b, h, i, :] = select(l > 0.0, acc / l, 0.0)\n"
+     "  store o[b, h, i, :] = select(l == 0.0, 0.0, acc / l)\n"
      "}\n"},
 };
 

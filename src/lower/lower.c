@@ -1070,6 +1070,7 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "entry");
   LLVMPositionBuilderAtEnd(L.b, bb);
   if ((st = xir__vm_create(mod, L.b, &L.vm, d))) goto done;
+  xir__vm_set_fma(L.vm, xir__vm_host_has_fma()); /* the JIT compiles for the host */
   LLVMValueRef args = LLVMGetParam(L.fn, 0);
   for (int i = 0; i < p->nparams; i++) {
     LLVMValueRef idx = ci64(&L, i);

@@ -3,18 +3,22 @@
  *
  * Each function is a real vector implementation (range reduction + polynomial) written in IR: no
  * libm calls, no llvm.exp/llvm.log/llvm.sin intrinsics (they become per-lane libm calls), no
- * fast-math flags, no FMA (plain fmul/fadd, so the bits are the same on every x86 target and W).
- * sqrt is llvm.sqrt; rsqrt is exactly 1/sqrt(x) (fdiv of the rounded sqrt, never an approximation
- * instruction). sin, cos and pow compute internally in fp64 lanes (see docs/vmath.md); their
- * inputs and results are fp32.
+ * fast-math flags. Two variants (xir__vm_set_fma): plain fmul/fadd (the default: the same bits on
+ * every x86 target and W), or llvm.fma where the host has it (the same bits for every W on one
+ * host; the two variants may differ by the ulp documented in docs/vmath.md). sqrt is llvm.sqrt;
+ * rsqrt is exactly 1/sqrt(x) (fdiv of the rounded sqrt, never an approximation instruction).
+ * sin, cos and pow compute internally in fp64 lanes (see docs/vmath.md); their inputs and
+ * results are fp32.
  *
- * The first call for a (function, W) emits an internal function `xir.v<name>.<type>` (e.g.
- * `xir.vexp.v16f32`, `xir.vexp.f32`) into the module, with fastcc and memory(none); every call
+ * The first call for a (function, W, variant) emits an internal function `xir.v<name>.<type>`
+ * (e.g. `xir.vexp.v16f32`, `xir.vexp.f32`; `xir.vexp.fma.v16f32` for the FMA variant) into the
+ * module, with fastcc and memory(none); every call
  * site calls it. sqrt and rsqrt are emitted inline. The measured error bounds are in
  * docs/vmath.md and asserted by tests/test_vmath.c.
  *
  * Usage (the lowering):
  *   xir__vm *vm; xir__vm_create(mod, builder, &vm, d);   // builder positioned inside a function
+ *   xir__vm_set_fma(vm, xir__vm_host_has_fma());                  // the JIT targets the host
  *   LLVMValueRef y = xir__vm_call(vm, XIR__VM_EXP, x, NULL);      // at the builder's position
  *   LLVMValueRef p = xir__vm_call(vm, XIR__VM_POW, x, e);         // binary: pow only
  *   xir__vm_destroy(vm);                                          // the module keeps the IR
@@ -59,6 +63,21 @@ xir_status xir__vm_create(LLVMModuleRef mod, LLVMBuilderRef b, xir__vm **out, xi
 void xir__vm_destroy(xir__vm *vm); /* NULL is fine; never touches the module */
 void xir__vm_set_builder(xir__vm *vm, LLVMBuilderRef b);
 
+/* FMA. Off after xir__vm_create: every function is plain fmul/fadd (the same bits on every x86
+ * target, and the same bits as before the FMA variant existed). On: functions emitted from then on
+ * evaluate their Horner steps, range-reduction steps and compensations with llvm.fma (exactly
+ * rounded, so still the same bits for every W), sin/cos evaluate one fp64 polynomial per lane,
+ * pow replaces its fp64 division by an fp32 one plus a Newton step, and the functions are named
+ * `xir.v<name>.fma.<type>` (both variants can coexist in one module). Only turn it on
+ * when the code's target has FMA, or llvm.fma becomes an fmaf call the JIT cannot link: the
+ * lowering passes xir__vm_host_has_fma(), for the JIT's default host target. Error bounds of both
+ * variants are in docs/vmath.md. */
+void xir__vm_set_fma(xir__vm *vm, int on);
+int xir__vm_fma(const xir__vm *vm);
+/* 1 when the host CPU has FMA (LLVM's host feature list has +fma; x86 only), else 0. The same
+ * answer every time on one host. */
+int xir__vm_host_has_fma(void);
+
 /* Emits fn(x) (or pow(x, y)) at the builder's position and returns the result, of x's type.
  * x (and y) must be float or <W x float> with W in {1, 2, 4, 8, 16}, y of the same type, y NULL
  * for unary functions. Errors: XIR_ERR_INVALID_ARG (wrong type, arity or fn), XIR_ERR_NOMEM. */
@@ -83,5 +102,21 @@ void xir__vm_function_attrs(LLVMValueRef fn, unsigned W);
  * the calibration of per-function vector math cost. Does not use or move vm's builder. */
 xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
                                     xir_diag *d);
+
+/* pow with a uniform (scalar) base: pow(base, y) for every lane of y, bit-identical to
+ * xir__vm_call(vm, XIR__VM_POW, splat(base), y) (the same fp64 operations; tests/test_vmath.c
+ * checks it), but log|base| is computed once, in a scalar call to the internal
+ * `xir.vpowlog[.fma].f32` (speculatable, memory(none): LICM hoists it out of a loop when the
+ * base is loop-invariant), and only the exp part and the special cases run per lane
+ * (`xir.vpowu[.fma].<type>`). base: float; y: float or <W x float>. Emitted at the builder's
+ * position; honours xir__vm_set_fma. Errors: XIR_ERR_INVALID_ARG. */
+xir_status xir__vm_emit_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueRef y,
+                                         LLVMValueRef *out, xir_diag *d);
+LLVMValueRef xir__vm_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueRef y);
+
+/* Like xir__vm_build_map_kernel for pow with a uniform base: out[i] = pow(x[0], y[i]) (x[0] is
+ * read once, before the loop). For tests and benchmarks. */
+xir_status xir__vm_build_pow_uniform_kernel(xir__vm *vm, const char *name, unsigned W,
+                                            xir_diag *d);
 
 #endif

@@ -105,6 +105,15 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
       goto fail;
     }
   }
+  for (int i = 0; i < XIR_MEM_LEVELS; i++) {
+    const xir_cost_coefficients *k = &pl->coefficients;
+    if (!isfinite(k->mem_bytes[i]) || k->mem_bytes[i] < 0 || !isfinite(k->mem_ns[i]) || k->mem_ns[i] < 0 ||
+        (k->mem_bytes[0] > 0 && i > 0 && !(k->mem_bytes[i] > k->mem_bytes[i - 1]))) {
+      st = xir__err(d, XIR_ERR_COST, "the memory hierarchy of the coefficients (level %d: %g bytes, "
+                    "%g ns) must be finite, >= 0 and increase in bytes", i, k->mem_bytes[i], k->mem_ns[i]);
+      goto fail;
+    }
+  }
   for (int t = 0; t < XIR_TERM_COUNT; t++)
     if (!isfinite(pl->coefficients.c[t]) || pl->coefficients.c[t] < 0) {
       st = xir__err(d, XIR_ERR_COST, "coefficient '%s' is %g: coefficients must be finite and >= 0",

@@ -56,7 +56,7 @@ int ref_rope(size_t R, size_t C, size_t HD, const float *x, double theta, int64_
 }
 
 int ref_rope_from_tables(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
-                   const float *cos_t, const float *sin_t, double *y) {
+                         const float *cos_t, const float *sin_t, double *y) {
   if (HD == 0 || HD % 2 != 0 || C % HD != 0) return -1;
   for (size_t r = 0; r < R; r++)
     if (pos[r] < 0 || (uint64_t)pos[r] >= P) return -1;
@@ -75,21 +75,26 @@ int ref_rope_from_tables(size_t R, size_t C, size_t HD, size_t P, const float *x
   return 0;
 }
 
-/* Softmax of one row z[0..n-1] (entries may be -inf) into y; an all -inf row gives zeros. */
-static void softmax_row(size_t n, const double *z, double *y) {
+/* Softmax of one row z[0..n-1] into y, as NumPy's exp(z - max(z)) / sum computes it: a NaN
+ * anywhere makes the max NaN and so the whole row NaN; a +inf makes the max +inf, so
+ * exp(inf - inf) = NaN and the whole row is NaN; -inf entries give 0. The one exception is the
+ * defined fully masked case: a row whose every entry is -inf (or n == 0) gives zeros, and the
+ * function returns 1 for it (0 otherwise). */
+static int softmax_row(size_t n, const double *z, double *y) {
   double m = -INFINITY;
   for (size_t j = 0; j < n; j++)
-    if (z[j] > m) m = z[j];
+    if (isnan(z[j]) || z[j] > m) m = z[j]; /* once m is NaN, z[j] > m never holds again */
   if (m == -INFINITY) {
     for (size_t j = 0; j < n; j++) y[j] = 0.0;
-    return;
+    return 1;
   }
   double sum = 0.0;
   for (size_t j = 0; j < n; j++) {
-    y[j] = exp(z[j] - m); /* exp(-inf) = 0 */
+    y[j] = exp(z[j] - m); /* exp(-inf) = 0; NaN - m and z - NaN are NaN */
     sum += y[j];
   }
   for (size_t j = 0; j < n; j++) y[j] /= sum;
+  return 0;
 }
 
 void ref_softmax_mask(size_t R, size_t C, const float *x, const float *mask, double scale,
@@ -151,8 +156,13 @@ int ref_attention(size_t B, size_t HQ, size_t HKV, size_t Q, size_t K, size_t D,
           for (size_t dd = 0; dd < D; dd++) dot += (double)qh[i * D + dd] * (double)kh[j * D + dd];
           s[j] = scale * dot;
         }
-        softmax_row(K, s, s);
+        /* every key masked: a zero row whatever v holds (0 * inf would be NaN) */
+        int masked = softmax_row(K, s, s);
         for (size_t e = 0; e < DV; e++) {
+          if (masked) {
+            oh[i * DV + e] = 0.0;
+            continue;
+          }
           double acc = 0.0;
           for (size_t j = 0; j < K; j++) acc += s[j] * (double)vh[j * DV + e];
           oh[i * DV + e] = acc;

@@ -7,7 +7,10 @@
  * buffers; output buffers must not alias inputs.
  *
  * Masked rows: when every score of a softmax row (or of an attention query) is -inf, the output
- * row is all zeros, never NaN. */
+ * row is all zeros, never NaN (for attention, whatever v holds).
+ * Special values otherwise follow NumPy's softmax, exp(z - max z) / sum: a NaN score or a +inf
+ * score makes the whole row NaN (NaN max; exp(inf - inf) = NaN), a -inf score weighs 0, and
+ * 0 * inf in p @ v is NaN. */
 #ifndef XIR_REF_KERNELS_H
 #define XIR_REF_KERNELS_H
 
@@ -39,7 +42,7 @@ int ref_rope(size_t R, size_t C, size_t HD, const float *x, double theta, int64_
  * Returns 0, or -1 (y untouched) when HD is 0, odd, or does not divide C, or a position is
  * outside [0, P). */
 int ref_rope_from_tables(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
-                   const float *cos_t, const float *sin_t, double *y);
+                         const float *cos_t, const float *sin_t, double *y);
 
 /* z[r,c] = x[r,c] * scale + mask[r,c] (mask may hold -inf); y = softmax(z) along each row, with
  * the row max subtracted first. A row whose every z is -inf gives zeros.  x, mask, y: [R,C]. */
