@@ -22,7 +22,8 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------
  * Types and ops */
 
-/* Element types. f32 is the only tensor element type today; f16/bf16 will take new values here. */
+/* Element types. Buffers hold f32, or i64 for input buffers (positions, indices); scalars are f32
+ * or i64; bool is the type of comparisons. f16/bf16 will take new values here. */
 typedef enum xir_elem { XIR_ELEM_NONE = 0, XIR_F32, XIR_I64, XIR_BOOL } xir_elem;
 
 /* The op enum, generated from the op table in xir_ops.h. */
@@ -57,7 +58,7 @@ typedef enum xir_param_kind { XIR_PARAM_BUFFER = 1, XIR_PARAM_SCALAR = 2 } xir_p
 typedef struct xir_param_info {
   const char *name;
   xir_param_kind kind;
-  xir_elem elem;          /* XIR_F32 for buffers; XIR_F32 or XIR_I64 for scalars */
+  xir_elem elem;          /* XIR_F32 or XIR_I64 (i64 buffers are always inputs) */
   int is_output;          /* buffers only: declared `out` */
   int rank;               /* buffers only */
   int dims[XIR_MAX_RANK]; /* buffers only: indices into the program's dims */
@@ -129,9 +130,13 @@ uint64_t xir_shape_root_count(const xir_program *p, const xir_shape *shape);
 
 /* One argument per parameter, in declaration order. Buffers are row-major with unit innermost
  * stride unless `strides` (in elements, one per dim) is given. Scalars use `scalar`;
- * `use_default` takes the declared default. */
+ * `use_default` takes the declared default.
+ *
+ * `in` points at an input buffer's elements, typed by the parameter's element type
+ * (xir_param_info.elem): `const float *` for an f32 buffer, `const int64_t *` for an i64 buffer.
+ * Outputs are always f32. */
 typedef struct xir_arg {
-  const float *in;      /* input buffers */
+  const void *in;       /* input buffers: float* (f32) or int64_t* (i64), by the element type */
   float *out;           /* output buffers (native code) */
   double *out64;        /* output buffers (interpreter: the fp64 oracle writes doubles here) */
   const int64_t *strides;
@@ -142,9 +147,10 @@ typedef struct xir_arg {
 /* ---------------------------------------------------------------------------------------------
  * The fp64 reference interpreter (the oracle) */
 
-/* Evaluates a verified program for every root program, in fp64, reading f32 inputs and writing
- * fp64 outputs (xir_arg.out64 of every output buffer). Errors: out-of-range computed indices
- * (named with the source line), missing buffers. */
+/* Evaluates a verified program for every root program, in fp64, reading f32 and i64 inputs and
+ * writing fp64 outputs (xir_arg.out64 of every output buffer). Errors: out-of-range computed
+ * indices (named with the source line), an element of an i64 input whose magnitude exceeds 2^53
+ * (the interpreter holds integers as exact doubles), missing buffers. */
 xir_status xir_interpret(const xir_program *p, const xir_shape *shape, const xir_arg *args,
                          xir_diag *d);
 

@@ -89,6 +89,67 @@ static void test_run_save_matches_hand_reference(void **state) {
   (void)b;
 }
 
+/* rope_cache: `xir run --save` writes pos.npy as int64 ('<i8'), the output matches the hand
+ * reference on the saved inputs, `--inputs` reads them back (same output bytes), and a pos.npy of
+ * another dtype or with a position outside [0, P) is reported. */
+static void test_run_rope_cache_i64_positions(void **state) {
+  (void)state;
+  char out[16384];
+  int rc = run("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --save rc/", out, sizeof out);
+  if (rc) fail_msg("xir run failed: %s", out);
+  char path[700];
+  snprintf(path, sizeof path, "%s/rc/pos.npy", g_tmp);
+  int64_t *pos;
+  size_t sp[8], sx[8], sc[8], sy[8];
+  int np, nx, nc, ny;
+  xir_diag d;
+  if (xir__npy_read_i64(path, &pos, sp, &np, 8, &d)) fail_msg("pos.npy: %s", d.msg);
+  assert_int_equal(np, 1);
+  assert_int_equal(sp[0], 129);
+  int nonzero = 0;
+  for (int r = 0; r < 129; r++) {
+    assert_true(pos[r] >= 0 && pos[r] < 4096);
+    nonzero += pos[r] != 0;
+  }
+  assert_true(nonzero > 100);
+  float *x = read_npy("rc/x.npy", sx, &nx), *ct = read_npy("rc/cos.npy", sc, &nc);
+  float *st = read_npy("rc/sin.npy", sc, &nc), *y = read_npy("rc/y.npy", sy, &ny);
+  assert_int_equal(nc, 2);
+  assert_int_equal(sc[0], 4096);
+  assert_int_equal(sc[1], 32);
+  double *ref = malloc(sizeof(double) * 129 * 768);
+  assert_int_equal(ref_rope_from_tables(129, 768, 64, 4096, x, pos, ct, st, ref), 0);
+  for (size_t i = 0; i < 129 * 768; i++)
+    if (!(fabs(y[i] - ref[i]) <= 1e-5 + 1e-4 * fabs(ref[i])))
+      fail_msg("y[%zu] = %g, reference %g", i, (double)y[i], ref[i]);
+  free(ref);
+  xir__free(x);
+  xir__free(ct);
+  xir__free(st);
+  xir__free(y);
+  /* read back: the same output */
+  rc = run("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc --save rc2", out,
+           sizeof out);
+  if (rc) fail_msg("xir run --inputs failed: %s", out);
+  char cmd[1600];
+  snprintf(cmd, sizeof cmd, "cmp -s '%s/rc/y.npy' '%s/rc2/y.npy' && cmp -s '%s/rc/pos.npy' '%s/rc2/pos.npy'",
+           g_tmp, g_tmp, g_tmp, g_tmp);
+  assert_int_equal(system(cmd), 0);
+  /* a position outside [0, P): the interpreter names it */
+  pos[7] = 4096;
+  size_t s1[1] = {129};
+  if (xir__npy_write_i64(path, pos, s1, 1, &d)) fail_msg("%s", d.msg);
+  expect_fail("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc",
+              "index 1 of 'cos' is 4096, outside [0, 4096) (dim 'P')");
+  /* positions saved as float32 are not int64 */
+  float fpos[129];
+  for (int r = 0; r < 129; r++) fpos[r] = 1.0f;
+  if (xir__npy_write_f32(path, fpos, s1, 1, &d)) fail_msg("%s", d.msg);
+  expect_fail("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc",
+              "unsupported dtype '<f4' (only little-endian int64 '<i8' is supported)");
+  xir__free(pos);
+}
+
 static void test_run_every_candidate_and_runtime_flags(void **state) {
   (void)state;
   char out[65536];
@@ -207,6 +268,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_run_save_matches_hand_reference),
+      cmocka_unit_test(test_run_rope_cache_i64_positions),
       cmocka_unit_test(test_run_every_candidate_and_runtime_flags),
       cmocka_unit_test(test_bad_input_is_reported),
       cmocka_unit_test(test_wrong_shaped_inputs_and_unwritable_output),

@@ -119,6 +119,108 @@ ROW_TEST(softmax_causal)
 ROW_TEST(swiglu)
 ROW_TEST(gelu_residual)
 
+/* rope_cache: R, C, HD, P (H2 = HD/2) — P above, below and equal to R, and P = 1 */
+static const int64_t kRopeCacheShapes[][4] = {{129, 768, 64, 4096}, {64, 256, 64, 100},
+                                              {257, 1538, 2, 7},    {1, 2, 2, 1},
+                                              {33, 1000, 100, 33},  {17, 66, 22, 2},
+                                              {1024, 4096, 128, 4096}};
+
+static void test_rope_cache_matches_hand_reference(void **state) {
+  (void)state;
+  for (size_t k = 0; k < sizeof kRopeCacheShapes / sizeof *kRopeCacheShapes; k++) {
+    const int64_t *s = kRopeCacheShapes[k];
+    char spec[128];
+    snprintf(spec, sizeof spec, "R=%lld,C=%lld,HD=%lld,P=%lld,H2=%lld", (long long)s[0],
+             (long long)s[1], (long long)s[2], (long long)s[3], (long long)(s[2] / 2));
+    xir_case c;
+    xir_program *p = setup("rope_cache", spec, &c, 11 + (uint64_t)k);
+    run_oracle(&c);
+    int y = pidx(p, "y"), ps = pidx(p, "pos");
+    double *want = test_malloc(c.numel[y] * sizeof(double));
+    assert_int_equal(ref_rope_from_tables((size_t)s[0], (size_t)s[1], (size_t)s[2], (size_t)s[3],
+                                    c.data[pidx(p, "x")], c.idata[ps], c.data[pidx(p, "cos")],
+                                    c.data[pidx(p, "sin")], want), 0);
+    expect_close(spec, c.ref[y], want, c.numel[y]);
+    test_free(want);
+    xir__case_free(&c);
+    xir_program_free(p);
+  }
+}
+
+/* Seeded positions: integers in [0, P), reproducible, not all zero (P > 1), spread over the
+ * table; the float copy the f32-only consumers get equals them. */
+static void test_rope_cache_positions_are_seeded_in_range(void **state) {
+  (void)state;
+  xir_case a, b;
+  xir_program *p = setup("rope_cache", "R=300,C=8,HD=4,P=37,H2=2", &a, 3);
+  xir_program *q = setup("rope_cache", "R=300,C=8,HD=4,P=37,H2=2", &b, 3);
+  int ps = pidx(p, "pos");
+  assert_non_null(a.idata[ps]);
+  assert_ptr_equal(a.args[ps].in, a.idata[ps]);
+  int seen[37] = {0}, distinct = 0;
+  for (int r = 0; r < 300; r++) {
+    int64_t v = a.idata[ps][r];
+    assert_true(v >= 0 && v < 37);
+    assert_true(v == b.idata[ps][r]);
+    assert_true(a.data[ps][r] == (float)v);
+    distinct += !seen[v]++;
+  }
+  assert_true(distinct > 20);
+  /* one row: still not all zeros */
+  xir_case one;
+  xir_program *p1 = setup("rope_cache", "R=1,C=8,HD=4,P=4096,H2=2", &one, 1);
+  for (uint64_t seed = 0; seed < 64; seed++) {
+    xir__case_free(&one);
+    xir_diag d;
+    xir_shape sh;
+    assert_int_equal(xir_shape_parse(p1, "R=1,C=8,HD=4,P=4096,H2=2", &sh, &d), XIR_OK);
+    assert_int_equal(xir__case_init(&one, p1, &sh, seed, &d), XIR_OK);
+    assert_true(one.idata[ps][0] > 0 && one.idata[ps][0] < 4096);
+  }
+  xir__case_free(&one);
+  xir_program_free(p1);
+  xir__case_free(&a);
+  xir__case_free(&b);
+  xir_program_free(p);
+  xir_program_free(q);
+}
+
+/* A position outside [0, P) is an error in the interpreter, naming the load's line and the
+ * value; an i64 input beyond 2^53 is an error too (the interpreter holds integers as doubles). */
+static void test_rope_cache_position_out_of_range_is_an_error(void **state) {
+  (void)state;
+  const int64_t bad[] = {5, -1, INT64_MAX, INT64_MIN, ((int64_t)1 << 53) + 1};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    xir_case c;
+    xir_program *p = setup("rope_cache", "R=3,C=8,HD=4,P=5,H2=2", &c, 1);
+    int ps = pidx(p, "pos");
+    c.idata[ps][1] = bad[k];
+    xir_diag d;
+    assert_int_equal(xir__case_oracle(&c, &d), XIR_ERR_RUNTIME);
+    char msg[2048];
+    xir_diag_format(&d, msg, sizeof msg);
+    if (k < 2) {
+      char want[128];
+      snprintf(want, sizeof want, "index 1 of 'cos' is %lld, outside [0, 5) (dim 'P')",
+               (long long)bad[k]);
+      if (!strstr(msg, want)) fail_msg("message '%s' lacks '%s'", msg, want);
+      if (!strstr(msg, "<builtin:rope_cache>:")) fail_msg("message '%s' names no line", msg);
+    } else if (!strstr(msg, "i64 input 'pos'") || !strstr(msg, "2^53")) {
+      fail_msg("message '%s' does not name the i64 input and its range", msg);
+    }
+    xir__case_free(&c);
+    xir_program_free(p);
+  }
+  /* the boundary values are fine */
+  xir_case c;
+  xir_program *p = setup("rope_cache", "R=2,C=8,HD=4,P=5,H2=2", &c, 1);
+  c.idata[pidx(p, "pos")][0] = 0;
+  c.idata[pidx(p, "pos")][1] = 4;
+  run_oracle(&c);
+  xir__case_free(&c);
+  xir_program_free(p);
+}
+
 static void check_attention(int causal, const int64_t s[7], double scale) {
   char spec[256], what[300];
   snprintf(spec, sizeof spec, "B=%lld,HQ=%lld,HKV=%lld,Q=%lld,K=%lld,D=%lld,DV=%lld",
@@ -232,6 +334,9 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm_matches_hand_reference),
       cmocka_unit_test(test_layernorm_matches_hand_reference),
       cmocka_unit_test(test_rope_matches_hand_reference),
+      cmocka_unit_test(test_rope_cache_matches_hand_reference),
+      cmocka_unit_test(test_rope_cache_positions_are_seeded_in_range),
+      cmocka_unit_test(test_rope_cache_position_out_of_range_is_an_error),
       cmocka_unit_test(test_softmax_mask_matches_hand_reference),
       cmocka_unit_test(test_softmax_causal_matches_hand_reference),
       cmocka_unit_test(test_swiglu_matches_hand_reference),

@@ -27,6 +27,13 @@ static const char *kRowShapes[] = {"R=64,C=256",  "R=129,C=768", "R=17,C=65",   
 static const char *kRopeShapes[] = {"R=64,C=256,HD=64", "R=129,C=768,HD=128", "R=257,C=1538,HD=2",
                                     "R=1024,C=4096,HD=128", "R=4096,C=1024,HD=64", "R=1,C=2,HD=2",
                                     "R=3,C=6,HD=2", "R=33,C=1000,HD=100", "R=17,C=66,HD=22"};
+/* rope_cache: P above, below and equal to R (positions repeat when P < R), P = 1 (all zero) */
+static const char *kRopeCacheShapes[] = {
+    "R=64,C=256,HD=64,P=100,H2=32",      "R=129,C=768,HD=64,P=4096,H2=32",
+    "R=257,C=1538,HD=2,P=7,H2=1",        "R=1024,C=4096,HD=128,P=4096,H2=64",
+    "R=4096,C=1024,HD=64,P=8192,H2=32",  "R=1,C=2,HD=2,P=1,H2=1",
+    "R=3,C=6,HD=2,P=5,H2=1",             "R=33,C=1000,HD=100,P=33,H2=50",
+    "R=17,C=66,HD=22,P=2,H2=11"};
 static const char *kAttnShapes[] = {"B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", "B=1,HQ=1,HKV=1,Q=1,K=1,D=1,DV=1",
                                     "B=2,HQ=3,HKV=1,Q=5,K=3,D=3,DV=5", "B=1,HQ=8,HKV=2,Q=33,K=65,D=24,DV=8"};
 
@@ -92,6 +99,8 @@ static void run_shapes(const char **shapes, size_t count) {
 static void test_every_candidate_matches_oracle(void **state) {
   (void)state;
   if (strcmp(g_kernel, "rope") == 0) run_shapes(kRopeShapes, sizeof kRopeShapes / sizeof *kRopeShapes);
+  else if (strcmp(g_kernel, "rope_cache") == 0)
+    run_shapes(kRopeCacheShapes, sizeof kRopeCacheShapes / sizeof *kRopeCacheShapes);
   else if (strncmp(g_kernel, "attention", 9) == 0)
     run_shapes(kAttnShapes, sizeof kAttnShapes / sizeof *kAttnShapes);
   else run_shapes(kRowShapes, sizeof kRowShapes / sizeof *kRowShapes);
@@ -124,6 +133,7 @@ static uint64_t owner(const xir_program *p, const xir_shape *s, int out, const x
 static void test_block_subrange_writes_exactly_its_part(void **state) {
   (void)state;
   const char *spec = strcmp(g_kernel, "rope") == 0            ? "R=37,C=20,HD=4"
+                     : strcmp(g_kernel, "rope_cache") == 0    ? "R=37,C=20,HD=4,P=50,H2=2"
                      : strncmp(g_kernel, "attention", 9) == 0 ? "B=2,HQ=4,HKV=2,Q=7,K=9,D=5,DV=3"
                                                               : "R=37,C=20";
   xir_program *p;
@@ -171,6 +181,7 @@ static void test_block_subrange_writes_exactly_its_part(void **state) {
 static void test_narrow_widths(void **state) {
   (void)state;
   const char *spec = strcmp(g_kernel, "rope") == 0            ? "R=5,C=12,HD=4"
+                     : strcmp(g_kernel, "rope_cache") == 0    ? "R=5,C=12,HD=4,P=3,H2=2"
                      : strncmp(g_kernel, "attention", 9) == 0 ? "B=1,HQ=4,HKV=2,Q=5,K=7,D=3,DV=5"
                                                               : "R=5,C=13";
   uint32_t widths[] = {1, 2, 4};
@@ -214,6 +225,56 @@ static void test_shared_exp_is_computed_once(void **state) {
   xir_program_free(p);
 }
 
+/* rope_cache: native code clamps a position outside [0, P) into it (memory safety; the oracle
+ * reports it as an error): every candidate computes exactly what the in-range clamped positions
+ * give. */
+static void test_rope_cache_clamps_positions(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rope_cache") != 0) return;
+  const char *spec = "R=21,C=16,HD=8,P=6,H2=4";
+  xir_program *p;
+  xir_diag d;
+  xir_shape shape;
+  if (xir_kernel_load(g_kernel, &p, &d) || xir_shape_parse(p, spec, &shape, &d)) die(&d);
+  xir_case c;
+  if (xir__case_init(&c, p, &shape, 5, &d)) die(&d);
+  int ps = xir_program_find_param(p, "pos"), y = xir_program_find_param(p, "y");
+  const int64_t wild[] = {-1, 6, 1000, -1000000, INT64_MAX, INT64_MIN, 7};
+  int64_t saved[21];
+  memcpy(saved, c.idata[ps], sizeof saved);
+  for (int r = 0; r < 7; r++) {
+    c.idata[ps][3 * r] = wild[r];
+    saved[3 * r] = wild[r] < 0 ? 0 : 5;
+  }
+  /* the oracle of the clamped positions */
+  xir_case ok;
+  if (xir__case_init(&ok, p, &shape, 5, &d)) die(&d);
+  memcpy(ok.idata[ps], saved, sizeof saved);
+  if (xir__case_oracle(&ok, &d)) die(&d);
+  assert_int_equal(xir__case_oracle(&c, &d), XIR_ERR_RUNTIME); /* the oracle rejects them */
+  xir_compiler *cc = g_cc[0] ? g_cc[0] : g_cc[1];
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  for (size_t i = 0; i < n; i++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+    xir__case_reset_outputs(&c);
+    uint64_t slots[XIR_MAX_PARAMS];
+    if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    assert_true(xir__case_sentinels_ok(&c));
+    for (size_t e = 0; e < c.numel[y]; e++)
+      if (!(fabs(c.data[y][e] - ok.ref[y][e]) <= 1e-5 + 1e-4 * fabs(ok.ref[y][e])))
+        fail_msg("candidate %zu: element %zu is %g, the clamped oracle %g", i, e,
+                 (double)c.data[y][e], ok.ref[y][e]);
+  }
+  xir_free(cands);
+  xir__case_free(&ok);
+  xir__case_free(&c);
+  xir_program_free(p);
+}
+
 /* Compiling the same candidate twice returns the first kernel. */
 static void test_compile_twice_reuses_result(void **state) {
   (void)state;
@@ -254,6 +315,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compile_twice_reuses_result),
       cmocka_unit_test(test_narrow_widths),
       cmocka_unit_test(test_shared_exp_is_computed_once),
+      cmocka_unit_test(test_rope_cache_clamps_positions),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
   xir_compiler_destroy(g_cc[0]);

@@ -759,6 +759,101 @@ static void test_alloc_failure(void **state) {
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* int64 ('<i8') arrays: the i64 input buffers                                                     */
+
+static void test_i64_roundtrip_and_layout(void **state) {
+  (void)state;
+  const int64_t v[21] = {0, 1, -1, INT64_MAX, INT64_MIN, (int64_t)1 << 40, 4095, -4096, 7, 8, 9,
+                         10, 11, 12, 13, 14, 15, 16, 17, 18, 0x0102030405060708};
+  static const struct {
+    int ndim;
+    size_t s[2];
+    const char *dict;
+  } cases[] = {{1, {21, 0}, "{'descr': '<i8', 'fortran_order': False, 'shape': (21,), }"},
+               {2, {3, 7}, "{'descr': '<i8', 'fortran_order': False, 'shape': (3, 7), }"},
+               {0, {0, 0}, "{'descr': '<i8', 'fortran_order': False, 'shape': (), }"},
+               {2, {0, 5}, "{'descr': '<i8', 'fortran_order': False, 'shape': (0, 5), }"}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    char p[1024];
+    path_in(p, sizeof p, "pos.npy");
+    xir_diag d;
+    xir_diag_clear(&d);
+    assert_int_equal(xir__npy_write_i64(p, v, cases[c].s, cases[c].ndim, &d), XIR_OK);
+    size_t n = xir__npy_numel(cases[c].s, cases[c].ndim, NULL);
+    size_t blen;
+    unsigned char *bytes = slurp(p, &blen);
+    /* version 1.0, the dict verbatim, the data at a multiple of 64, little-endian int64 */
+    assert_memory_equal(bytes, "\x93NUMPY\x01\x00", 8);
+    size_t hl = (size_t)bytes[8] | (size_t)bytes[9] << 8;
+    assert_int_equal((10 + hl) % 64, 0);
+    assert_memory_equal(bytes + 10, cases[c].dict, strlen(cases[c].dict));
+    assert_int_equal(bytes[10 + hl - 1], '\n');
+    assert_int_equal(blen, 10 + hl + n * 8);
+    for (size_t i = 0; i < n; i++)
+      for (int k = 0; k < 8; k++)
+        assert_int_equal(bytes[10 + hl + 8 * i + (size_t)k], (unsigned char)((uint64_t)v[i] >> (8 * k)));
+    int64_t *r = NULL;
+    size_t got[XIR_NPY_MAX_NDIM];
+    int gnd = -1;
+    assert_int_equal(xir__npy_read_i64(p, &r, got, &gnd, XIR_NPY_MAX_NDIM, &d), XIR_OK);
+    assert_non_null(r);
+    assert_int_equal(gnd, cases[c].ndim);
+    for (int k = 0; k < gnd; k++) assert_int_equal(got[k], cases[c].s[k]);
+    for (size_t i = 0; i < n; i++) assert_true(r[i] == v[i]);
+    xir__free(r);
+    r = NULL;
+    assert_int_equal(xir__npy_decode_i64(bytes, blen, "pos.npy", &r, got, &gnd, XIR_NPY_MAX_NDIM,
+                                         &d), XIR_OK);
+    for (size_t i = 0; i < n; i++) assert_true(r[i] == v[i]);
+    xir__free(r);
+    /* an int64 file is not a float32 file, and the other way round */
+    float *f = (float *)(uintptr_t)1;
+    assert_int_equal(xir__npy_decode_f32(bytes, blen, "pos.npy", &f, got, &gnd, 2, &d),
+                     XIR_ERR_FORMAT);
+    assert_null(f);
+    assert_contains(d.msg, "unsupported dtype '<i8'");
+    assert_contains(d.msg, "float32 '<f4'");
+    free(bytes);
+  }
+  assert_int_equal(count_tmp(g_dir), 0);
+}
+
+static void test_i64_read_errors(void **state) {
+  (void)state;
+  unsigned char b[512];
+  int64_t *r = (int64_t *)(uintptr_t)1;
+  size_t shape[4];
+  int nd = 9;
+  xir_diag d;
+  size_t n = make_npy(b, 1, 0, GOOD_23, k6, 24);
+  assert_int_equal(xir__npy_decode_i64(b, n, "x.npy", &r, shape, &nd, 4, &d), XIR_ERR_FORMAT);
+  assert_null(r);
+  assert_int_equal(nd, 0);
+  assert_contains(d.msg, "x.npy");
+  assert_contains(d.msg, "unsupported dtype '<f4' (only little-endian int64 '<i8' is supported)");
+  /* 6 int64 elements need 48 bytes: 24 is truncated data */
+  n = make_npy(b, 1, 0, "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }\n", k6, 24);
+  assert_int_equal(xir__npy_decode_i64(b, n, "t.npy", &r, shape, &nd, 4, &d), XIR_ERR_FORMAT);
+  assert_contains(d.msg, "truncated data");
+  assert_contains(d.msg, "48 bytes of int64 data");
+  n = make_npy(b, 1, 0, "{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }\n", k6, 24);
+  assert_int_equal(xir__npy_decode_i64(b, n, "be.npy", &r, shape, &nd, 4, &d), XIR_ERR_FORMAT);
+  assert_contains(d.msg, "'>i8'");
+  n = make_npy(b, 1, 0, "{'descr': '<i8', 'fortran_order': True, 'shape': (3,), }\n", k6, 24);
+  assert_int_equal(xir__npy_decode_i64(b, n, "fo.npy", &r, shape, &nd, 4, &d), XIR_ERR_FORMAT);
+  assert_contains(d.msg, "fortran_order");
+  /* writing: no path, no data */
+  size_t s1[1] = {3};
+  assert_int_equal(xir__npy_write_i64(NULL, NULL, s1, 1, &d), XIR_ERR_INVALID_ARG);
+  char p[1024];
+  path_in(p, sizeof p, "nodata.npy");
+  assert_int_equal(xir__npy_write_i64(p, NULL, s1, 1, &d), XIR_ERR_INVALID_ARG);
+  path_in(p, sizeof p, "no/such/folder/pos.npy");
+  const int64_t v[3] = {1, 2, 3};
+  assert_int_equal(xir__npy_write_i64(p, v, s1, 1, &d), XIR_ERR_IO);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 /* numpy cross-check (skipped when numpy is not installed)                                         */
 
 static void test_numpy_crosscheck(void **state) {
@@ -827,6 +922,8 @@ int main(void) {
       cmocka_unit_test(test_read_bad_magic_and_version),
       cmocka_unit_test(test_read_truncated),
       cmocka_unit_test(test_read_dtype_and_order),
+      cmocka_unit_test(test_i64_roundtrip_and_layout),
+      cmocka_unit_test(test_i64_read_errors),
       cmocka_unit_test(test_read_malformed_dict),
       cmocka_unit_test(test_read_too_many_dims),
       cmocka_unit_test(test_read_robust_header),

@@ -143,6 +143,49 @@ static void test_rope(void **state) {
   assert_int_equal(ref_rope(1, 12, 8, x, 100.0, 0, y), -1);
 }
 
+static void test_rope_cache(void **state) {
+  (void)state;
+  /* R = 3, C = 8, HD = 4 (two heads, two pairs), P = 4 positions; the tables hold the cos/sin of
+   * angle p * (i + 1) for pair i (not a geometric RoPE: any table must be read as given) */
+  const float x[24] = {1, 2, 3, 4, 5, 6, 7, 8, -1, 0.5f, 2, -3, 4, 1, -2, 6, 1, 2, 3, 4, 5, 6, 7, 8};
+  float ct[8], st[8];
+  for (int p = 0; p < 4; p++)
+    for (int i = 0; i < 2; i++) {
+      ct[p * 2 + i] = (float)cos(p * (i + 1.0));
+      st[p * 2 + i] = (float)sin(p * (i + 1.0));
+    }
+  const int64_t pos[3] = {2, 0, 3}; /* not in row order; row 1 at position 0 is the identity */
+  double y[24];
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, pos, ct, st, y), 0);
+  for (int c = 0; c < 8; c++) NEAR(y[8 + c], x[8 + c], kTol);
+  for (int r = 0; r < 3; r += 2)
+    for (int h = 0; h < 2; h++)
+      for (int i = 0; i < 2; i++) {
+        int c0 = r * 8 + h * 4 + 2 * i;
+        double cs = ct[pos[r] * 2 + i], sn = st[pos[r] * 2 + i];
+        NEAR(y[c0], x[c0] * cs - x[c0 + 1] * sn, kTol);
+        NEAR(y[c0 + 1], x[c0] * sn + x[c0 + 1] * cs, kTol);
+      }
+  /* worked by hand: row 0, head 0, pair 0 at position 2 turns (1, 2) by 2 rad */
+  NEAR(y[0], (double)ct[4] * 1 - (double)st[4] * 2, kTol);
+  NEAR(y[0], -2.2347416, 2e-7);
+  NEAR(y[1], (double)st[4] * 1 + (double)ct[4] * 2, kTol);
+  NEAR(y[1], 0.077004, 2e-6);
+  /* the same position reads the same table row: rows 0 and 2 have equal x, so only the
+   * positions differ; with pos[2] = 2 as well they agree */
+  const int64_t same[3] = {2, 0, 2};
+  double z[24];
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, same, ct, st, z), 0);
+  for (int c = 0; c < 8; c++) NEAR(z[16 + c], z[c], kTol);
+  /* positions outside [0, P) and invalid head widths */
+  const int64_t bad_hi[3] = {0, 4, 1}, bad_lo[3] = {0, -1, 1};
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, bad_hi, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(3, 8, 4, 4, x, bad_lo, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(3, 8, 3, 4, x, pos, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(3, 8, 0, 4, x, pos, ct, st, y), -1);
+  assert_int_equal(ref_rope_from_tables(1, 12, 8, 4, x, pos, ct, st, y), -1);
+}
+
 static void test_softmax_mask(void **state) {
   (void)state;
   const double ninf = -INFINITY;
@@ -481,6 +524,7 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm),
       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_rope),
+      cmocka_unit_test(test_rope_cache),
       cmocka_unit_test(test_softmax_mask),
       cmocka_unit_test(test_softmax_causal),
       cmocka_unit_test(test_swiglu),

@@ -63,6 +63,7 @@ typedef struct gen {
   int nbuf_out, buf_out[4];
   int nscalar, scalar[4], scalar_elem[4];
   int buf_rank[XIR_MAX_PARAMS], buf_dims[XIR_MAX_PARAMS][XIR_MAX_RANK];
+  int buf_elem[XIR_MAX_PARAMS]; /* inputs: XIR_F32 or XIR_I64 */
   vinfo v[MAXV];
   int nv;
   int big_ints;   /* the program holds i64 constants beyond 2^40 (not interpreted) */
@@ -285,7 +286,7 @@ static void gen_load(gen *g) {
     }
   }
   xir_value id = xir_builder_load(b, buf, rank, idx);
-  push(g, id, XIR_F32, &shape, NULL, NULL);
+  push(g, id, g->buf_elem[buf], &shape, NULL, NULL);
 }
 
 static void gen_op(gen *g) {
@@ -445,8 +446,10 @@ static xir_status generate(uint64_t seed, xir_program **out, xir_diag *d, int *b
     if (which < nin) {
       int rank = 1 + rnd(&g.r, 3), dims[XIR_MAX_RANK];
       for (int k = 0; k < rank; k++) dims[k] = rnd(&g.r, g.ndims);
-      int p = xir_builder_buffer(b, fresh(&g, 0), XIR_F32, rank, dims, 0);
+      int elem = chance(&g.r, 25) ? XIR_I64 : XIR_F32; /* i64 inputs: index values */
+      int p = xir_builder_buffer(b, fresh(&g, 0), elem, rank, dims, 0);
       assert_true(p >= 0);
+      g.buf_elem[p] = elem;
       g.buf_rank[p] = rank;
       memcpy(g.buf_dims[p], dims, sizeof dims);
       g.buf_in[g.nbuf_in++] = p;
@@ -546,7 +549,7 @@ static void run_free(run *r) {
   for (int i = 0; i < XIR_MAX_PARAMS; i++) free(r->out[i]);
 }
 
-static void interpret(const xir_program *p, const xir_shape *sh, float **in, run *r) {
+static void interpret(const xir_program *p, const xir_shape *sh, void **in, run *r) {
   xir_arg args[XIR_MAX_PARAMS];
   memset(args, 0, sizeof args);
   memset(r, 0, sizeof *r);
@@ -623,11 +626,20 @@ static void test_random_programs_roundtrip(void **state) {
       sh.ndims = xir_program_num_dims(p);
       for (int k = 0; k < sh.ndims; k++) sh.dims[k] = 1 + rnd(&r, 4);
       if (xir_shape_check(p, &sh, &d) == XIR_OK) {
-        float *in[XIR_MAX_PARAMS] = {0};
+        void *in[XIR_MAX_PARAMS] = {0};
         for (int k = 0; k < xir_program_num_params(p); k++) {
           size_t n = xir_param_numel(p, k, &sh);
-          in[k] = malloc((n ? n : 1) * sizeof(float));
-          for (size_t e = 0; e < n; e++) in[k][e] = (float)(rnd(&r, 4001) - 2000) / 1000.0f;
+          xir_param_info info;
+          assert_int_equal(xir_program_param(p, k, &info), XIR_OK);
+          if (info.kind == XIR_PARAM_BUFFER && !info.is_output && info.elem == XIR_I64) {
+            int64_t *v = malloc((n ? n : 1) * sizeof(int64_t)); /* small, some negative */
+            for (size_t e = 0; e < n; e++) v[e] = rnd(&r, 9) - 2;
+            in[k] = v;
+          } else {
+            float *v = malloc((n ? n : 1) * sizeof(float));
+            for (size_t e = 0; e < n; e++) v[e] = (float)(rnd(&r, 4001) - 2000) / 1000.0f;
+            in[k] = v;
+          }
         }
         run a, c;
         interpret(p, &sh, in, &a);

@@ -255,7 +255,8 @@ static xir_status prepare_ext(bench_env *e, bcase *c, xir_diag *d) {
       for (int k = 0; k < in.rank; k++) sh[k] = (size_t)c->shape.dims[in.dims[k]];
       char path[512];
       snprintf(path, sizeof path, "%s/%s.npy", c->tmpdir, in.name);
-      st = xir__npy_write_f32(path, c->cs.data[i], sh, in.rank, d);
+      st = in.elem == XIR_I64 ? xir__npy_write_i64(path, c->cs.idata[i], sh, in.rank, d)
+                              : xir__npy_write_f32(path, c->cs.data[i], sh, in.rank, d);
       cJSON_AddStringToObject(ins, in.name, path);
     }
   }

@@ -190,7 +190,8 @@ static double case_bytes(const bcase *c) {
   for (int i = 0; c->p && i < xir_program_num_params(c->p); i++) {
     xir_param_info in;
     xir_program_param(c->p, i, &in);
-    if (in.kind == XIR_PARAM_BUFFER) b += (double)c->cs.numel[i] * sizeof(float);
+    if (in.kind == XIR_PARAM_BUFFER)
+      b += (double)c->cs.numel[i] * (in.elem == XIR_I64 ? sizeof(int64_t) : sizeof(float));
   }
   return b;
 }

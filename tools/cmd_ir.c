@@ -10,7 +10,8 @@ static const char *param_str(const xir_program *p, int i, char *buf, size_t cap)
   xir_program_param(p, i, &in);
   size_t o = (size_t)snprintf(buf, cap, "%s: ", in.name);
   if (in.kind == XIR_PARAM_BUFFER) {
-    o += (size_t)snprintf(buf + o, cap - o, "%sf32[", in.is_output ? "out " : "");
+    o += (size_t)snprintf(buf + o, cap - o, "%s%s[", in.is_output ? "out " : "",
+                          in.elem == XIR_I64 ? "i64" : "f32");
     for (int k = 0; k < in.rank; k++)
       o += (size_t)snprintf(buf + o, cap - o, "%s%s", k ? ", " : "",
                             xir_program_dim_name(p, in.dims[k]));

@@ -22,8 +22,8 @@ static void run_help(void) {
       "usage: xir run KERNEL|FILE --shape D=N,... [options]\n\n"
       "Binds the dims, makes seeded random inputs (never zero) or reads them, evaluates the\n"
       "program, checks every output against the fp64 reference interpreter and prints a\n"
-      "summary. Inputs and outputs are NumPy .npy files (format 1.0, little-endian float32)\n"
-      "named after the parameters (x.npy, y.npy, ...).\n\n"
+      "summary. Inputs and outputs are NumPy .npy files (format 1.0, little-endian float32;\n"
+      "int64 for i64 input buffers) named after the parameters (x.npy, pos.npy, ...).\n\n"
       "options:\n"
       "  --shape D=N,...   value of every dim, e.g. R=129,C=768 (required)\n"
       "  --seed N          seed of the random inputs (default 1)\n"
@@ -108,7 +108,9 @@ static xir_status save_buffers(const xir_program *p, const xir_shape *shape, con
     for (int k = 0; k < in.rank; k++) sh[k] = (size_t)shape->dims[in.dims[k]];
     snprintf(final[nstaged], sizeof final[0], "%s/%s.npy", save, in.name);
     snprintf(staged[nstaged], sizeof staged[0], "%s/.%s.npy.saving.%ld", save, in.name, (long)getpid());
-    if ((s = xir__npy_write_f32(staged[nstaged], cs->data[i], sh, in.rank, d))) {
+    s = in.elem == XIR_I64 ? xir__npy_write_i64(staged[nstaged], cs->idata[i], sh, in.rank, d)
+                           : xir__npy_write_f32(staged[nstaged], cs->data[i], sh, in.rank, d);
+    if (s) {
       /* name the file the user asked for, not the staging name */
       char msg[sizeof d->msg];
       snprintf(msg, sizeof msg, "%s", d->msg);

@@ -14,7 +14,9 @@ static const struct {
   const char *kernel, *shape;
 } kSuite[] = {
     {"rmsnorm", "R=129,C=768"},           {"layernorm", "R=129,C=768"},
-    {"rope", "R=129,C=768,HD=64"},        {"softmax_mask", "R=129,C=768"},
+    {"rope", "R=129,C=768,HD=64"},
+    {"rope_cache", "R=129,C=768,HD=64,P=4096,H2=32"},
+    {"softmax_mask", "R=129,C=768"},
     {"softmax_causal", "R=129,C=768"},    {"swiglu", "R=129,C=768"},
     {"gelu_residual", "R=129,C=768"},
     {"attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16"},

@@ -24,6 +24,22 @@ void xir__case_input_range(const xir_program *p, int param, float *lo, float *hi
   }
 }
 
+void xir__case_input_range_i64(const xir_program *p, const xir_shape *shape, int param,
+                               int64_t *hi) {
+  int64_t h = 0;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *m = &p->nodes[i];
+    if (m->op != XIR_OP_LOAD) continue;
+    for (int k = 0; k < m->nargs; k++) {
+      int a = m->args[k];
+      if (a < 0 || p->nodes[a].op != XIR_OP_LOAD || p->nodes[a].ref != param) continue;
+      int64_t e = shape->dims[p->params[m->ref].dims[k]];
+      if (h == 0 || e < h) h = e;
+    }
+  }
+  *hi = h ? h : 1024;
+}
+
 static void fill_u32(float *p, size_t n, uint32_t bits) {
   for (size_t i = 0; i < n; i++) memcpy(&p[i], &bits, 4);
 }
@@ -43,8 +59,9 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
     const xir_param *q = &p->params[i];
     if (q->kind != XIR_PARAM_BUFFER) continue;
     uint64_t n = (uint64_t)xir_param_numel(p, i, shape);
-    need += q->is_output ? (n + 2 * XIR_CASE_GUARD) * sizeof(float) + n * sizeof(double)
-                         : n * sizeof(float);
+    need += q->is_output            ? (n + 2 * XIR_CASE_GUARD) * sizeof(float) + n * sizeof(double)
+            : q->elem == XIR_I64 ? n * (sizeof(int64_t) + sizeof(float)) /* values + float copy */
+                                 : n * sizeof(float);
   }
   char what[128];
   snprintf(what, sizeof what, "the buffers of '%s' (inputs, guarded outputs, fp64 oracle)", p->name);
@@ -65,6 +82,22 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
       c->data[i] = c->guard[i] + XIR_CASE_GUARD;
       c->args[i].out = c->data[i];
       c->args[i].out64 = c->ref[i];
+    } else if (q->elem == XIR_I64) {
+      c->idata[i] = xir__malloc(n * sizeof(int64_t));
+      c->data[i] = xir__malloc(n * sizeof(float));
+      if (!c->idata[i] || !c->data[i]) goto oom;
+      xir_rng rng;
+      xir__rng_seed(&rng, seed, (uint64_t)i);
+      int64_t hi;
+      xir__case_input_range_i64(p, shape, i, &hi);
+      int any = 0;
+      for (size_t k = 0; k < n; k++) {
+        c->idata[i][k] = (int64_t)xir__rng_below(&rng, (uint64_t)hi);
+        any |= c->idata[i][k] != 0;
+      }
+      if (!any && hi > 1) c->idata[i][n - 1] = hi - 1; /* never all zeros */
+      for (size_t k = 0; k < n; k++) c->data[i][k] = (float)c->idata[i][k];
+      c->args[i].in = c->idata[i];
     } else {
       c->data[i] = xir__malloc(n * sizeof(float));
       if (!c->data[i]) goto oom;
@@ -118,18 +151,33 @@ xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d) {
     snprintf(fname, sizeof fname, "%s.npy", q->name);
     snprintf(path, sizeof path, "%s/%s", dir, fname);
     float *data = NULL;
+    int64_t *idata = NULL;
     size_t shape[XIR_MAX_RANK], want[XIR_MAX_RANK];
     int ndim = 0;
-    xir_status s = xir__npy_read_f32(path, &data, shape, &ndim, XIR_MAX_RANK, d);
+    xir_status s = q->elem == XIR_I64
+                       ? xir__npy_read_i64(path, &idata, shape, &ndim, XIR_MAX_RANK, d)
+                       : xir__npy_read_f32(path, &data, shape, &ndim, XIR_MAX_RANK, d);
     if (s) return s;
     for (int k = 0; k < q->rank; k++) want[k] = (size_t)c->shape.dims[q->dims[k]];
     if ((s = xir__npy_check_shape(fname, shape, ndim, want, q->rank, d))) {
       xir__free(data);
+      xir__free(idata);
       return s;
+    }
+    if (idata) {
+      size_t n = c->numel[i];
+      data = xir__malloc(n * sizeof(float));
+      if (!data) {
+        xir__free(idata);
+        return xir__err(d, XIR_ERR_NOMEM, "out of memory reading '%s'", path);
+      }
+      for (size_t k = 0; k < n; k++) data[k] = (float)idata[k];
+      xir__free(c->idata[i]);
+      c->idata[i] = idata;
     }
     xir__free(c->data[i]);
     c->data[i] = data;
-    c->args[i].in = data;
+    c->args[i].in = idata ? (const void *)idata : (const void *)data;
   }
   return XIR_OK;
 }
@@ -165,7 +213,9 @@ void xir__case_input_fingerprint(const xir_case *c, char hex[65]) {
   sha256_init(&h);
   for (int i = 0; i < c->p->nparams; i++) {
     const xir_param *q = &c->p->params[i];
-    if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->data[i])
+    if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->idata[i])
+      sha256_update(&h, c->numel[i] * sizeof(int64_t), (const uint8_t *)c->idata[i]);
+    else if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->data[i])
       sha256_update(&h, c->numel[i] * sizeof(float), (const uint8_t *)c->data[i]);
     else if (q->kind == XIR_PARAM_SCALAR)
       sha256_update(&h, sizeof(double), (const uint8_t *)&c->args[i].scalar);
@@ -180,6 +230,7 @@ void xir__case_free(xir_case *c) {
   for (int i = 0; i < c->p->nparams; i++) {
     if (c->guard[i]) xir__free(c->guard[i]);
     else xir__free(c->data[i]);
+    xir__free(c->idata[i]);
     xir__free(c->ref[i]);
   }
   memset(c, 0, sizeof *c);

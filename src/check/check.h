@@ -16,7 +16,10 @@ typedef struct xir_case {
   xir_shape shape;
   uint64_t seed;
   size_t numel[XIR_MAX_PARAMS];
-  float *data[XIR_MAX_PARAMS];   /* inputs, or the guarded outputs compiled code writes */
+  float *data[XIR_MAX_PARAMS];   /* inputs, or the guarded outputs compiled code writes; for an
+                                  * i64 input, its values converted to float (exact below 2^24),
+                                  * for consumers that take f32 buffers only (the C peers) */
+  int64_t *idata[XIR_MAX_PARAMS]; /* i64 inputs: the values (args[i].in points here) */
   float *guard[XIR_MAX_PARAMS];  /* outputs: the allocation (data - XIR_CASE_GUARD) */
   double *ref[XIR_MAX_PARAMS];   /* outputs: the oracle's values (after xir__case_oracle) */
   double scalar[XIR_MAX_PARAMS]; /* scalar arguments */
@@ -26,8 +29,14 @@ typedef struct xir_case {
 
 /* The value range random inputs are drawn from, per parameter name (documented in docs/xir.md). */
 void xir__case_input_range(const xir_program *p, int param, float *lo, float *hi);
+/* The range [0, *hi) random integers of i64 input `param` are drawn from (docs/xir.md): the
+ * smallest extent of the buffer dims its loaded values index directly (`load cos[load pos[r], i]`
+ * gives P), else 1024. */
+void xir__case_input_range_i64(const xir_program *p, const xir_shape *shape, int param,
+                               int64_t *hi);
 
-/* Allocates every buffer and fills inputs with seeded random values (never zero; stream = the
+/* Allocates every buffer and fills inputs with seeded random values (f32: never zero; i64:
+ * integers in [0, hi) of xir__case_input_range_i64, not all zero when hi > 1; stream = the
  * parameter index, so inputs do not depend on each other). Outputs are filled with a NaN pattern
  * so that an element nobody writes never passes. */
 xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *shape,
@@ -37,7 +46,8 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
  * are carried as doubles). XIR_ERR_INVALID_ARG otherwise. */
 #define XIR_CASE_MAX_EXACT_I64 9007199254740992.0 /* 2^53 */
 xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir_diag *d);
-/* Replaces the inputs with DIR/<param>.npy files (shapes checked). */
+/* Replaces the inputs with DIR/<param>.npy files (shapes checked; '<f4' for f32 buffers, '<i8'
+ * for i64 buffers). */
 xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d);
 /* Runs the fp64 interpreter into ref[]. */
 xir_status xir__case_oracle(xir_case *c, xir_diag *d);

@@ -126,14 +126,15 @@ static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   return 2;
 }
 
-static void access_cost(wctx *w, int kind, double *arith, double *bytes) {
+/* esize: the element's bytes (4 for f32, 8 for an i64 input buffer). */
+static void access_cost(wctx *w, int kind, double esize, double *arith, double *bytes) {
   double W = w->c->W;
   if (kind == 0) {
     *arith += 1;
-    *bytes += 4;
+    *bytes += esize;
   } else if (kind == 1) {
     *arith += 1;
-    *bytes += 4 * W;
+    *bytes += esize * W;
   } else {
     *arith += 1 + kGatherPerLane * W;
     *bytes += kGatherBytesPerLane * W;
@@ -154,7 +155,7 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) return; /* computed once per unit */
   if (w->hoist[id] && !w->precompute) { /* loaded from the per-call buffer */
     unsigned ell = w->c->local, W = w->c->W;
-    access_cost(w, ell == 1 ? 0 : ell >= W ? 1 : 2, arith, bytes);
+    access_cost(w, ell == 1 ? 0 : ell >= W ? 1 : 2, 4, arith, bytes);
     return;
   }
   if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
@@ -174,7 +175,8 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     w->stored[id] = 1;
   }
   if (n->op == XIR_OP_LOAD) {
-    access_cost(w, access_kind(w, n, n->nargs), arith, bytes);
+    access_cost(w, access_kind(w, n, n->nargs),
+                w->p->params[n->ref].elem == XIR_I64 ? 8 : 4, arith, bytes);
   } else {
     *arith += op_weight(n->op);
   }
@@ -239,7 +241,7 @@ static void unit_cost(wctx *w) {
       w->nest_rank = tile.rank;
       w->once_a = w->once_b = 0;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
-      access_cost(w, access_kind(w, n, n->nargs - 1), &a, &b);
+      access_cost(w, access_kind(w, n, n->nargs - 1), 4, &a, &b); /* outputs are f32 */
       double it = iterations(w, &tile);
       w->arith += it * k * a + k * w->once_a;
       w->bytes += it * k * b + k * w->once_b;
@@ -264,7 +266,9 @@ static void unit_cost(wctx *w) {
         w->arith += (k - 1) + 2 * log2((double)g);
       }
     } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
-      if (n->op == XIR_OP_LOAD) access_cost(w, access_kind(w, n, n->nargs), &a, &b);
+      if (n->op == XIR_OP_LOAD)
+        access_cost(w, access_kind(w, n, n->nargs), w->p->params[n->ref].elem == XIR_I64 ? 8 : 4,
+                    &a, &b);
       else a = op_weight(n->op);
       w->arith += k * a;
       w->bytes += k * b;

@@ -189,8 +189,8 @@ static xir_param *new_param(xir_builder *b, const char *name) {
 int xir_builder_buffer(xir_builder *b, const char *name, xir_elem elem, int rank,
                        const int *dims, int is_output) {
   if (!b || b->failed) return -1;
-  if (elem != XIR_F32) {
-    fail(b, XIR_ERR_VERIFY, "buffer '%s' must have element type f32", name);
+  if (elem != XIR_F32 && elem != XIR_I64) {
+    fail(b, XIR_ERR_VERIFY, "buffer '%s' must have element type f32 or i64", name);
     return -1;
   }
   if (rank < 1 || rank > XIR_MAX_RANK) {

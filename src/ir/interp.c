@@ -1,7 +1,8 @@
 /* interp.c — the fp64 reference interpreter: the oracle every compiled kernel is checked against.
  *
  * It runs the body once per root program, in root order, holding every value as a dense fp64
- * tile (i64 and bool values are held as exact doubles; indices stay far below 2^53). Elementwise
+ * tile (i64 and bool values are held as exact doubles; indices stay far below 2^53, and an i64
+ * input element beyond +-2^53 is an error). Elementwise
  * ops take their fp64 meaning straight from the op table; reductions accumulate in order along
  * the axis; f32 literals and f32 scalar arguments are rounded to f32 first (they are f32 in the
  * program), everything after that is fp64. Computed indices are bounds-checked and an
@@ -124,7 +125,7 @@ static xir_status access_offset(ictx *c, const xir_node *n, int nidx, const xir_
       size_t st[XIR_MAX_TILE_RANK], o = 0;
       proj_strides(c, t, &in->type, st);
       for (int i = 0; i < t->rank; i++) o += st[i] * (size_t)coord[i];
-      ix = (int64_t)c->vals[n->args[k]].data[o];
+      ix = to_i64(c->vals[n->args[k]].data[o]);
       if (ix < 0 || ix >= c->shape->dims[bd])
         return xir__err_at(c->d, XIR_ERR_RUNTIME, c->p->file, n->line, n->col,
                            "index %d of '%s' is %lld, outside [0, %lld) (dim '%s')", k + 1,
@@ -162,8 +163,17 @@ static xir_status eval_access(ictx *c, int id) {
     if (s) return s;
     if (is_store) {
       c->args[n->ref].out64[off] = c->vals[n->args[nidx]].data[voff];
+    } else if (c->p->params[n->ref].elem == XIR_I64) {
+      /* an i64 input: held as an exact double, so its magnitude must stay within 2^53 */
+      int64_t iv = ((const int64_t *)arg->in)[off];
+      if (iv > ((int64_t)1 << 53) || iv < -((int64_t)1 << 53))
+        return xir__err_at(c->d, XIR_ERR_RUNTIME, c->p->file, n->line, n->col,
+                           "element %lld of i64 input '%s' is %lld, beyond the interpreter's "
+                           "exact range of +-2^53", (long long)off, c->p->params[n->ref].name,
+                           (long long)iv);
+      c->vals[id].data[lin++] = (double)iv;
     } else {
-      c->vals[id].data[lin++] = (double)arg->in[off];
+      c->vals[id].data[lin++] = (double)((const float *)arg->in)[off];
     }
     /* advance */
     int i;
@@ -322,7 +332,7 @@ xir_status xir_shape_check(const xir_program *p, const xir_shape *shape, xir_dia
   for (int i = 0; i < p->nparams; i++) {
     double n = 1;
     for (int k = 0; k < p->params[i].rank; k++) n *= (double)shape->dims[p->params[i].dims[k]];
-    if (n * 4 > 1e12)
+    if (n * (p->params[i].elem == XIR_I64 ? 8 : 4) > 1e12)
       return xir__err(d, XIR_ERR_INVALID_ARG, "buffer '%s' would hold %.3g elements: too large",
                       p->params[i].name, n);
   }

@@ -489,11 +489,7 @@ static void param_decl(parser *ps) {
       dims[rank++] = d;
     } while (accept(ps, ","));
     if (!expect(ps, "]", "after the buffer's dims")) return;
-    loc(ps, &nt);
-    if (elem != XIR_F32) {
-      perr(ps, &tt, "buffer '%s' must have element type f32", name);
-      return;
-    }
+    loc(ps, &nt); /* an f32 or i64 buffer (i64: inputs only, see verify.c) */
     xir_builder_buffer(ps->b, name, elem, rank, dims, is_out);
     return;
   }

@@ -4,6 +4,8 @@
  * Rules (docs/xir.md states them for users):
  *  - types are f32, i64 and bool tiles; a tile's axes are named by dims; elementwise operands
  *    broadcast by axis name; there are no implicit conversions (use f32(...));
+ *  - buffers hold f32; input buffers may hold i64 (a load of one gives i64 values, which can
+ *    index other buffers); outputs are f32;
  *  - a load/store has one index per buffer dim: `:` (the whole axis) or an i64 value; a root
  *    variable or an iota used directly as an index must range over that buffer dim;
  *  - every output buffer is stored exactly once, indexed only by `:` and root variables, each
@@ -197,7 +199,7 @@ static xir_status type_node(vctx *v, xir_node *n) {
       if (p->params[n->ref].is_output)
         return verr(v, n, "'%s' is an output: it cannot be loaded", p->params[n->ref].name);
       if ((s = check_access(v, n, n->nargs, t))) return s;
-      t->elem = XIR_F32;
+      t->elem = p->params[n->ref].elem; /* f32, or i64 for an i64 input buffer */
       return XIR_OK;
     }
     case XIR_TY_STORE: {
@@ -337,7 +339,15 @@ xir_status xir__verify(xir_program *p, xir_diag *d) {
   xir_status s;
   if (p->nroot == 0) return verr(&v, NULL, "kernel '%s' has no root domain", p->name);
   int outputs = 0;
-  for (int b = 0; b < p->nparams; b++) outputs += p->params[b].kind == XIR_PARAM_BUFFER && p->params[b].is_output;
+  for (int b = 0; b < p->nparams; b++) {
+    const xir_param *q = &p->params[b];
+    if (q->kind == XIR_PARAM_BUFFER && q->is_output && q->elem != XIR_F32) {
+      xir_node at = {.line = q->line, .col = q->col};
+      return verr(&v, &at, "output buffer '%s' must be f32: i64 buffers can only be inputs",
+                  q->name);
+    }
+    outputs += q->kind == XIR_PARAM_BUFFER && q->is_output;
+  }
   if (!outputs) {
     xir_node at = {.line = p->nparams ? p->params[0].line : 1, .col = p->nparams ? p->params[0].col : 1};
     return verr(&v, &at, "kernel '%s' has no output buffer (declare one with `out`)", p->name);

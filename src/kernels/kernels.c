@@ -56,6 +56,27 @@ static const builtin kKernels[] = {
      "  sign = f32(2 * odd - 1)\n"
      "  store y[r, :] = load x[r, :] * cos(angle) + sign * partner * sin(angle)\n"
      "}\n"},
+    {"rope_cache",
+     "rotary embedding from cos/sin tables: pairs of each head rotated by the angle of position pos[r]",
+     "# RoPE from a cache, the form LLM engines use: row r is at position pos[r] (an integer in\n"
+     "# [0, P)); within each head of width HD the pair (x[2i], x[2i+1]) is rotated by the angle\n"
+     "# whose cosine and sine are cos[pos[r], i] and sin[pos[r], i] (tables of H2 = HD/2 columns,\n"
+     "# one row per position). A position outside [0, P) is an error in the interpreter; native\n"
+     "# code clamps it into [0, P) (as every computed index).\n"
+     "kernel rope_cache[R, C, HD, P, H2](x: f32[R, C], pos: i64[R], cos: f32[P, H2],\n"
+     "                                   sin: f32[P, H2], y: out f32[R, C])\n"
+     "  require HD % 2 == 0\n"
+     "  require H2 * 2 == HD\n"
+     "  require C % HD == 0\n"
+     "root r in R {\n"
+     "  c = iota(C)\n"
+     "  odd = c % 2\n"
+     "  i = (c % HD) / 2\n"
+     "  p = load pos[r]\n"
+     "  partner = load x[r, c + 1 - 2 * odd]\n"
+     "  sign = f32(2 * odd - 1)\n"
+     "  store y[r, :] = load x[r, :] * load cos[p, i] + sign * partner * load sin[p, i]\n"
+     "}\n"},
     {"softmax_mask", "y = softmax(x * scale + mask) along the row (an all -inf row gives zeros)",
      "# Masked softmax: mask is additive and may hold -inf.\n"
      "kernel softmax_mask[R, C](x: f32[R, C], mask: f32[R, C], y: out f32[R, C],\n"

@@ -448,7 +448,42 @@ static val load_at(lw *L, LLVMValueRef base, val off) {
   return vvec(L, r);
 }
 
+/* The i64 elements base[off] of an i64 input buffer: like load_at, but the value is an integer
+ * val — uniform (a scalar load, affine with stride 0), or <W x i64> vectors (contiguous loads at
+ * stride 1, else a gather). */
+static val load_i64_at(lw *L, LLVMValueRef base, val off) {
+  LLVMValueRef r[MAXK];
+  if (off.aff && off.s == 0) {
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->i64, base, &off.u, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(L->b, L->i64, ptr, "");
+    LLVMSetAlignment(x, 8);
+    return vaff(x, 0);
+  }
+  if (off.aff && off.s == 1) {
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->i64, base, &o, 1, "");
+      r[q] = LLVMBuildLoad2(L->b, L->vi, ptr, "");
+      LLVMSetAlignment(r[q], 8);
+    }
+    return vvec(L, r);
+  }
+  LLVMValueRef ov[MAXK];
+  ivecs(L, &off, ov);
+  LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
+  LLVMValueRef ones = LLVMConstAllOnes(L->vb);
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef ptrs = LLVMBuildGEP2(L->b, L->i64, base, &ov[q], 1, "");
+    LLVMTypeRef tys[2] = {L->vi, vp};
+    LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, 8, 0), ones, LLVMGetPoison(L->vi)};
+    r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
+  }
+  return vvec(L, r);
+}
+
 static val eval_load(lw *L, const xir_node *n) {
+  if (L->p->params[n->ref].elem == XIR_I64)
+    return load_i64_at(L, L->buf[n->ref], access_offset(L, n, n->nargs));
   return load_at(L, L->buf[n->ref], access_offset(L, n, n->nargs));
 }
 

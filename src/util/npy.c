@@ -1,4 +1,4 @@
-/* npy.c — NumPy .npy reading and atomic writing of '<f4' arrays (see npy.h). */
+/* npy.c — NumPy .npy reading and atomic writing of '<f4' and '<i8' arrays (see npy.h). */
 #include "npy.h"
 
 #include <errno.h>
@@ -33,14 +33,35 @@ static uint32_t bswap32(uint32_t v) {
   return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
 }
 
-/* In-place conversion between little-endian file order and host order (its own inverse). */
-static void le_f32_inplace(float *p, size_t n) {
+/* The element types of the files: '<f4' (float32) and '<i8' (int64, for i64 input buffers). */
+typedef struct {
+  const char *descr; /* "<f4" */
+  const char *what;  /* "float32", in messages */
+  size_t size;       /* bytes per element */
+} npy_dtype;
+static const npy_dtype kF32 = {"<f4", "float32", 4};
+static const npy_dtype kI64 = {"<i8", "int64", 8};
+
+/* In-place conversion between little-endian file order and host order (its own inverse), for
+ * n elements of esize (4 or 8) bytes. */
+static void le_inplace(void *p, size_t n, size_t esize) {
   if (host_is_le()) return;
+  unsigned char *b = p;
   for (size_t i = 0; i < n; i++) {
-    uint32_t u;
-    memcpy(&u, &p[i], 4);
-    u = bswap32(u);
-    memcpy(&p[i], &u, 4);
+    if (esize == 4) {
+      uint32_t u;
+      memcpy(&u, b + 4 * i, 4);
+      u = bswap32(u);
+      memcpy(b + 4 * i, &u, 4);
+    } else {
+      uint32_t lo, hi;
+      memcpy(&lo, b + 8 * i, 4);
+      memcpy(&hi, b + 8 * i + 4, 4);
+      lo = bswap32(lo);
+      hi = bswap32(hi);
+      memcpy(b + 8 * i, &hi, 4);
+      memcpy(b + 8 * i + 4, &lo, 4);
+    }
   }
 }
 
@@ -92,15 +113,15 @@ done:
 /* ---------------------------------------------------------------------------------------------- */
 /* Writing                                                                                         */
 
-xir_status xir__npy_build_header(char *buf, size_t cap, size_t *len, const size_t *shape, int ndim,
-                                 xir_diag *d) {
+static xir_status build_header(char *buf, size_t cap, size_t *len, const size_t *shape, int ndim,
+                               const npy_dtype *dt, xir_diag *d) {
   if (!buf || !len || ndim < 0 || ndim > XIR_NPY_MAX_NDIM || (ndim > 0 && !shape))
     return xir__err(d, XIR_ERR_INVALID_ARG, "npy header: invalid arguments (ndim %d)", ndim);
   char sh[XIR_NPY_MAX_NDIM * 22 + 8];
   xir__npy_format_shape(sh, sizeof sh, shape, ndim);
   char dict[sizeof sh + 64];
-  int dl = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
-                    sh);
+  int dl = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                    dt->descr, sh);
   if (dl < 0 || (size_t)dl >= sizeof dict)
     return xir__err(d, XIR_ERR_INVALID_ARG, "npy header: shape %s too long", sh);
   size_t unpadded = sizeof kMagic + 2 + 2 + (size_t)dl + 1; /* + '\n' */
@@ -125,6 +146,11 @@ xir_status xir__npy_build_header(char *buf, size_t cap, size_t *len, const size_
   return XIR_OK;
 }
 
+xir_status xir__npy_build_header(char *buf, size_t cap, size_t *len, const size_t *shape, int ndim,
+                                 xir_diag *d) {
+  return build_header(buf, cap, len, shape, ndim, &kF32, d);
+}
+
 static int write_all(int fd, const void *buf, size_t n) {
   const unsigned char *p = buf;
   while (n) {
@@ -144,15 +170,17 @@ static int write_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-static int write_data(int fd, const float *data, size_t n) {
-  if (host_is_le()) return write_all(fd, data, n * sizeof(float));
-  float tmp[1024];
+static int write_data(int fd, const void *data, size_t n, size_t esize) {
+  if (host_is_le()) return write_all(fd, data, n * esize);
+  uint64_t tmp[1024];
+  const unsigned char *src = data;
+  size_t per = sizeof tmp / esize;
   while (n) {
-    size_t k = n < 1024 ? n : 1024;
-    memcpy(tmp, data, k * sizeof(float));
-    le_f32_inplace(tmp, k);
-    if (write_all(fd, tmp, k * sizeof(float))) return -1;
-    data += k;
+    size_t k = n < per ? n : per;
+    memcpy(tmp, src, k * esize);
+    le_inplace(tmp, k, esize);
+    if (write_all(fd, tmp, k * esize)) return -1;
+    src += k * esize;
     n -= k;
   }
   return 0;
@@ -160,8 +188,8 @@ static int write_data(int fd, const float *data, size_t n) {
 
 static atomic_uint g_tmp_counter;
 
-xir_status xir__npy_write_f32(const char *path, const float *data, const size_t *shape, int ndim,
-                              xir_diag *d) {
+static xir_status write_npy(const char *path, const void *data, const size_t *shape, int ndim,
+                            const npy_dtype *dt, xir_diag *d) {
   if (!path || !*path)
     return xir__err(d, XIR_ERR_INVALID_ARG, "npy write: no output path given");
   if (ndim < 0 || ndim > XIR_NPY_MAX_NDIM || (ndim > 0 && !shape))
@@ -169,13 +197,13 @@ xir_status xir__npy_write_f32(const char *path, const float *data, const size_t 
                     XIR_NPY_MAX_NDIM);
   int ovf = 0;
   size_t n = xir__npy_numel(shape, ndim, &ovf);
-  if (ovf || n > SIZE_MAX / sizeof(float))
+  if (ovf || n > SIZE_MAX / dt->size)
     return xir__err(d, XIR_ERR_INVALID_ARG, "npy write '%s': shape too large", path);
   if (n && !data) return xir__err(d, XIR_ERR_INVALID_ARG, "npy write '%s': no data", path);
 
   char hdr[XIR_NPY_HEADER_CAP];
   size_t hl = 0;
-  xir_status st = xir__npy_build_header(hdr, sizeof hdr, &hl, shape, ndim, d);
+  xir_status st = build_header(hdr, sizeof hdr, &hl, shape, ndim, dt, d);
   if (st) return st;
 
   size_t plen = strlen(path);
@@ -200,7 +228,7 @@ xir_status xir__npy_write_f32(const char *path, const float *data, const size_t 
   }
 
   const char *what = NULL;
-  if (write_all(fd, hdr, hl) || write_data(fd, data, n)) what = "write";
+  if (write_all(fd, hdr, hl) || write_data(fd, data, n, dt->size)) what = "write";
   else if (fsync(fd) && errno != EINVAL && errno != EROFS) what = "fsync";
   int e = what ? errno : 0;
   if (close(fd) && !what) {
@@ -218,6 +246,16 @@ xir_status xir__npy_write_f32(const char *path, const float *data, const size_t 
   }
   xir__free(tmp);
   return st;
+}
+
+xir_status xir__npy_write_f32(const char *path, const float *data, const size_t *shape, int ndim,
+                              xir_diag *d) {
+  return write_npy(path, data, shape, ndim, &kF32, d);
+}
+
+xir_status xir__npy_write_i64(const char *path, const int64_t *data, const size_t *shape,
+                              int ndim, xir_diag *d) {
+  return write_npy(path, data, shape, ndim, &kI64, d);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -350,7 +388,7 @@ static xir_status h_tuple(hcur *c, size_t *dims, int *count) {
 }
 
 static xir_status parse_header(const char *name, const char *hdr, size_t hlen, size_t *shape,
-                               int *ndim, int max_ndim, xir_diag *d) {
+                               int *ndim, int max_ndim, const npy_dtype *dt, xir_diag *d) {
   hcur c = {hdr, hlen, 0, name, d};
   xir_status st;
   char descr[64] = "";
@@ -374,9 +412,9 @@ static xir_status parse_header(const char *name, const char *hdr, size_t hlen, s
       seen = &have_descr;
       if (h_peek(&c) == '[' || h_peek(&c) == '{')
         return xir__err(d, XIR_ERR_FORMAT,
-                        "%s: unsupported dtype: a structured dtype (only little-endian float32 "
-                        "'<f4' is supported)",
-                        name);
+                        "%s: unsupported dtype: a structured dtype (only little-endian %s "
+                        "'%s' is supported)",
+                        name, dt->what, dt->descr);
       if ((st = h_string(&c, descr, sizeof descr))) return st;
     } else if (!strcmp(key, "fortran_order")) {
       seen = &have_fortran;
@@ -408,10 +446,10 @@ static xir_status parse_header(const char *name, const char *hdr, size_t hlen, s
   if (!have_descr || !have_fortran || !have_shape)
     return xir__err(d, XIR_ERR_FORMAT, "%s: malformed header dict: missing key '%s'", name,
                     !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
-  if (strcmp(descr, "<f4"))
+  if (strcmp(descr, dt->descr))
     return xir__err(d, XIR_ERR_FORMAT,
-                    "%s: unsupported dtype '%s' (only little-endian float32 '<f4' is supported)",
-                    name, descr);
+                    "%s: unsupported dtype '%s' (only little-endian %s '%s' is supported)",
+                    name, descr, dt->what, dt->descr);
   if (fortran)
     return xir__err(d, XIR_ERR_FORMAT,
                     "%s: fortran_order is True (only C-order arrays are supported)", name);
@@ -464,8 +502,8 @@ static xir_status src_ioerr(src_t *s, xir_diag *d) {
   return xir__err(d, XIR_ERR_IO, "cannot read '%s': %s", s->name, errstr(errno, eb, sizeof eb));
 }
 
-static xir_status decode(src_t *s, float **data, size_t *shape, int *ndim, int max_ndim,
-                         xir_diag *d) {
+static xir_status decode(src_t *s, void **data, size_t *shape, int *ndim, int max_ndim,
+                         const npy_dtype *dt, xir_diag *d) {
   const char *name = s->name;
   unsigned char pre[12];
   size_t got = 0;
@@ -517,7 +555,7 @@ static xir_status decode(src_t *s, float **data, size_t *shape, int *ndim, int m
   hdr[hlen] = '\0';
   size_t lshape[XIR_NPY_MAX_NDIM] = {0};
   int nd = 0;
-  xir_status st = parse_header(name, hdr, hlen, lshape, &nd, max_ndim, d);
+  xir_status st = parse_header(name, hdr, hlen, lshape, &nd, max_ndim, dt, d);
   xir__free(hdr);
   if (st) return st;
 
@@ -525,17 +563,17 @@ static xir_status decode(src_t *s, float **data, size_t *shape, int *ndim, int m
   xir__npy_format_shape(shs, sizeof shs, lshape, nd);
   int ovf = 0;
   size_t n = xir__npy_numel(lshape, nd, &ovf);
-  if (ovf || n > SIZE_MAX / sizeof(float))
+  if (ovf || n > SIZE_MAX / dt->size)
     return xir__err(d, XIR_ERR_FORMAT, "%s: shape %s is too large", name, shs);
-  size_t nbytes = n * sizeof(float);
+  size_t nbytes = n * dt->size;
   size_t start = prefix + hlen;
   if (s->size >= 0 && (unsigned long long)s->size - start < nbytes)
     return xir__err(d, XIR_ERR_FORMAT,
-                    "%s: truncated data: shape %s needs %zu bytes of float32 data but only %lld "
+                    "%s: truncated data: shape %s needs %zu bytes of %s data but only %lld "
                     "follow the header",
-                    name, shs, nbytes, s->size - (long long)start);
+                    name, shs, nbytes, dt->what, s->size - (long long)start);
 
-  float *buf = xir__malloc(nbytes);
+  void *buf = xir__malloc(nbytes);
   if (!buf) return xir__err(d, XIR_ERR_NOMEM, "%s: out of memory for %zu bytes of data", name,
                             nbytes);
   if (src_read(s, buf, nbytes, &got)) {
@@ -545,9 +583,9 @@ static xir_status decode(src_t *s, float **data, size_t *shape, int *ndim, int m
   if (got < nbytes) {
     xir__free(buf);
     return xir__err(d, XIR_ERR_FORMAT,
-                    "%s: truncated data: shape %s needs %zu bytes of float32 data but only %zu "
+                    "%s: truncated data: shape %s needs %zu bytes of %s data but only %zu "
                     "follow the header",
-                    name, shs, nbytes, got);
+                    name, shs, nbytes, dt->what, got);
   }
   unsigned char extra;
   size_t g1 = 0;
@@ -567,14 +605,14 @@ static xir_status decode(src_t *s, float **data, size_t *shape, int *ndim, int m
                     "header",
                     name, shs, nbytes);
   }
-  le_f32_inplace(buf, n);
+  le_inplace(buf, n, dt->size);
   *data = buf;
   for (int i = 0; i < nd; i++) shape[i] = lshape[i];
   *ndim = nd;
   return XIR_OK;
 }
 
-static xir_status check_read_args(float **data, size_t *shape, int *ndim, int max_ndim,
+static xir_status check_read_args(void **data, size_t *shape, int *ndim, int max_ndim,
                                   const char *name, xir_diag *d) {
   if (!data || !ndim || max_ndim < 0 || max_ndim > XIR_NPY_MAX_NDIM || (max_ndim > 0 && !shape))
     return xir__err(d, XIR_ERR_INVALID_ARG, "npy read '%s': invalid arguments (max_ndim %d)",
@@ -584,19 +622,20 @@ static xir_status check_read_args(float **data, size_t *shape, int *ndim, int ma
   return XIR_OK;
 }
 
-xir_status xir__npy_decode_f32(const void *bytes, size_t len, const char *name, float **data,
-                               size_t *shape, int *ndim, int max_ndim, xir_diag *d) {
+static xir_status decode_npy(const void *bytes, size_t len, const char *name, void **data,
+                             size_t *shape, int *ndim, int max_ndim, const npy_dtype *dt,
+                             xir_diag *d) {
   if (!name) name = "<memory>";
   xir_status st = check_read_args(data, shape, ndim, max_ndim, name, d);
   if (st) return st;
   if (!bytes && len) return xir__err(d, XIR_ERR_INVALID_ARG, "npy decode: NULL bytes");
   static const unsigned char empty[1];
   src_t s = {bytes ? bytes : empty, len, 0, -1, (long long)len, name};
-  return decode(&s, data, shape, ndim, max_ndim, d);
+  return decode(&s, data, shape, ndim, max_ndim, dt, d);
 }
 
-xir_status xir__npy_read_f32(const char *path, float **data, size_t *shape, int *ndim,
-                             int max_ndim, xir_diag *d) {
+static xir_status read_npy(const char *path, void **data, size_t *shape, int *ndim, int max_ndim,
+                           const npy_dtype *dt, xir_diag *d) {
   if (!path) return xir__err(d, XIR_ERR_INVALID_ARG, "npy read: no path given");
   xir_status st = check_read_args(data, shape, ndim, max_ndim, path, d);
   if (st) return st;
@@ -611,8 +650,41 @@ xir_status xir__npy_read_f32(const char *path, float **data, size_t *shape, int 
   long long size = -1;
   if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) size = (long long)sb.st_size;
   src_t s = {NULL, 0, 0, fd, size, path};
-  st = decode(&s, data, shape, ndim, max_ndim, d);
+  st = decode(&s, data, shape, ndim, max_ndim, dt, d);
   close(fd);
+  return st;
+}
+
+/* The typed entry points: *data is written only through a void * (set on success). */
+xir_status xir__npy_decode_f32(const void *bytes, size_t len, const char *name, float **data,
+                               size_t *shape, int *ndim, int max_ndim, xir_diag *d) {
+  void *v = NULL;
+  xir_status st = decode_npy(bytes, len, name, data ? &v : NULL, shape, ndim, max_ndim, &kF32, d);
+  if (data) *data = v;
+  return st;
+}
+
+xir_status xir__npy_read_f32(const char *path, float **data, size_t *shape, int *ndim,
+                             int max_ndim, xir_diag *d) {
+  void *v = NULL;
+  xir_status st = read_npy(path, data ? &v : NULL, shape, ndim, max_ndim, &kF32, d);
+  if (data) *data = v;
+  return st;
+}
+
+xir_status xir__npy_decode_i64(const void *bytes, size_t len, const char *name, int64_t **data,
+                               size_t *shape, int *ndim, int max_ndim, xir_diag *d) {
+  void *v = NULL;
+  xir_status st = decode_npy(bytes, len, name, data ? &v : NULL, shape, ndim, max_ndim, &kI64, d);
+  if (data) *data = v;
+  return st;
+}
+
+xir_status xir__npy_read_i64(const char *path, int64_t **data, size_t *shape, int *ndim,
+                             int max_ndim, xir_diag *d) {
+  void *v = NULL;
+  xir_status st = read_npy(path, data ? &v : NULL, shape, ndim, max_ndim, &kI64, d);
+  if (data) *data = v;
   return st;
 }
 

@@ -1,4 +1,5 @@
-/* npy.h — NumPy .npy files of little-endian float32 ('<f4'), C order.
+/* npy.h — NumPy .npy files of little-endian float32 ('<f4') and int64 ('<i8', for i64 input
+ * buffers such as positions), C order.
  *
  * Format (numpy.lib.format, NEP 1): the magic "\x93NUMPY", a major and a minor version byte, the
  * header length (uint16 LE for version 1.0, uint32 LE for 2.0 and 3.0), then the header: an ASCII
@@ -6,13 +7,14 @@
  * padded with spaces and ended by '\n' so that the data starts at a multiple of 64 bytes; then
  * the raw element data.
  *
- * Writing always produces version 1.0. Reading accepts 1.0, 2.0 and 3.0. Only '<f4' in C order is
- * supported; anything else is rejected with XIR_ERR_FORMAT and a message naming the file and the
- * problem. Every function here is thread-safe (no global state besides a temp-name counter). */
+ * Writing always produces version 1.0. Reading accepts 1.0, 2.0 and 3.0. The f32 functions accept
+ * only '<f4' and the i64 functions only '<i8', in C order; anything else is rejected with
+ * XIR_ERR_FORMAT and a message naming the file and the problem. Every function here is thread-safe (no global state besides a temp-name counter). */
 #ifndef XIR_NPY_H
 #define XIR_NPY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "xir_status.h"
 
 /* The most dims a shape may have in any function here. */
@@ -66,6 +68,16 @@ xir_status xir__npy_read_f32(const char *path, float **data, size_t *shape, int 
 /* Same as xir__npy_read_f32, from the len bytes of a whole .npy file held in memory. name is used
  * in messages (NULL means "<memory>"). Suitable for fuzzing. */
 xir_status xir__npy_decode_f32(const void *bytes, size_t len, const char *name, float **data,
+                               size_t *shape, int *ndim, int max_ndim, xir_diag *d);
+
+/* The same for int64 arrays: '<i8' files (version 1.0 when writing; byte-swapped on a big-endian
+ * host). Reading a file of another dtype is XIR_ERR_FORMAT "unsupported dtype '<f4' (only
+ * little-endian int64 '<i8' is supported)"; every other error is as for the f32 functions. */
+xir_status xir__npy_write_i64(const char *path, const int64_t *data, const size_t *shape,
+                              int ndim, xir_diag *d);
+xir_status xir__npy_read_i64(const char *path, int64_t **data, size_t *shape, int *ndim,
+                             int max_ndim, xir_diag *d);
+xir_status xir__npy_decode_i64(const void *bytes, size_t len, const char *name, int64_t **data,
                                size_t *shape, int *ndim, int max_ndim, xir_diag *d);
 
 /* Checks a shape read from a file against the shape a kernel expects. XIR_OK when the ranks and

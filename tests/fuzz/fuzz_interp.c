@@ -24,7 +24,7 @@ static void die(const char *what, const char *text) {
 
 static xir_status run(const xir_program *p, const xir_shape *sh, double **out) {
   xir_arg args[XIR_MAX_PARAMS];
-  float *in[XIR_MAX_PARAMS] = {0};
+  void *in[XIR_MAX_PARAMS] = {0};
   memset(args, 0, sizeof args);
   for (int i = 0; i < xir_program_num_params(p); i++) {
     xir_param_info info;
@@ -37,10 +37,16 @@ static xir_status run(const xir_program *p, const xir_shape *sh, double **out) {
     } else if (info.is_output) {
       out[i] = calloc(n ? n : 1, sizeof(double));
       args[i].out64 = out[i];
+    } else if (info.elem == XIR_I64) { /* i64 inputs: small integers, some negative */
+      int64_t *v = malloc((n ? n : 1) * sizeof(int64_t));
+      for (size_t e = 0; e < n; e++) v[e] = (int64_t)(e % 5) - 1;
+      in[i] = v;
+      args[i].in = v;
     } else {
-      in[i] = malloc((n ? n : 1) * sizeof(float));
-      for (size_t e = 0; e < n; e++) in[i][e] = (float)e * 0.25f - 1.0f;
-      args[i].in = in[i];
+      float *v = malloc((n ? n : 1) * sizeof(float));
+      for (size_t e = 0; e < n; e++) v[e] = (float)e * 0.25f - 1.0f;
+      in[i] = v;
+      args[i].in = v;
     }
   }
   xir_diag d;

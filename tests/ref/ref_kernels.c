@@ -55,6 +55,26 @@ int ref_rope(size_t R, size_t C, size_t HD, const float *x, double theta, int64_
   return 0;
 }
 
+int ref_rope_from_tables(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
+                         const float *cos_t, const float *sin_t, double *y) {
+  if (HD == 0 || HD % 2 != 0 || C % HD != 0) return -1;
+  for (size_t r = 0; r < R; r++)
+    if (pos[r] < 0 || (uint64_t)pos[r] >= P) return -1;
+  size_t H2 = HD / 2;
+  for (size_t r = 0; r < R; r++) {
+    const float *cs = cos_t + (size_t)pos[r] * H2, *sn = sin_t + (size_t)pos[r] * H2;
+    for (size_t h = 0; h < C / HD; h++) {
+      for (size_t i = 0; i < H2; i++) {
+        size_t c0 = r * C + h * HD + 2 * i;
+        double x0 = x[c0], x1 = x[c0 + 1];
+        y[c0] = x0 * cs[i] - x1 * sn[i];
+        y[c0 + 1] = x0 * sn[i] + x1 * cs[i];
+      }
+    }
+  }
+  return 0;
+}
+
 /* Softmax of one row z[0..n-1] into y, as NumPy's exp(z - max(z)) / sum computes it: a NaN
  * anywhere makes the max NaN and so the whole row NaN; a +inf makes the max +inf, so
  * exp(inf - inf) = NaN and the whole row is NaN; -inf entries give 0. The one exception is the

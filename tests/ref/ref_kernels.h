@@ -33,6 +33,17 @@ void ref_layernorm(size_t R, size_t C, const float *x, const float *w, const flo
 int ref_rope(size_t R, size_t C, size_t HD, const float *x, double theta, int64_t offset,
              double *y);
 
+/* Rotary embedding from cos/sin tables (the form LLM engines use). Row r has position
+ * p = pos[r], which must lie in [0, P). For each head h in [0, C/HD) and pair i in [0, HD/2), with
+ * x0 = x[r, h*HD + 2i], x1 = x[r, h*HD + 2i + 1] and the table entries cs = cos_t[p, i],
+ * sn = sin_t[p, i] (tables [P, HD/2], row-major):
+ *   y[r, h*HD + 2i]     = x0 cs - x1 sn
+ *   y[r, h*HD + 2i + 1] = x0 sn + x1 cs.
+ * Returns 0, or -1 (y untouched) when HD is 0, odd, or does not divide C, or a position is
+ * outside [0, P). */
+int ref_rope_from_tables(size_t R, size_t C, size_t HD, size_t P, const float *x, const int64_t *pos,
+                         const float *cos_t, const float *sin_t, double *y);
+
 /* z[r,c] = x[r,c] * scale + mask[r,c] (mask may hold -inf); y = softmax(z) along each row, with
  * the row max subtracted first. A row whose every z is -inf gives zeros.  x, mask, y: [R,C]. */
 void ref_softmax_mask(size_t R, size_t C, const float *x, const float *mask, double scale,
