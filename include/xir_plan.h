@@ -43,6 +43,10 @@ typedef struct xir_cost_coefficients {
   double c[XIR_TERM_COUNT];
   double mem_bytes[XIR_MEM_LEVELS];
   double mem_ns[XIR_MEM_LEVELS];
+  /* Optionally (> 0), the cost of one unit of the math part of the arithmetic prior (division,
+   * square roots, transcendentals: math_per_packet), which then no longer costs c[ARITH]: simple
+   * vector ops and math-function internals run at different rates. 0 = one rate for all. */
+  double ns_per_math;
 } xir_cost_coefficients;
 
 /* Production defaults: arith 1, memory 0.25, block 8, imbalance 1, dispatch 0, activation 0. */
@@ -59,6 +63,7 @@ typedef struct xir_calibration {
   double ns_per_task;   /* per task on the critical worker, pool path */
   double ns_activation; /* waking one more worker (spin round trip minus the caller path) */
   double probe_ns[2];   /* the two probes' measured times (gelu_residual 64x256, a 512x4096 row copy) */
+  double ns_per_math;   /* per unit of the math part of the prior (gelu probe), one core */
   double mem_bytes[XIR_MEM_LEVELS]; /* the footprints of the copy probes (in L2, in L3, beyond) */
   double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
 } xir_calibration;
@@ -79,6 +84,8 @@ const char *xir_cost_term_name(xir_cost_term t);
 /* The exact description of one candidate × grain. */
 typedef struct xir_execution_work {
   double arith_per_packet;   /* weighted arithmetic prior per packet (weights: docs/planner.md) */
+  double math_per_packet;    /* the part of it from ops weighing more than 1 (div, sqrt, rsqrt,
+                                transcendentals) */
   double memory_per_packet;  /* bytes moved per packet (gathers counted per lane) */
   uint64_t packets;          /* Q */
   uint64_t blocks;           /* L */
@@ -94,6 +101,9 @@ typedef struct xir_execution_work {
   int full_packet_path, ragged_packets, ragged_inner;
   double footprint_bytes;    /* distinct bytes the launch touches: every buffer once */
 } xir_execution_work;
+
+/* ns (or prior units) of arithmetic per packet of w, from c[ARITH] and the optional ns_per_math. */
+double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execution_work *w);
 
 /* The terms and the total of one evaluation. */
 typedef struct xir_cost_terms {

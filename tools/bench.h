@@ -72,6 +72,14 @@ xir_status bench_config_options(const char *cfg, uint32_t W, uint32_t *workers,
                                 const xir_calibration *cal, const xir_cost_coefficients *service,
                                 xir_plan_options *o, xir_cost_coefficients *coef, xir_diag *d);
 
+/* The service model (all its figures) and cost coefficients (every field) as JSON objects, and
+ * back; the readers return 1 with the reason when a field is missing or not a finite number
+ * >= 0 (bench_json.c). */
+cJSON *bench_calibration_json(const xir_calibration *c);
+int bench_calibration_from_json(const cJSON *o, xir_calibration *c, char *why, size_t cap);
+cJSON *bench_coefficients_json(const xir_cost_coefficients *c);
+int bench_coefficients_from_json(const cJSON *o, xir_cost_coefficients *c, char *why, size_t cap);
+
 /* A suite: its cases, its comparisons (baseline, variant indices) and its declared orders. */
 typedef struct bench_suite {
   char name[32];

@@ -163,30 +163,18 @@ static int check_case_config(const cJSON *rec, const cJSON *c, const xir_program
   } else {
     xir_plan_options o;
     xir_cost_coefficients coef, service;
-    xir_calibration k = {0}, *kp = NULL;
+    xir_calibration k, *kp = NULL;
     const cJSON *cal = cJSON_GetObjectItem(prov, "calibration");
     if (cal) {
-      k.ns_per_arith = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_arith"));
-      k.ns_per_byte = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_byte"));
-      k.ns_per_block = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_block"));
-      k.ns_per_task = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_per_task"));
-      k.ns_activation = cJSON_GetNumberValue(cJSON_GetObjectItem(cal, "ns_activation"));
+      if (bench_calibration_from_json(cal, &k, why, cap)) return 1;
       kp = &k;
     } else if (!strcmp(cfg, "joint_calibrated")) {
       snprintf(why, cap, "a joint_calibrated case without the calibration in the provenance");
       return 1;
     }
     const cJSON *sv = cJSON_GetObjectItem(prov, "service_coefficients");
-    int have_service = cJSON_IsArray(sv) && cJSON_GetArraySize(sv) == XIR_TERM_COUNT;
-    for (int t = 0; have_service && t < XIR_TERM_COUNT; t++) {
-      const cJSON *x = cJSON_GetArrayItem(sv, t);
-      if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0) have_service = 0;
-      else service.c[t] = x->valuedouble;
-    }
-    if (!strcmp(cfg, "default") && !have_service && cJSON_GetArraySize(sv) != 0) {
-      snprintf(why, cap, "a default case whose provenance has malformed service_coefficients");
-      return 1;
-    }
+    int have_service = sv != NULL;
+    if (sv && bench_coefficients_from_json(sv, &service, why, cap)) return 1;
     if (bench_config_options(cfg, W, &workers, kp, have_service ? &service : NULL, &o, &coef, &d)) {
       snprintf(why, cap, "%.700s", d.msg);
       return 1;

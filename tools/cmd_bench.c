@@ -714,18 +714,12 @@ int cmd_bench(int argc, char **argv) {
   }
   if (!strcmp(s.name, "fixed-grain")) cJSON_AddItemToObject(rec, "grain_identity", grain_identity(cs, kept));
   {
-    /* the coefficients the `default` configuration planned with (the service model) */
+    /* the coefficients the `default` configuration planned with (the service model), and the
+     * run's own calibration (joint_calibrated): the audit re-plans with them */
+    cJSON *prov = cJSON_GetObjectItem(rec, "provenance");
     const xir_cost_coefficients *sc = xir_service_coefficients();
-    cJSON *arr = cJSON_AddArrayToObject(cJSON_GetObjectItem(rec, "provenance"), "service_coefficients");
-    for (int t = 0; sc && t < XIR_TERM_COUNT; t++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(sc->c[t]));
-  }
-  if (e.calibrated) {
-    cJSON *cal = cJSON_AddObjectToObject(cJSON_GetObjectItem(rec, "provenance"), "calibration");
-    cJSON_AddNumberToObject(cal, "ns_per_arith", e.calibration.ns_per_arith);
-    cJSON_AddNumberToObject(cal, "ns_per_byte", e.calibration.ns_per_byte);
-    cJSON_AddNumberToObject(cal, "ns_per_block", e.calibration.ns_per_block);
-    cJSON_AddNumberToObject(cal, "ns_per_task", e.calibration.ns_per_task);
-    cJSON_AddNumberToObject(cal, "ns_activation", e.calibration.ns_activation);
+    if (sc) cJSON_AddItemToObject(prov, "service_coefficients", bench_coefficients_json(sc));
+    if (e.calibrated) cJSON_AddItemToObject(prov, "calibration", bench_calibration_json(&e.calibration));
   }
   if (xir__bench_summarize(rec, &d)) goto fail;
   /* outputs */

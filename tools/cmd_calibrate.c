@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "xir_plan.h"
 
@@ -38,12 +39,7 @@ int cmd_calibrate(int argc, char **argv) {
   if (rc) {
     /* cli_calibrate printed the error */
   } else if (json) {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "ns_per_arith", c.ns_per_arith);
-    cJSON_AddNumberToObject(o, "ns_per_byte", c.ns_per_byte);
-    cJSON_AddNumberToObject(o, "ns_per_block", c.ns_per_block);
-    cJSON_AddNumberToObject(o, "ns_per_task", c.ns_per_task);
-    cJSON_AddNumberToObject(o, "ns_activation", c.ns_activation);
+    cJSON *o = bench_calibration_json(&c);
     char *s = cJSON_Print(o);
     puts(s);
     cJSON_free(s);
@@ -54,6 +50,7 @@ int cmd_calibrate(int argc, char **argv) {
     printf("arithmetic prior unit (one core)         %10.4f ns\n", c.ns_per_arith);
     printf("memory prior byte (one core)             %10.5f ns\n", c.ns_per_byte);
     printf("block (8 arithmetic units)               %10.3f ns\n", c.ns_per_block);
+    printf("math unit (div, sqrt, transcendentals)    %10.4f ns\n", c.ns_per_math);
     for (int l = 0; l < XIR_MEM_LEVELS; l++)
       printf("memory, footprint %8.0f KiB              %10.5f ns per byte\n", c.mem_bytes[l] / 1024,
              c.mem_ns[l]);

@@ -60,7 +60,8 @@ typedef struct wctx {
   uint8_t *cinv;    /* ℓ ≥ W: 1-D tiles that are the same in every chunk of a unit (see below) */
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
-  double arith, bytes;
+  double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
+  double arith, bytes, math;
 } wctx;
 
 static int lane_dep(const wctx *w, int id) {
@@ -178,7 +179,9 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     access_cost(w, access_kind(w, n, n->nargs),
                 w->p->params[n->ref].elem == XIR_I64 ? 8 : 4, arith, bytes);
   } else {
-    *arith += op_weight(n->op);
+    double wt = op_weight(n->op);
+    *arith += wt;
+    if (wt > 1) *(w->once ? &w->m_once : &w->m_cur) += wt;
   }
   for (int i = 0; i < n->nargs; i++)
     if (n->args[i] >= 0) expr_cost(w, n->args[i], arith, bytes);
@@ -239,21 +242,23 @@ static void unit_cost(wctx *w) {
       for (int kd = 0; kd < n->nargs - 1; kd++)
         if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)p->params[n->ref].dims[kd];
       w->nest_rank = tile.rank;
-      w->once_a = w->once_b = 0;
+      w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
       access_cost(w, access_kind(w, n, n->nargs - 1), 4, &a, &b); /* outputs are f32 */
       double it = iterations(w, &tile);
       w->arith += it * k * a + k * w->once_a;
+      w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += it * k * b + k * w->once_b;
     } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX ||
                n->op == XIR_OP_REDUCE_MIN) {
       const xir_type *in = &p->nodes[n->args[0]].type;
       w->nest_rank = in->rank;
-      w->once_a = w->once_b = 0;
+      w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[0], &a, &b);
       a += n->type.rank > 0 ? 3 : 1;
       double it = iterations(w, in);
       w->arith += k * w->once_a;
+      w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += k * w->once_b;
       /* Each iteration's accumulation depends on the previous one: a unit cannot go faster
        * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
@@ -271,6 +276,7 @@ static void unit_cost(wctx *w) {
                     &a, &b);
       else a = op_weight(n->op);
       w->arith += k * a;
+      if (n->op != XIR_OP_LOAD && a > 1) w->math += k * a;
       w->bytes += k * b;
     }
   }
@@ -339,15 +345,17 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   unit_cost(&x);
   /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
    * on the caller path, one per task on the pool) — spread over the packets */
-  double pre = 0, pre_b = 0;
+  double pre = 0, pre_b = 0, pre_m = 0;
   x.precompute = 1;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (!x.hoist[i]) continue;
     double a = 0;
     x.gen++;
+    x.m_cur = 0;
     expr_cost(&x, i, &a, &pre_b);
     int64_t N = s->dims[p->nodes[i].type.axes[0]];
     pre += a * (double)((N + c->W - 1) / c->W);
+    pre_m += x.m_cur * (double)((N + c->W - 1) / c->W);
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
   xir__free(x.mark);
@@ -356,8 +364,10 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   xir__free(x.cinv);
   for (int i = 0; i < p->nparams; i++)
     if (p->params[i].kind == XIR_PARAM_BUFFER)
-      w->footprint_bytes += 4.0 * (double)xir_param_numel(p, i, s);
+      w->footprint_bytes += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);
+  w->math_per_packet = x.math / x.k + (w->packets ? pre_m * calls / (double)w->packets : 0);
+  if (w->math_per_packet > w->arith_per_packet) w->math_per_packet = w->arith_per_packet;
   w->memory_per_packet = x.bytes / x.k;
   return XIR_OK;
 }
@@ -405,12 +415,19 @@ double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_c
   return c->c[XIR_TERM_MEMORY] * r;
 }
 
+double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execution_work *w) {
+  if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * w->arith_per_packet;
+  return c->c[XIR_TERM_ARITH] * (w->arith_per_packet - w->math_per_packet) +
+         c->ns_per_math * w->math_per_packet;
+}
+
 static double default_term(int t, const xir_execution_work *w, const xir_cost_coefficients *c) {
   double h = w->active ? w->active : 1;
   double byte = xir_cost_byte_rate(c, w->footprint_bytes / h);
-  double per_packet = c->c[XIR_TERM_ARITH] * w->arith_per_packet + byte * w->memory_per_packet;
+  double arith = xir_cost_arith_per_packet(c, w);
+  double per_packet = arith + byte * w->memory_per_packet;
   switch (t) {
-    case XIR_TERM_ARITH: return c->c[t] * w->arith_per_packet * (double)w->packets / h;
+    case XIR_TERM_ARITH: return arith * (double)w->packets / h;
     case XIR_TERM_MEMORY: return byte * w->memory_per_packet * (double)w->packets / h;
     case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
     case XIR_TERM_IMBALANCE: {

@@ -105,6 +105,11 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
       goto fail;
     }
   }
+  if (!isfinite(pl->coefficients.ns_per_math) || pl->coefficients.ns_per_math < 0) {
+    st = xir__err(d, XIR_ERR_COST, "coefficient ns_per_math is %g: it must be finite and >= 0",
+                  pl->coefficients.ns_per_math);
+    goto fail;
+  }
   for (int i = 0; i < XIR_MEM_LEVELS; i++) {
     const xir_cost_coefficients *k = &pl->coefficients;
     if (!isfinite(k->mem_bytes[i]) || k->mem_bytes[i] < 0 || !isfinite(k->mem_ns[i]) || k->mem_ns[i] < 0 ||

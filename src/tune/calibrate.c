@@ -3,10 +3,10 @@
  *
  *   activation  the spin round trip of waking one worker (xir_runtime_measure_wake)
  *   dispatch    per task on the pool path: (t(L=256, G=1, H=2) − activation) / 128 critical tasks
- *   arith/mem   two kernels on the caller path — gelu_residual 64×256 (arithmetic-bound, in
- *               cache) gives ns per arithmetic unit; a row copy of 2 × 8 MiB (memory only, the
- *               size of the report's large shapes, resident in L3 when launches repeat) then gives
- *               ns per byte of what the arithmetic does not explain
+ *   memory      a row copy (memory only) at three footprints: 256 KiB (L2), 16 MiB (L3, the size
+ *               of the report's large shapes), 128 MiB (beyond): ns per byte by level
+ *   arith       rmsnorm 32×1024 (simple vector ops, in L2): ns per simple arithmetic unit
+ *   math        gelu_residual 64×256 (tanh-bound, in L2): ns per unit of the math part
  *   block       8 arithmetic units (not measured separately)
  * With these, an objective is an estimate of the launch's wall time in ns, and the planner's
  * choice between the caller and the pool follows the machine. Legality is untouched: this only
@@ -120,32 +120,40 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * three footprints — 256 KiB (in L2), 16 MiB (in L3), 128 MiB (beyond it) — for the memory
    * hierarchy; the middle one is also the flat per-byte figure. */
   static const char *const kCopy[XIR_MEM_LEVELS] = {"R=32,C=1024", "R=512,C=4096", "R=4096,C=4096"};
-  double ta = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
-  xir_execution_work wa, wm[XIR_MEM_LEVELS];
+  double ta = INFINITY, ts = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
+  xir_execution_work wa, ws, wm[XIR_MEM_LEVELS];
   for (int rep = 0; rep < 3; rep++) {
     double x;
     if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &x, &wa, d))) goto out;
     ta = fmin(ta, x);
+    if ((st = time_kernel(cc, rt, b, "rmsnorm", "R=32,C=1024", 64, 4, &x, &ws, d))) goto out;
+    ts = fmin(ts, x);
     for (int l = 0; l < XIR_MEM_LEVELS; l++) {
       if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], d))) goto out;
       tm[l] = fmin(tm[l], x);
     }
   }
-  /* t = a·A + m·M (A, M: total arithmetic units and bytes), solved triangularly (the full 2×2
-   * solve is unstable: both probes have both kinds of work). The copy probe is almost pure
+  /* t = a·A + μ·Aμ + m·M (A: simple units, Aμ: math units, M: bytes), solved triangularly (a
+   * full solve is unstable: every probe has every kind of work). The copy probe is almost pure
    * memory — its few arithmetic units (a load and a store per packet) overlap with the transfer
-   * — so it gives m by itself; the in-cache arithmetic probe then gives a from what its bytes do
-   * not explain (at the in-L2 rate: its footprint is 192 KiB). (Solving for a first attributed
-   * all of the copy's time to its load/store units and left m = 0.) */
+   * — so it gives m by itself (per level); rmsnorm 32×1024 (in L2, simple ops only but one
+   * rsqrt a row) then gives a from what its bytes do not explain; gelu_residual 64×256 (in L2,
+   * mostly tanh) gives μ from what a and m do not. (Solving for one arithmetic rate from gelu
+   * alone overestimated simple kernels about 4×, and solving it before m left m = 0.) */
   for (int l = 0; l < XIR_MEM_LEVELS; l++) {
     double M = wm[l].memory_per_packet * (double)wm[l].packets;
     out->mem_bytes[l] = wm[l].footprint_bytes;
     out->mem_ns[l] = M > 0 ? tm[l] / M : 0;
   }
-  double A1 = wa.arith_per_packet * (double)wa.packets, M1 = wa.memory_per_packet * (double)wa.packets;
   double m = out->mem_ns[1];
-  double a = A1 > 0 ? (ta - out->mem_ns[0] * M1) / A1 : 0;
-  if (!(a > 0)) a = A1 > 0 ? ta / A1 : 0;
+  double Ms = ws.memory_per_packet * (double)ws.packets, As = ws.arith_per_packet * (double)ws.packets;
+  double a = As > 0 ? (ts - out->mem_ns[0] * Ms) / As : 0;
+  if (!(a > 0)) a = As > 0 ? ts / As : 0;
+  double A1 = (wa.arith_per_packet - wa.math_per_packet) * (double)wa.packets;
+  double Am = wa.math_per_packet * (double)wa.packets, M1 = wa.memory_per_packet * (double)wa.packets;
+  double mu = Am > 0 ? (ta - out->mem_ns[0] * M1 - a * A1) / Am : 0;
+  if (!(mu > 0)) mu = a;
+  out->ns_per_math = mu;
   out->ns_per_arith = a;
   out->ns_per_byte = m;
   out->ns_per_block = 8 * a;
@@ -167,6 +175,7 @@ void xir_cost_coefficients_from_calibration(const xir_calibration *cal, xir_cost
   }
   memset(c, 0, sizeof *c);
   c->c[XIR_TERM_ARITH] = cal->ns_per_arith;
+  c->ns_per_math = cal->ns_per_math;
   c->c[XIR_TERM_MEMORY] = cal->ns_per_byte;
   if (cal->mem_bytes[0] > 0) {
     /* the hierarchy gives the rate; c[MEMORY] becomes its multiplier */

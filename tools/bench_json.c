@@ -1,0 +1,58 @@
+/* bench_json.c — the service model and cost coefficients as JSON, written by `xir bench` (into the
+ * records' provenance) and `xir calibrate --json`, read back by `xir audit` to re-plan. One list
+ * of fields each, so that the writer and the reader cannot drift apart. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* Reads field f of object o into c->f: a finite number >= 0. */
+#define GET(f)                                                                     \
+  {                                                                                \
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, #f);                      \
+    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0) {   \
+      snprintf(why, cap, "field %s is missing or not a finite number >= 0", #f);   \
+      return 1;                                                                    \
+    }                                                                              \
+    c->f = x->valuedouble;                                                         \
+  }
+
+#define CAL_FIELDS(X)                                                                       \
+  X(ns_per_arith) X(ns_per_math) X(ns_per_byte) X(ns_per_block) X(ns_per_task) X(ns_activation) \
+  X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) X(mem_ns[0]) X(mem_ns[1]) X(mem_ns[2])
+
+cJSON *bench_calibration_json(const xir_calibration *c) {
+  cJSON *o = cJSON_CreateObject();
+#define PUT(f) cJSON_AddNumberToObject(o, #f, c->f);
+  CAL_FIELDS(PUT)
+#undef PUT
+  return o;
+}
+
+int bench_calibration_from_json(const cJSON *o, xir_calibration *c, char *why, size_t cap) {
+  memset(c, 0, sizeof *c);
+  CAL_FIELDS(GET)
+  return 0;
+}
+
+#define COEF_FIELDS(X)                                                                         \
+  X(c[0]) X(c[1]) X(c[2]) X(c[3]) X(c[4]) X(c[5]) X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) \
+  X(mem_ns[0]) X(mem_ns[1]) X(mem_ns[2]) X(ns_per_math)
+
+_Static_assert(XIR_TERM_COUNT == 6, "COEF_FIELDS lists every term");
+
+cJSON *bench_coefficients_json(const xir_cost_coefficients *c) {
+  cJSON *o = cJSON_CreateObject();
+#define PUT(f) cJSON_AddNumberToObject(o, #f, c->f);
+  COEF_FIELDS(PUT)
+#undef PUT
+  return o;
+}
+
+int bench_coefficients_from_json(const cJSON *o, xir_cost_coefficients *c, char *why, size_t cap) {
+  memset(c, 0, sizeof *c);
+  COEF_FIELDS(GET)
+  return 0;
+}
+#undef GET
