@@ -29,6 +29,8 @@ static const double kGatherBytesPerLane = 16; /* a gathered lane touches part of
 /* Latency of one dependent vector accumulation, in the same units (an add's throughput cost is 1;
  * its latency is several cycles at two adds per cycle). */
 static const double kAccumulateLatency = 8;
+/* What a unit's repeated or shared tiles may hold and still come from L1. */
+static const double kNearBytes = 32768;
 
 static double op_weight(int op) {
   for (size_t i = 0; i < sizeof kWeights / sizeof kWeights[0]; i++)
@@ -61,6 +63,8 @@ typedef struct wctx {
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
   double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
+  uint8_t *inv;          /* root-invariant nodes (xir__root_invariant) */
+  uint8_t *loaded;       /* loads an earlier consumer loop of the unit already made */
   double arith, bytes, math;
 } wctx;
 
@@ -142,6 +146,18 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
   }
 }
 
+/* A load whose bytes come from L1 (see expr_cost). */
+static int near_load(const wctx *w, int id) {
+  const xir_node *n = &w->p->nodes[id];
+  double tile = n->type.elem == XIR_I64 ? 8 : 4;
+  for (int i = 0; i < n->type.rank; i++) tile *= (double)w->s->dims[n->type.axes[i]];
+  if (w->c->local < w->c->W) tile *= (double)w->c->W / (double)w->c->local; /* root programs a packet holds */
+  if (w->loaded[id] && tile <= kNearBytes) return 1;
+  int shared = 1;
+  for (int a = 0; a < n->nargs && shared; a++) shared = n->args[a] < 0 || w->inv[n->args[a]];
+  return shared && (n->type.elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
+}
+
 /* Cost of evaluating tile expression `id` once (distinct nodes, rank-0 values excluded). */
 static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   const xir_node *n = &w->p->nodes[id];
@@ -154,14 +170,18 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   }
   w->mark[id] = w->gen;
   if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) return; /* computed once per unit */
+  /* Bytes are counted where they come from beyond L1: a load the unit repeats (an earlier
+   * consumer loop read the same tile, at most kNearBytes), a tile every root program shares (w[:],
+   * at most kNearBytes), the hoisted buffers, the reduction scratch and the stored expensive tiles
+   * stay in L1 and cost their load instruction only. */
+  double dummy = 0;
   if (w->hoist[id] && !w->precompute) { /* loaded from the per-call buffer */
     unsigned ell = w->c->local, W = w->c->W;
-    access_cost(w, ell == 1 ? 0 : ell >= W ? 1 : 2, 4, arith, bytes);
+    access_cost(w, ell == 1 ? 0 : ell >= W ? 1 : 2, 4, arith, &dummy);
     return;
   }
   if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
     *arith += 1; /* a scratch load */
-    *bytes += 4 * w->c->W;
     return;
   }
   int expensive = n->op == XIR_OP_EXP || n->op == XIR_OP_LOG || n->op == XIR_OP_TANH ||
@@ -170,14 +190,17 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   if (expensive && n->type.rank == 1 && w->nest_rank == 1) {
     if (w->stored[id]) { /* computed by an earlier consumer: one vector load */
       *arith += 1;
-      *bytes += 4 * w->c->W;
+      if (4.0 * (double)w->s->dims[n->type.axes[0]] * (w->c->local >= w->c->W ? 1 : w->c->W) > kNearBytes)
+        *bytes += 4 * w->c->W;
       return;
     }
     w->stored[id] = 1;
   }
   if (n->op == XIR_OP_LOAD) {
-    access_cost(w, access_kind(w, n, n->nargs),
-                w->p->params[n->ref].elem == XIR_I64 ? 8 : 4, arith, bytes);
+    double esize = w->p->params[n->ref].elem == XIR_I64 ? 8 : 4;
+    int near = near_load(w, id);
+    w->loaded[id] = 1;
+    access_cost(w, access_kind(w, n, n->nargs), esize, arith, near ? &dummy : bytes);
   } else {
     double wt = op_weight(n->op);
     *arith += wt;
@@ -329,17 +352,24 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   x.hoist = xir__calloc((size_t)p->nnodes + 1, 1);
-  if (!x.hoist) {
+  x.inv = xir__calloc((size_t)p->nnodes + 1, 1);
+  x.loaded = xir__calloc((size_t)p->nnodes + 1, 1);
+  if (!x.hoist || !x.inv || !x.loaded) {
+    xir__free(x.inv);
+    xir__free(x.loaded);
     xir__free(x.mark);
     xir__free(x.stored);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   xir__hoisted_tiles(p, s, x.hoist);
+  xir__root_invariant(p, x.inv);
   if (c->local >= c->W && c->inner_dim >= 0 &&
       chunk_invariant_tiles(&x, &x.cinv) != XIR_OK) {
     xir__free(x.mark);
     xir__free(x.stored);
     xir__free(x.hoist);
+    xir__free(x.inv);
+    xir__free(x.loaded);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   unit_cost(&x);
@@ -362,6 +392,8 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   xir__free(x.stored);
   xir__free(x.hoist);
   xir__free(x.cinv);
+  xir__free(x.inv);
+  xir__free(x.loaded);
   for (int i = 0; i < p->nparams; i++)
     if (p->params[i].kind == XIR_PARAM_BUFFER)
       w->footprint_bytes += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
