@@ -216,14 +216,14 @@ static void test_explicit_grain_wins_over_search(void **state) {
   xir_program_free(p);
 }
 
-/* The experimental prior (activation 1e6) puts a small RMSNorm on the caller; the default does
- * not charge activation and keeps h = 2. */
+/* The experimental prior (activation 1e6) puts a small RMSNorm on the caller; the priors do not
+ * charge activation and keep h = 2. */
 static void test_activation_prior_selects_caller(void **state) {
   (void)state;
   xir_shape s;
   xir_program *p = load("rmsnorm", "R=64,C=256", &s);
   xir_plan_options o;
-  xir_plan_options_default(&o);
+  xir_plan_options_base(&o);
   o.search_task_grain = 1;
   o.local_lanes = 0;
   o.workers = 2;

@@ -305,6 +305,15 @@ static void unit_cost(wctx *w) {
   }
 }
 
+static void wctx_free(wctx *x) {
+  xir__free(x->mark);
+  xir__free(x->stored);
+  xir__free(x->hoist);
+  xir__free(x->cinv);
+  xir__free(x->inv);
+  xir__free(x->loaded);
+}
+
 xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
                                    const xir_candidate *c, uint32_t grain, uint32_t workers,
                                    xir_execution_work *w, xir_diag *d) {
@@ -346,30 +355,18 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   wctx x = {.p = p, .s = s, .c = c, .k = c->local > c->W ? c->local / c->W : 1};
   x.mark = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
   x.stored = xir__calloc((size_t)p->nnodes + 1, 1);
-  if (!x.mark || !x.stored) {
-    xir__free(x.mark);
-    xir__free(x.stored);
-    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
-  }
   x.hoist = xir__calloc((size_t)p->nnodes + 1, 1);
   x.inv = xir__calloc((size_t)p->nnodes + 1, 1);
   x.loaded = xir__calloc((size_t)p->nnodes + 1, 1);
-  if (!x.hoist || !x.inv || !x.loaded) {
-    xir__free(x.inv);
-    xir__free(x.loaded);
-    xir__free(x.mark);
-    xir__free(x.stored);
+  if (!x.mark || !x.stored || !x.hoist || !x.inv || !x.loaded) {
+    wctx_free(&x);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   xir__hoisted_tiles(p, s, x.hoist);
   xir__root_invariant(p, x.inv);
   if (c->local >= c->W && c->inner_dim >= 0 &&
       chunk_invariant_tiles(&x, &x.cinv) != XIR_OK) {
-    xir__free(x.mark);
-    xir__free(x.stored);
-    xir__free(x.hoist);
-    xir__free(x.inv);
-    xir__free(x.loaded);
+    wctx_free(&x);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   unit_cost(&x);
@@ -388,12 +385,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     pre_m += x.m_cur * (double)((N + c->W - 1) / c->W);
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
-  xir__free(x.mark);
-  xir__free(x.stored);
-  xir__free(x.hoist);
-  xir__free(x.cinv);
-  xir__free(x.inv);
-  xir__free(x.loaded);
+  wctx_free(&x);
   for (int i = 0; i < p->nparams; i++)
     if (p->params[i].kind == XIR_PARAM_BUFFER)
       w->footprint_bytes += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
