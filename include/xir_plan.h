@@ -14,12 +14,15 @@
 #define XIR_PLAN_H
 
 #include "xir.h"
-#include "xir_compile.h"
+#include "xir_bridge.h"
 #include "xir_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The compiler (xir_compile.h); xir_calibrate borrows one. */
+typedef struct xir_compiler xir_compiler;
 
 /* The cost terms of the analytic default policy, in order. */
 typedef enum xir_cost_term {

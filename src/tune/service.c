@@ -22,6 +22,7 @@
 
 #include "lower/jit.h"
 #include "util/util.h"
+#include "xir_compile.h"
 #include "xir_plan.h"
 
 #ifndef XIR_VERSION

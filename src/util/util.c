@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,4 +288,15 @@ xir_status xir__mem_check(uint64_t bytes, const char *what, xir_diag *d) {
                   "out of memory: %s need %s, but only %s are available (cgroup limit minus "
                   "usage: %s%s%s; MemAvailable: %s%s)", what, need, avail, cg,
                   m.cgroup_dir[0] ? " in " : "", m.cgroup_dir, mi, env);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+double xir__median(double *v, size_t n) {
+  if (!n) return NAN;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
