@@ -5,12 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/util.h"
 #include "xir_compile.h"
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
   const char *kernel = argc > 1 ? argv[1] : "rmsnorm", *spec = argc > 2 ? argv[2] : "R=129,C=768";
@@ -35,9 +31,9 @@ int main(int argc, char **argv) {
       xir_kernel_get_info(k, &info);
       t[i] = info.jit_ms;
     }
-    qsort(t, n, sizeof *t, cmp);
+    double med = xir__median(t, n); /* sorts t */
     printf("%s %s codegen=%-8s %zu candidates: median %.2f ms, min %.2f, max %.2f\n", kernel, spec,
-           levels[l], n, t[n / 2], t[0], t[n - 1]);
+           levels[l], n, med, t[0], t[n - 1]);
     free(t);
     xir_free(cs);
     xir_compiler_destroy(cc);

@@ -18,6 +18,7 @@
 
 #include "lower/jit.h"
 #include "lower/vmath.h"
+#include "util/util.h"
 
 typedef void (*kern_fn)(const float *x, const float *y, float *out, int64_t nvec);
 
@@ -26,11 +27,6 @@ static double now_ms(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
-static int cmpd(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* ns per element of every vector math function at width W (default pipeline), inputs in a range
  * where each function does real work. */
 static int per_function(unsigned W) {
@@ -178,11 +174,9 @@ int main(int argc, char **argv) {
           }
         }
       }
-      qsort(to, (size_t)R, sizeof(double), cmpd);
-      qsort(tc, (size_t)R, sizeof(double), cmpd);
-      qsort(tt, (size_t)R, sizeof(double), cmpd);
       printf("%-30s %-82s %3d %8.2f %8.2f %8.2f %10.3f\n", mods[mi].name, cfg[c].pipeline,
-             cfg[c].level, to[R / 2], tc[R / 2], tt[R / 2], ns);
+             cfg[c].level, xir__median(to, (size_t)R), xir__median(tc, (size_t)R),
+             xir__median(tt, (size_t)R), ns);
       free(to);
       free(tc);
       free(tt);

@@ -20,6 +20,7 @@
 #include "check/check.h"
 #include "ir/program.h"
 #include "util/util.h"
+#include "xir_compile.h"
 #include "xir_plan.h"
 
 typedef struct slot {

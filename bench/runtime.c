@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/util.h"
 #include "xir_runtime.h"
 
 static uint64_t now_ns(void) {
@@ -29,14 +30,8 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static void report(const char *name, double *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_d);
-  double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  double med = xir__median(v, n); /* sorts v */
   printf("%-44s median %9.1f ns   min %9.1f   max %11.1f   (n=%zu)\n", name, med, v[0], v[n - 1], n);
 }
 

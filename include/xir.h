@@ -223,6 +223,15 @@ int xir_kernel_find(const char *name);
 /* Parses built-in kernel `name` (XIR_ERR_NOT_FOUND names the known kernels). */
 xir_status xir_kernel_load(const char *name, xir_program **out, xir_diag *d);
 
+/* ---------------------------------------------------------------------------------------------
+ * The installation */
+
+/* The xir version ("0.1.0"). */
+const char *xir_version(void);
+/* The cache directory (the service model, the kernel cache): $XIR_CACHE_DIR, else
+ * $XDG_CACHE_HOME/xir, else $HOME/.cache/xir. */
+xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d);
+
 #ifdef __cplusplus
 }
 #endif

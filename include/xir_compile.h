@@ -1,65 +1,19 @@
-/* xir_compile.h — legal mapping candidates (the bridge) and native code (lowering + JIT).
+/* xir_compile.h — native code (lowering + JIT) for the bridge's candidates (xir_bridge.h).
  *
  *   program + shape ──bridge──► candidates (perm × B × ℓ), each with its implementation kind
  *                   ──compile──► xir_kernel: fn(args, block_begin, block_end) + IR/object hashes
  *
  * Legality is decided by the bridge only. Dims are bound at compile time: a kernel is compiled
- * for one shape. Included by xir.h users who want native code. */
+ * for one shape. Included by xir.h users who want native code; it includes xir_bridge.h. */
 #ifndef XIR_COMPILE_H
 #define XIR_COMPILE_H
 
 #include "xir.h"
+#include "xir_bridge.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* How a candidate is implemented (the cost depends on it). */
-typedef enum xir_impl_kind {
-  XIR_IMPL_DIRECT = 1,      /* ℓ ≤ W: straight-line per packet, exchanges inside registers */
-  XIR_IMPL_MULTI_PACKET = 2 /* ℓ > W: a root program spans ℓ/W packets; partials are combined
-                               across the packets in a fixed tree, then inside the packet */
-} xir_impl_kind;
-
-/* One legal way to map a program onto SIMD lanes. */
-typedef struct xir_candidate {
-  uint32_t W;                 /* SIMD width in f32 lanes: 1, 2, 4, 8, 16 */
-  uint32_t B;                 /* lanes per block, a multiple of W */
-  uint32_t local;             /* ℓ: lanes per root program (1 = whole-program mapping) */
-  int nperm;
-  uint8_t perm[XIR_MAX_ROOT]; /* root-axis order, outermost first (last = fastest) */
-  /* Implementation, as reported by the bridge for this shape: */
-  xir_impl_kind kind;
-  int full_packet_path;       /* a mask-free path exists for full packets */
-  int ragged_packets;         /* some packet has inactive lanes (masked path used) */
-  int ragged_inner;           /* the inner extent is not a multiple of ℓ (masked tail chunk) */
-  int inner_dim;              /* the distributed inner axis (a dim index), -1 when ℓ = 1 only */
-  /* Counts for this shape: */
-  uint64_t root_programs;     /* P */
-  uint64_t blocks;            /* L = ceil(P·ℓ / B) */
-  uint64_t packets;           /* Q = ceil(P·ℓ / W) */
-} xir_candidate;
-
-/* Enumerates every legal candidate for W, in a deterministic order (perms in lexicographic
- * order × B ∈ {W, 2W, 4W, 8W} × ℓ ∈ {1, 2, 4, …, B}, where ℓ > 1 only if the body's cross-lane
- * exchanges are implemented: every tile is 1-D over one inner axis). *out is freed with xir_free. */
-xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t W,
-                          xir_candidate **out, size_t *count, xir_diag *d);
-
-/* Why a (perm, B, ℓ) is or is not legal; XIR_OK fills *c. The message says which rule fails. */
-xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint32_t W,
-                              uint32_t B, uint32_t local, const uint8_t *perm,
-                              xir_candidate *c, xir_diag *d);
-
-/* The stable name of a candidate: "perm=r,l=8,B=32,W=16" (perm axes joined by '.'). */
-char *xir_candidate_name(const xir_program *p, const xir_candidate *c, char *buf, size_t cap);
-
-/* Parses a candidate name and checks that it is legal for the program, shape and W. */
-xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, const char *name,
-                               uint32_t W, xir_candidate *c, xir_diag *d);
-
-/* "direct" / "multi-packet". */
-const char *xir_impl_kind_name(xir_impl_kind k);
 
 /* ---- compiling ---- */
 

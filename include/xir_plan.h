@@ -14,12 +14,15 @@
 #define XIR_PLAN_H
 
 #include "xir.h"
-#include "xir_compile.h"
+#include "xir_bridge.h"
 #include "xir_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The compiler (xir_compile.h); xir_calibrate borrows one. */
+typedef struct xir_compiler xir_compiler;
 
 /* The cost terms of the analytic default policy, in order. */
 typedef enum xir_cost_term {
@@ -164,8 +167,6 @@ void xir_plan_options_base(xir_plan_options *o);
 
 /* ---- the service model (src/tune/service.c) ---- */
 
-/* The cache directory: $XIR_CACHE_DIR, else $XDG_CACHE_HOME/xir, else $HOME/.cache/xir. */
-xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d);
 /* This machine's calibrated service model for a runtime of `workers` (2 ≤ workers ≤ max)
  * workers. Read from the cache file keyed by the xir and LLVM versions, the CPU name and
  * features, and the worker count, when that file is intact; otherwise (or with refresh = 1)
@@ -180,8 +181,6 @@ xir_status xir_service_model_path(uint32_t workers, char *buf, size_t cap, xir_d
 /* The coefficients of the service model for the online CPUs (at least 2 workers), obtained once
  * per process (xir_service_model) and kept for its lifetime; NULL when it could not be had. */
 const xir_cost_coefficients *xir_service_coefficients(void);
-/* The xir version ("0.1.0"). */
-const char *xir_version(void);
 
 typedef struct xir_plan_entry {
   xir_candidate cand;

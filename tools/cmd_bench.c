@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include "bench.h"
 #include "bench/records.h"
 #include "cli.h"
+#include "util/sha256.h"
 #include "util/util.h"
 
 
@@ -66,18 +66,16 @@ static void help(void) {
 }
 
 static void sha_file(const char *path, char hex[65]) {
-  struct sha256_ctx h;
-  sha256_init(&h);
+  xir__sha256 h;
+  xir__sha256_init(&h);
   FILE *f = fopen(path, "rb");
   unsigned char buf[65536];
   size_t n;
   strcpy(hex, "unknown");
   if (!f) return;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&h, n, buf);
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) xir__sha256_update(&h, buf, n);
   fclose(f);
-  uint8_t dig[SHA256_DIGEST_SIZE];
-  sha256_digest(&h, sizeof dig, dig);
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+  xir__sha256_final_hex(&h, hex);
 }
 
 void bench_binary_sha(char hex[65]) { sha_file("/proc/self/exe", hex); }

@@ -3,26 +3,15 @@
 
 #include <errno.h>
 #include <math.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "util/sha256.h"
 #include "util/util.h"
 #include "xir_runtime.h"
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y ? 1 : 0;
-}
-
-double xir__median(double *v, size_t n) {
-  if (!n) return NAN;
-  qsort(v, n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 xir_status xir__json_write_gz(const char *path, const cJSON *root, xir_diag *d) {
   char *text = cJSON_PrintUnformatted(root);
@@ -158,24 +147,22 @@ static double num(const cJSON *o, const char *k) {
 }
 
 void xir__bench_samples_digest(const cJSON *records, char hex[65]) {
-  struct sha256_ctx h;
-  sha256_init(&h);
+  xir__sha256 h;
+  xir__sha256_init(&h);
   const cJSON *visits = cJSON_GetObjectItemCaseSensitive(records, "visits"), *v;
   cJSON_ArrayForEach(v, visits) {
     char line[128];
     int n = snprintf(line, sizeof line, "%.0f %.0f %.0f", num(v, "round"), num(v, "case"),
                      num(v, "n"));
-    sha256_update(&h, (size_t)n, (const uint8_t *)line);
+    xir__sha256_update(&h, line, (size_t)n);
     const cJSON *s;
     cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(v, "samples_ns")) {
       n = snprintf(line, sizeof line, " %.17g", cJSON_IsNumber(s) ? s->valuedouble : NAN);
-      sha256_update(&h, (size_t)n, (const uint8_t *)line);
+      xir__sha256_update(&h, line, (size_t)n);
     }
-    sha256_update(&h, 1, (const uint8_t *)"\n");
+    xir__sha256_update(&h, "\n", 1);
   }
-  uint8_t dig[SHA256_DIGEST_SIZE];
-  sha256_digest(&h, sizeof dig, dig);
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+  xir__sha256_final_hex(&h, hex);
 }
 
 /* p50 (ns per launch) of one visit, from its samples; NaN when malformed. */

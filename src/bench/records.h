@@ -16,9 +16,6 @@
 
 #define XIR_BENCH_FORMAT "xir-bench-1"
 
-/* Median of n values (the array is reordered). n = 0 gives NaN. */
-double xir__median(double *v, size_t n);
-
 /* Writes root as JSON through gzip to path (atomically: a temporary file, then rename). */
 xir_status xir__json_write_gz(const char *path, const cJSON *root, xir_diag *d);
 /* The cap on the decompressed size of a records file: 256 MiB (the largest suite's records are a

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ir/program.h"
-#include "xir_compile.h"
+#include "xir_bridge.h"
 
 /* The single axis every tile ranges over, or -1 (no tiles, or tiles of rank ≥ 2 / mixed axes). */
 static int inner_axis(const xir_program *p, const char **why) {

@@ -3,10 +3,10 @@
 
 #include <float.h>
 #include <math.h>
-#include <nettle/sha2.h>
 #include <string.h>
 
 #include "ir/program.h"
+#include "util/sha256.h"
 #include "util/util.h"
 #include "util/npy.h"
 #include "util/rng.h"
@@ -209,20 +209,18 @@ int xir__case_sentinels_ok(const xir_case *c) {
 }
 
 void xir__case_input_fingerprint(const xir_case *c, char hex[65]) {
-  struct sha256_ctx h;
-  sha256_init(&h);
+  xir__sha256 h;
+  xir__sha256_init(&h);
   for (int i = 0; i < c->p->nparams; i++) {
     const xir_param *q = &c->p->params[i];
     if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->idata[i])
-      sha256_update(&h, c->numel[i] * sizeof(int64_t), (const uint8_t *)c->idata[i]);
+      xir__sha256_update(&h, c->idata[i], c->numel[i] * sizeof(int64_t));
     else if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->data[i])
-      sha256_update(&h, c->numel[i] * sizeof(float), (const uint8_t *)c->data[i]);
+      xir__sha256_update(&h, c->data[i], c->numel[i] * sizeof(float));
     else if (q->kind == XIR_PARAM_SCALAR)
-      sha256_update(&h, sizeof(double), (const uint8_t *)&c->args[i].scalar);
+      xir__sha256_update(&h, &c->args[i].scalar, sizeof(double));
   }
-  uint8_t dig[SHA256_DIGEST_SIZE];
-  sha256_digest(&h, sizeof dig, dig);
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(hex + 2 * i, 3, "%02x", dig[i]);
+  xir__sha256_final_hex(&h, hex);
 }
 
 void xir__case_free(xir_case *c) {

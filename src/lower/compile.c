@@ -14,7 +14,7 @@
 #include "lower/kcache.h"
 #include "lower/lower.h"
 #include "util/util.h"
-#include "xir_plan.h"
+#include "xir.h"
 
 struct xir_kernel {
   char *key;

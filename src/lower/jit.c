@@ -30,8 +30,8 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-#include <nettle/sha2.h>
 
+#include "util/sha256.h"
 #include "util/util.h"
 
 struct xir__jit {
@@ -52,20 +52,6 @@ struct xir__jit {
   xir__jit_artifact **arts;
   size_t n_arts, cap_arts;
 };
-
-void xir__jit_sha256_hex(const void *data, size_t n, char out[65]) {
-  struct sha256_ctx c;
-  uint8_t dig[SHA256_DIGEST_SIZE];
-  sha256_init(&c);
-  sha256_update(&c, n, data);
-  sha256_digest(&c, SHA256_DIGEST_SIZE, dig);
-  static const char hx[] = "0123456789abcdef";
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
-    out[2 * i] = hx[dig[i] >> 4];
-    out[2 * i + 1] = hx[dig[i] & 15];
-  }
-  out[64] = 0;
-}
 
 /* Consumes e; writes "what: message" into d. */
 static xir_status llvm_err(xir_diag *d, xir_status s, const char *what, LLVMErrorRef e) {
@@ -489,22 +475,15 @@ static char *compute_key(xir__jit *jit, LLVMModuleRef mod, const char *entry) {
   char lvl[16];
   snprintf(lvl, sizeof lvl, "%d", jit->codegen_level);
   const char *parts[] = {ir, jit->triple, jit->cpu, jit->features, jit->pipeline, lvl, entry};
-  struct sha256_ctx c;
-  uint8_t dig[SHA256_DIGEST_SIZE];
-  sha256_init(&c);
+  xir__sha256 c;
+  xir__sha256_init(&c);
   for (size_t i = 0; i < XIR_ARRAY_LEN(parts); i++)
-    sha256_update(&c, strlen(parts[i]) + 1, (const uint8_t *)parts[i]); /* with the NUL */
-  sha256_digest(&c, SHA256_DIGEST_SIZE, dig);
+    xir__sha256_update(&c, parts[i], strlen(parts[i]) + 1); /* with the NUL */
   LLVMDisposeMessage(ir);
   char *key = xir__malloc(3 + 64 + 1);
   if (!key) return NULL;
   memcpy(key, "ir:", 3);
-  static const char hx[] = "0123456789abcdef";
-  for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
-    key[3 + 2 * i] = hx[dig[i] >> 4];
-    key[3 + 2 * i + 1] = hx[dig[i] & 15];
-  }
-  key[67] = 0;
+  xir__sha256_final_hex(&c, key + 3);
   return key;
 }
 

@@ -151,7 +151,8 @@ size_t xir__jit_cache_size(xir__jit *jit);
 xir_status xir__jit_lookup(xir__jit *jit, const xir__jit_artifact *a, const char *name,
                            void **addr, xir_diag *d);
 
-/* Lowercase hex SHA-256 of n bytes into out[65]. */
-void xir__jit_sha256_hex(const void *data, size_t n, char out[65]);
+/* Lowercase hex SHA-256 of n bytes into out[65]: the one implementation is util/sha256.c. */
+void xir__sha256_hex(const void *data, size_t n, char out[65]);
+#define xir__jit_sha256_hex xir__sha256_hex
 
 #endif

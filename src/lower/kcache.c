@@ -29,37 +29,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <nettle/sha2.h>
 
 #include "util/util.h"
-#include "xir_plan.h"
+#include "util/sha256.h"
+#include "xir.h"
 
 static const char kMagic[8] = {'X', 'I', 'R', 'K', 'C', '0', '0', '1'};
 
 /* ---- hashing ---- */
 
-static void hex_of(const uint8_t *dig, char out[65]) {
-  static const char hx[] = "0123456789abcdef";
-  for (int i = 0; i < 32; i++) {
-    out[2 * i] = hx[dig[i] >> 4];
-    out[2 * i + 1] = hx[dig[i] & 15];
-  }
-  out[64] = 0;
-}
 
 void xir__kcache_key(const char *const *parts, size_t n, char out[65]) {
-  struct sha256_ctx c;
-  uint8_t dig[SHA256_DIGEST_SIZE];
-  sha256_init(&c);
+  xir__sha256 c;
+  xir__sha256_init(&c);
   for (size_t i = 0; i < n; i++) {
     const char *p = parts[i] ? parts[i] : "";
     char len[24];
     int l = snprintf(len, sizeof len, "%zu:", strlen(p));
-    sha256_update(&c, (size_t)l, (const uint8_t *)len);
-    sha256_update(&c, strlen(p), (const uint8_t *)p);
+    xir__sha256_update(&c, len, (size_t)l);
+    xir__sha256_update(&c, p, strlen(p));
   }
-  sha256_digest(&c, SHA256_DIGEST_SIZE, dig);
-  hex_of(dig, out);
+  xir__sha256_final_hex(&c, out);
 }
 
 /* ---- build-id ---- */
@@ -270,13 +260,8 @@ xir__kcache_load_result xir__kcache_load(const xir__kcache *kc, const char key[6
     why = "its lengths do not match its size";
     goto out;
   }
-  struct sha256_ctx c;
-  uint8_t dig[SHA256_DIGEST_SIZE];
   char hex[65];
-  sha256_init(&c);
-  sha256_update(&c, size - OFF_PAYLOAD, buf + OFF_PAYLOAD);
-  sha256_digest(&c, SHA256_DIGEST_SIZE, dig);
-  hex_of(dig, hex);
+  xir__sha256_hex(buf + OFF_PAYLOAD, size - OFF_PAYLOAD, hex);
   if (memcmp(hex, buf + OFF_PSHA, 64) != 0) {
     why = "its payload hash does not match";
     goto out;
@@ -372,15 +357,13 @@ int xir__kcache_store(const xir__kcache *kc, const char key[65], const char *ir,
   put_u64(h + OFF_OBJLEN, obj_size);
   memcpy(h + OFF_IRSHA, ir_sha256, 64);
   memcpy(h + OFF_OBJSHA, obj_sha256, 64);
-  struct sha256_ctx c;
-  uint8_t dig[SHA256_DIGEST_SIZE];
+  xir__sha256 c;
   char hex[65];
-  sha256_init(&c);
-  sha256_update(&c, XIR__KCACHE_HEADER - OFF_PAYLOAD, h + OFF_PAYLOAD);
-  sha256_update(&c, ir_len, (const uint8_t *)ir);
-  sha256_update(&c, obj_size, obj);
-  sha256_digest(&c, SHA256_DIGEST_SIZE, dig);
-  hex_of(dig, hex);
+  xir__sha256_init(&c);
+  xir__sha256_update(&c, h + OFF_PAYLOAD, XIR__KCACHE_HEADER - OFF_PAYLOAD);
+  xir__sha256_update(&c, ir, ir_len);
+  xir__sha256_update(&c, obj, obj_size);
+  xir__sha256_final_hex(&c, hex);
   memcpy(h + OFF_PSHA, hex, 64);
 
   const char *what = "creating the folder";

@@ -610,16 +610,6 @@ static int rendezvous_fn(void *ctx, uint64_t b, uint64_t e) {
   return 0;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median_ns(uint64_t *v, uint32_t n) {
-  qsort(v, n, sizeof *v, cmp_u64);
-  return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
-}
-
 /* Waits (up to ~1 s) until every pool thread sleeps, or only worker `only` when only != 0. */
 static void wait_asleep(xir_runtime *rt, uint32_t only) {
   for (int tries = 0; tries < 20000; tries++) {
@@ -643,7 +633,7 @@ xir_status xir_runtime_measure_wake(xir_runtime *rt, uint32_t samples, xir_wake_
   if (samples == 0) samples = 201;
   if (samples > 1000000)
     return xir__err(d, XIR_ERR_INVALID_ARG, "measure wake: %u samples (at most 1000000)", samples);
-  uint64_t *v = xir__malloc(samples * sizeof *v);
+  double *v = xir__malloc(samples * sizeof *v);
   if (!v) return xir__err(d, XIR_ERR_NOMEM, "measure wake: out of memory");
 
   rt_session s = RT_SESSION_INIT;
@@ -671,7 +661,7 @@ xir_status xir_runtime_measure_wake(xir_runtime *rt, uint32_t samples, xir_wake_
     xir__rt_run(rt, &s, &caller, &o, NULL, NULL, NULL);
     v[i] = now_ns() - t0;
   }
-  out->caller_ns = median_ns(v, samples);
+  out->caller_ns = xir__median(v, samples);
 
   /* spinning: put every pool thread to sleep first, so that only worker 1 spins afterwards */
   atomic_store_explicit(&rt->policy, XIR_WAIT_SLEEP, memory_order_relaxed);
@@ -687,7 +677,7 @@ xir_status xir_runtime_measure_wake(xir_runtime *rt, uint32_t samples, xir_wake_
     xir__rt_run(rt, &s, &two, &o, NULL, NULL, NULL);
     v[i] = now_ns() - t0;
   }
-  out->spin_roundtrip_ns = median_ns(v, samples);
+  out->spin_roundtrip_ns = xir__median(v, samples);
 
   atomic_store_explicit(&rt->policy, XIR_WAIT_SLEEP, memory_order_relaxed);
   for (uint32_t i = 0; i < samples; i++) {
@@ -697,7 +687,7 @@ xir_status xir_runtime_measure_wake(xir_runtime *rt, uint32_t samples, xir_wake_
     xir__rt_run(rt, &s, &two, &o, NULL, NULL, NULL);
     v[i] = now_ns() - t0;
   }
-  out->sleep_roundtrip_ns = median_ns(v, samples);
+  out->sleep_roundtrip_ns = xir__median(v, samples);
 
   atomic_store_explicit(&rt->spin_ns, spin0, memory_order_relaxed);
   atomic_store_explicit(&rt->policy, pol0, memory_order_relaxed);

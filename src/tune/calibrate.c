@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/records.h"
 #include "check/check.h"
 #include "util/util.h"
+#include "xir_compile.h"
 #include "xir_plan.h"
 
 static int empty_blocks(void *ctx, uint64_t b0, uint64_t b1) {

@@ -22,27 +22,11 @@
 
 #include "lower/jit.h"
 #include "util/util.h"
+#include "xir_compile.h"
 #include "xir_plan.h"
-
-#ifndef XIR_VERSION
-#define XIR_VERSION "0"
-#endif
-
-const char *xir_version(void) { return XIR_VERSION; }
 
 static const char kMagic[] = "xir service model 3";
 
-xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d) {
-  if (!buf || cap == 0) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_cache_dir needs a buffer");
-  const char *x = getenv("XIR_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  int n;
-  if (x && *x) n = snprintf(buf, cap, "%s", x);
-  else if (xdg && *xdg) n = snprintf(buf, cap, "%s/xir", xdg);
-  else if (home && *home) n = snprintf(buf, cap, "%s/.cache/xir", home);
-  else return xir__err(d, XIR_ERR_NOT_FOUND, "no cache directory: XIR_CACHE_DIR, XDG_CACHE_HOME and HOME are unset");
-  if (n < 0 || (size_t)n >= cap) return xir__err(d, XIR_ERR_INVALID_ARG, "the cache directory path is too long");
-  return XIR_OK;
-}
 
 /* mkdir -p */
 static int make_dirs(const char *path) {

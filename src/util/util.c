@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,4 +288,35 @@ xir_status xir__mem_check(uint64_t bytes, const char *what, xir_diag *d) {
                   "out of memory: %s need %s, but only %s are available (cgroup limit minus "
                   "usage: %s%s%s; MemAvailable: %s%s)", what, need, avail, cg,
                   m.cgroup_dir[0] ? " in " : "", m.cgroup_dir, mi, env);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+double xir__median(double *v, size_t n) {
+  if (!n) return NAN;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- the version and the cache directory (public: xir.h) ---- */
+
+#ifndef XIR_VERSION
+#define XIR_VERSION "0"
+#endif
+
+const char *xir_version(void) { return XIR_VERSION; }
+
+xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d) {
+  if (!buf || cap == 0) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_cache_dir needs a buffer");
+  const char *x = getenv("XIR_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int n;
+  if (x && *x) n = snprintf(buf, cap, "%s", x);
+  else if (xdg && *xdg) n = snprintf(buf, cap, "%s/xir", xdg);
+  else if (home && *home) n = snprintf(buf, cap, "%s/.cache/xir", home);
+  else return xir__err(d, XIR_ERR_NOT_FOUND, "no cache directory: XIR_CACHE_DIR, XDG_CACHE_HOME and HOME are unset");
+  if (n < 0 || (size_t)n >= cap) return xir__err(d, XIR_ERR_INVALID_ARG, "the cache directory path is too long");
+  return XIR_OK;
 }

@@ -37,6 +37,11 @@ void xir__arena_free(xir_arena *a);
 /* CLOCK_MONOTONIC in nanoseconds (all of xir's timings use it). */
 double xir__now_ns(void);
 
+/* Median of n values (the array is sorted in place). n = 0 gives NaN; an even count gives the
+ * mean of the middle two. The one median of xir: the runtime, calibration, bench records and the
+ * micro-benchmarks all use it. */
+double xir__median(double *v, size_t n);
+
 /* ---- memory actually available ------------------------------------------------------------
  * Linux overcommits: a huge malloc succeeds and the process is OOM-killed later, when the pages
  * are touched. So before allocating large buffers, xir compares the bytes it needs with what the
