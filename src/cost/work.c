@@ -381,8 +381,16 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     x.m_cur = 0;
     expr_cost(&x, i, &a, &pre_b);
     int64_t N = s->dims[p->nodes[i].type.axes[0]];
-    pre += a * (double)((N + c->W - 1) / c->W);
-    pre_m += x.m_cur * (double)((N + c->W - 1) / c->W);
+    int64_t M = N; /* a periodic tile is computed over one period, then copied (lower.c) */
+    int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    if (per) {
+      xir__inner_period(p, s, p->nodes[i].type.axes[0], per);
+      if (per[i] > 1 && per[i] < N) M = per[i];
+      xir__free(per);
+    }
+    pre += a * (double)((M + c->W - 1) / c->W) +
+           2.0 * (double)(N - M) / (M % c->W == 0 ? (double)c->W : 1.0);
+    pre_m += x.m_cur * (double)((M + c->W - 1) / c->W);
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
   wctx_free(&x);

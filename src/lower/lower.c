@@ -982,13 +982,22 @@ static void emit_hoisted(lw *L) {
   L->precompute = 1;
   L->k = 1;
   L->full = 1;
+  int64_t *per = NULL;
   for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
     if (!L->hoist[id]) continue;
     int X = L->p->nodes[id].type.axes[0];
     int64_t N = L->sh->dims[X], steps = (N + L->W - 1) / L->W;
+    /* a tile periodic along its axis is computed over one period and copied over the rest */
+    if (!per) per = xir__calloc((size_t)L->p->nnodes + 1, sizeof(int64_t));
+    if (!per) {
+      L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", L->p->name);
+      break;
+    }
+    xir__inner_period(L->p, L->sh, X, per);
+    int64_t M = per[id] > 1 && per[id] < N ? per[id] : N;
     LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(steps * L->W)), "hoist");
     loop lp;
-    loop_begin(L, &lp, ci64(L, 0), ci64(L, steps));
+    loop_begin(L, &lp, ci64(L, 0), ci64(L, (M + L->W - 1) / L->W));
     LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, L->W), "");
     val c = vaff(base, 1);
     c = clamp(L, &c, N - 1);
@@ -1001,8 +1010,23 @@ static void emit_hoisted(lw *L) {
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, buf, &base, 1, "");
     LLVMSetAlignment(LLVMBuildStore(L->b, v.v[0], ptr), 4);
     loop_end(L, &lp);
+    if (M < N) {
+      /* buf[e] = buf[e - M] for e in [M, N): W elements a step when W divides M, else one */
+      int vec = M % L->W == 0;
+      LLVMTypeRef t = vec ? L->vf : L->f32;
+      int64_t step = vec ? L->W : 1, n = vec ? steps : N;
+      loop cp;
+      loop_begin(L, &cp, ci64(L, M / step), ci64(L, n));
+      LLVMValueRef e = LLVMBuildMul(L->b, cp.i, ci64(L, step), "");
+      LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
+      LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
+      LLVMSetAlignment(x, 4);
+      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &e, 1, "")), 4);
+      loop_end(L, &cp);
+    }
     L->hoist_buf[id] = buf;
   }
+  xir__free(per);
   L->gen++;
   L->k = k;
   L->precompute = 0;
