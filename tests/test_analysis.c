@@ -144,12 +144,90 @@ static void test_contiguous_packets_across_rows(void **state) {
   xir_program_free(p);
 }
 
+/* The pair swap of RoPE and rope_cache's table reads are window loads + shuffles when ℓ is a
+ * multiple of their period (the cost model counts them as contiguous); with ℓ = 16 and HD = 64
+ * the table read is not (period 64 > ℓ). */
+static void test_window_accesses(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=5,C=256,HD=64,P=16,H2=32", &s);
+  int partner = node_named(p, "partner"), C = 1;
+  int tables = 0, windows64 = 0, windows16 = 0;
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_LOAD && (p->params[p->nodes[i].ref].name[0] == 'c' ||
+                                           p->params[p->nodes[i].ref].name[0] == 's')) {
+      tables++;
+      windows64 += xir__window_access(p, &s, C, 64, 16, i);
+      windows16 += xir__window_access(p, &s, C, 16, 16, i);
+    }
+  assert_int_equal(tables, 2);
+  assert_int_equal(windows64, 2);
+  assert_int_equal(windows16, 0);
+  assert_true(xir__window_access(p, &s, C, 16, 16, partner));
+  assert_false(xir__window_access(p, &s, C, 8, 16, partner)); /* l < W: no chunks of W lanes */
+  xir__lpat pt;
+  assert_true(xir__access_pattern(p, &s, C, partner, &pt));
+  assert_int_equal(pt.P, 2);
+  assert_int_equal(pt.A, 1);
+  assert_int_equal(pt.tab[0], 0); /* c + 1 - 2·(c % 2): the constant 1 is the uniform part */
+  assert_int_equal(pt.tab[1], -2);
+  xir_program_free(p);
+}
+
+/* A window load whose offsets the run time finds clamped (x[r, c + 2 - 2·(c % 2)] runs past the
+ * row's end in the last chunk) takes the gather: the output matches a hand-written reference
+ * with clamped indices, and the IR has both paths. */
+static void test_window_load_falls_back_when_clamped(void **state) {
+  (void)state;
+  const char *text =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  c = iota(C)\n"
+      "  store y[r, :] = load x[r, c + 2 - 2 * (c % 2)]\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=3,C=128", &s, &d)) die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  if (W == 16) {
+    uint8_t perm[1] = {0};
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, 64, 64, perm, &c, &d)) die(&d);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    assert_non_null(strstr(info.ir_text, "perm.fast"));
+    assert_non_null(strstr(info.ir_text, "masked.gather"));
+    float x[3 * 128], y[3 * 128];
+    for (int i = 0; i < 3 * 128; i++) x[i] = (float)(i + 1);
+    xir_arg args[2] = {{.in = x}, {.out = y}};
+    uint64_t slots[8];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k));
+    for (int r = 0; r < 3; r++)
+      for (int e = 0; e < 128; e++) {
+        int src = e + 2 - 2 * (e % 2);
+        if (src > 127) src = 127;
+        assert_true(y[r * 128 + e] == x[r * 128 + src]);
+      }
+  }
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
       cmocka_unit_test(test_period_rules),
       cmocka_unit_test(test_chunk_invariant_work_is_charged_once),
       cmocka_unit_test(test_contiguous_packets_across_rows),
+      cmocka_unit_test(test_window_accesses),
+      cmocka_unit_test(test_window_load_falls_back_when_clamped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,7 +105,8 @@ static int flattened_root_index(const wctx *w, const xir_node *n, int nidx) {
   return 1;
 }
 
-/* Classifies a load/store access: 0 broadcast, 1 contiguous, 2 gather/scatter. */
+/* Classifies a load/store access: 0 broadcast, 1 contiguous, 2 gather/scatter, 3 window load +
+ * shuffle. */
 static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   const xir_param *q = &w->p->params[n->ref];
   unsigned ell = w->c->local, W = w->c->W;
@@ -118,6 +119,8 @@ static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   }
   if (dep == 0) return 0;
   if (ell == 1 && flattened_root_index(w, n, nidx)) return 1;
+  if (n->op == XIR_OP_LOAD && xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, (int)(n - w->p->nodes)))
+    return 3; /* a window load and a shuffle (lower.c, perm_load) */
   if (dep == 2) return 2;
   int a = n->args[last];
   if (a < 0) return ell >= W ? 1 : 2; /* the inner axis slice */
@@ -137,8 +140,8 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
   if (kind == 0) {
     *arith += 1;
     *bytes += esize;
-  } else if (kind == 1) {
-    *arith += 1;
+  } else if (kind == 1 || kind == 3) {
+    *arith += kind == 3 ? 3 : 1; /* kind 3: the offset check and the shuffle */
     *bytes += esize * W;
   } else {
     *arith += 1 + kGatherPerLane * W;

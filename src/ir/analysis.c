@@ -1,6 +1,8 @@
 /* analysis.c — facts about a verified program that the lowering and the execution work must
  * agree on (so that the cost model counts what the native code does): which values are the same
  * for every root program, and which tiles are therefore computed once per call. */
+#include <string.h>
+
 #include "ir/program.h"
 
 int xir__op_is_transcendental(int op) {
@@ -99,4 +101,155 @@ void xir__inner_period(const xir_program *p, const xir_shape *s, int X, int64_t 
     if (per > N) per = 0;
     period[i] = per;
   }
+}
+
+/* ---- lane patterns ---- */
+
+static int64_t floordiv64(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static int64_t floormod64(int64_t a, int64_t b) { return a - b * floordiv64(a, b); }
+
+/* Combines two patterns' periods; 0 when the lcm is too large. */
+static int lcm_period(int a, int b) {
+  int64_t l = (int64_t)a / gcd64(a, b) * b;
+  return l <= XIR_LPAT_MAXP ? (int)l : 0;
+}
+
+static int lpat_rec(const xir_program *p, const xir_shape *s, int X, const int64_t *period,
+                    int id, int depth, xir__lpat *o) {
+  const xir_node *n = &p->nodes[id];
+  memset(o, 0, sizeof *o);
+  o->P = 1;
+  if (depth > 16 || n->type.elem != XIR_I64 || n->type.rank > 1) return 0;
+  if (n->op == XIR_OP_CONST || n->op == XIR_OP_DIM) {
+    o->u_known = 1;
+    o->u = n->op == XIR_OP_CONST ? n->imm.i : s->dims[n->ref];
+    return 1;
+  }
+  if (n->op == XIR_OP_IOTA && n->ref == X) {
+    o->u_known = 1;
+    o->A = 1;
+    return 1;
+  }
+  if (period[id] == 1) return 1; /* the same for every element: an unknown uniform */
+  xir__lpat a, b;
+  switch (n->op) {
+    case XIR_OP_ADD:
+    case XIR_OP_SUB: {
+      if (!lpat_rec(p, s, X, period, n->args[0], depth + 1, &a) ||
+          !lpat_rec(p, s, X, period, n->args[1], depth + 1, &b))
+        return 0;
+      int P = lcm_period(a.P, b.P), sg = n->op == XIR_OP_ADD ? 1 : -1;
+      if (!P) return 0;
+      o->P = P;
+      o->A = a.A + sg * b.A;
+      o->u_known = a.u_known && b.u_known;
+      o->u = a.u + sg * b.u;
+      for (int j = 0; j < P; j++) o->tab[j] = a.tab[j % a.P] + sg * b.tab[j % b.P];
+      return 1;
+    }
+    case XIR_OP_NEG:
+      if (!lpat_rec(p, s, X, period, n->args[0], depth + 1, &a)) return 0;
+      *o = a;
+      o->A = -a.A;
+      o->u = -a.u;
+      for (int j = 0; j < a.P; j++) o->tab[j] = -a.tab[j];
+      return 1;
+    case XIR_OP_MUL: {
+      if (!lpat_rec(p, s, X, period, n->args[0], depth + 1, &a) ||
+          !lpat_rec(p, s, X, period, n->args[1], depth + 1, &b))
+        return 0;
+      xir__lpat *k = NULL, *v = NULL;
+      if (b.u_known && b.A == 0 && b.P == 1 && b.tab[0] == 0) k = &b, v = &a;
+      else if (a.u_known && a.A == 0 && a.P == 1 && a.tab[0] == 0) k = &a, v = &b;
+      if (!k) return 0;
+      *o = *v;
+      o->A = v->A * k->u;
+      o->u = v->u * k->u;
+      for (int j = 0; j < v->P; j++) o->tab[j] = (int32_t)(v->tab[j] * k->u);
+      return 1;
+    }
+    case XIR_OP_REM:
+    case XIR_OP_DIV: {
+      const xir_node *m = &p->nodes[n->args[1]];
+      int64_t M = m->op == XIR_OP_CONST ? m->imm.i : m->op == XIR_OP_DIM ? s->dims[m->ref] : 0;
+      if (M <= 0 || M > XIR_LPAT_MAXP || !lpat_rec(p, s, X, period, n->args[0], depth + 1, &a) ||
+          !a.u_known)
+        return 0;
+      int P = a.P;
+      if (n->op == XIR_OP_REM && a.A != 0) P = lcm_period(a.P, (int)M);
+      if (n->op == XIR_OP_DIV && a.A != 0) return 0;
+      if (!P) return 0;
+      o->P = P;
+      o->u_known = 1;
+      for (int j = 0; j < P; j++) {
+        int64_t v = a.u + a.A * j + a.tab[j % a.P];
+        o->tab[j] = (int32_t)(n->op == XIR_OP_REM ? floormod64(v, M) : floordiv64(v, M));
+      }
+      return 1;
+    }
+    default: return 0;
+  }
+}
+
+int xir__access_pattern(const xir_program *p, const xir_shape *s, int X, int id, xir__lpat *out) {
+  const xir_node *n = &p->nodes[id];
+  memset(out, 0, sizeof *out);
+  out->P = 1;
+  int64_t *period = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+  if (!period) return 0;
+  xir__inner_period(p, s, X, period);
+  const xir_param *q = &p->params[n->ref];
+  int nidx = n->op == XIR_OP_STORE ? n->nargs - 1 : n->nargs, ok = 1;
+  int64_t stride = 1;
+  for (int k = nidx - 1; k >= 0 && ok; k--) {
+    xir__lpat a;
+    memset(&a, 0, sizeof a);
+    a.P = 1;
+    if (n->args[k] < 0) a.A = q->dims[k] == X; /* a slice: the element index, or a loop index */
+    else ok = lpat_rec(p, s, X, period, n->args[k], 0, &a);
+    if (!ok) break;
+    int P = lcm_period(out->P, a.P);
+    if (!P) {
+      ok = 0;
+      break;
+    }
+    int32_t t[XIR_LPAT_MAXP];
+    for (int j = 0; j < P; j++) {
+      int64_t v = out->tab[j % out->P] + stride * a.tab[j % a.P];
+      if (v > INT32_MAX || v < INT32_MIN) ok = 0;
+      t[j] = (int32_t)v;
+    }
+    memcpy(out->tab, t, sizeof(int32_t) * (size_t)P);
+    out->P = P;
+    out->A += stride * a.A;
+    stride *= s->dims[q->dims[k]];
+  }
+  xir__free(period);
+  return ok;
+}
+
+int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, int64_t *lo) {
+  int64_t mn = INT64_MAX, mx = INT64_MIN;
+  for (unsigned i = 0; i < W; i++) {
+    int64_t c = (int64_t)(q * W + i);
+    pi[i] = pt->A * c + pt->tab[c % pt->P];
+    if (pi[i] < mn) mn = pi[i];
+    if (pi[i] > mx) mx = pi[i];
+  }
+  *lo = mn;
+  return mx - mn < (int64_t)W;
+}
+
+int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
+                       int id) {
+  if (ell < W || X < 0 || W < 2 || W > 16) return 0;
+  xir__lpat pt;
+  if (!xir__access_pattern(p, s, X, id, &pt) || ell % (unsigned)pt.P) return 0;
+  int64_t pi[16], lo;
+  for (unsigned q = 0; q < ell / W; q++)
+    if (!xir__lane_window(&pt, W, q, pi, &lo)) return 0;
+  return 1;
 }

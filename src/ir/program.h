@@ -123,6 +123,31 @@ void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist
  * program sees the same values: they are computed once per unit, not once per chunk. */
 void xir__inner_period(const xir_program *p, const xir_shape *s, int X, int64_t *period);
 
+enum { XIR_LPAT_MAXP = 256 };
+/* How an integer index depends on the element index c along an axis X: u + A·c + tab[c mod P],
+ * with u the same for every element (its value known only for constant expressions). */
+typedef struct xir__lpat {
+  int64_t A;
+  int P;                        /* 1..XIR_LPAT_MAXP */
+  int u_known;
+  int64_t u;
+  int32_t tab[XIR_LPAT_MAXP];
+} xir__lpat;
+/* The pattern of the element offset of load/store `id` along X (built from iota(X), constants,
+ * dims, per-root values, + − ×const, and % or / by a constant): 1 and *out, or 0 when the offset
+ * has no such form. The lowering uses it to turn a gather whose lanes are a fixed permutation of a
+ * contiguous window (RoPE's pair swap, a table row read twice per pair) into a load and a
+ * shuffle — and checks at run time that the offsets are exactly that before using it. */
+int xir__access_pattern(const xir_program *p, const xir_shape *s, int X, int id, xir__lpat *out);
+/* Lane i of packet q of a chunk (whose first element is ≡ 0 mod P) reads base + pi[i]; 1 when
+ * every pi[i] (i < W) lies in a window of W elements starting at base + *lo. */
+int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, int64_t *lo);
+/* 1 when a candidate with local width ell ≥ W over inner axis X lowers load `id` as a window
+ * load + shuffle in its full chunks (ell a multiple of the pattern's period, every packet's lanes
+ * within one window). */
+int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
+                       int id);
+
 /* Typing rules of the op table. */
 enum {
   XIR_TY_LEAF, XIR_TY_IOTA, XIR_TY_LOAD, XIR_TY_STORE, XIR_TY_REDUCE, XIR_TY_TOF32,

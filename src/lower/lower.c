@@ -22,6 +22,7 @@
  * and anything else a gather. Computed indices are clamped into their dim (memory safety; the
  * oracle reports them as errors). No fast-math flags; math functions come from vmath.c. */
 #include <llvm-c/Core.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ir/program.h"
@@ -481,10 +482,88 @@ static val load_i64_at(lw *L, LLVMValueRef base, val off) {
   return vvec(L, r);
 }
 
+static int type_has(const xir_type *t, int dim) {
+  for (int i = 0; i < t->rank; i++)
+    if (t->axes[i] == dim) return 1;
+  return 0;
+}
+
+/* A gather whose lanes are a fixed permutation of a window of W consecutive elements (RoPE's pair
+ * swap x[r, c + 1 - 2·(c % 2)], a table row read twice per pair): a masked contiguous load and a
+ * shuffle, taken only when the run-time offsets are exactly base + pi in every packet (a clamped
+ * index, or anything the pattern did not foresee, takes the gather). Returns 0 when no pattern
+ * applies. */
+static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
+  int X = L->c->inner_dim;
+  if (off->aff || L->ell < L->W || L->tail || L->precompute || X < 0 || L->W < 2 ||
+      !type_has(&n->type, X) || !L->env[X].aff || L->env[X].s != 1)
+    return 0;
+  xir__lpat pt;
+  if (!xir__window_access(L->p, L->sh, X, L->ell, L->W, (int)(n - L->p->nodes)) ||
+      !xir__access_pattern(L->p, L->sh, X, (int)(n - L->p->nodes), &pt))
+    return 0;
+  int64_t pi[MAXK][16], lo[MAXK];
+  for (unsigned q = 0; q < L->k; q++) xir__lane_window(&pt, L->W, q, pi[q], &lo[q]);
+  LLVMValueRef ov[MAXK], U[MAXK], all = NULL;
+  ivecs(L, off, ov);
+  LLVMTypeRef rty = LLVMVectorType(L->i1, L->W);
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef e[16];
+    for (unsigned i = 0; i < L->W; i++) e[i] = ci64(L, pi[q][i]);
+    U[q] = LLVMBuildSub(L->b, LLVMBuildExtractElement(L->b, ov[q], LLVMConstInt(L->i32, 0, 0), ""),
+                        ci64(L, pi[q][0]), "");
+    LLVMValueRef want = LLVMBuildAdd(L->b, splat(L, U[q]), LLVMConstVector(e, L->W), "");
+    LLVMValueRef eq = LLVMBuildICmp(L->b, LLVMIntEQ, ov[q], want, "");
+    LLVMValueRef r = intrinsic(L, "llvm.vector.reduce.and", &rty, 1, &eq, 1);
+    all = all ? LLVMBuildAnd(L->b, all, r, "") : r;
+  }
+  LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.fast");
+  LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.gather");
+  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.join");
+  LLVMBuildCondBr(L->b, all, fast, slow);
+  LLVMValueRef vf[MAXK], vs[MAXK];
+  LLVMPositionBuilderAtEnd(L->b, fast);
+  for (unsigned q = 0; q < L->k; q++) {
+    int64_t hi = 0;
+    LLVMValueRef m[16], sh[16];
+    for (unsigned i = 0; i < L->W; i++)
+      if (pi[q][i] - lo[q] > hi) hi = pi[q][i] - lo[q];
+    for (unsigned i = 0; i < L->W; i++) {
+      m[i] = LLVMConstInt(L->i1, (int64_t)i <= hi, 0);
+      sh[i] = LLVMConstInt(L->i32, (unsigned long long)(pi[q][i] - lo[q]), 0);
+    }
+    LLVMValueRef o = LLVMBuildAdd(L->b, U[q], ci64(L, lo[q]), "");
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->buf[n->ref], &o, 1, "");
+    LLVMTypeRef tys[2] = {L->vf, L->ptr};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, 4, 0), LLVMConstVector(m, L->W),
+                            LLVMGetPoison(L->vf)};
+    LLVMValueRef w = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+    vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(L->vf), LLVMConstVector(sh, L->W), "");
+  }
+  LLVMBuildBr(L->b, join);
+  LLVMPositionBuilderAtEnd(L->b, slow);
+  val g = load_at(L, L->buf[n->ref], *off);
+  for (unsigned q = 0; q < L->k; q++) vs[q] = g.v[q];
+  LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(L->b);
+  LLVMBuildBr(L->b, join);
+  LLVMPositionBuilderAtEnd(L->b, join);
+  LLVMValueRef r[MAXK];
+  for (unsigned q = 0; q < L->k; q++) {
+    r[q] = LLVMBuildPhi(L->b, L->vf, "");
+    LLVMValueRef in[2] = {vf[q], vs[q]};
+    LLVMBasicBlockRef from[2] = {fast, slow_end};
+    LLVMAddIncoming(r[q], in, from, 2);
+  }
+  *out = vvec(L, r);
+  return 1;
+}
+
 static val eval_load(lw *L, const xir_node *n) {
   if (L->p->params[n->ref].elem == XIR_I64)
     return load_i64_at(L, L->buf[n->ref], access_offset(L, n, n->nargs));
-  return load_at(L, L->buf[n->ref], access_offset(L, n, n->nargs));
+  val off = access_offset(L, n, n->nargs), r;
+  if (perm_load(L, n, &off, &r)) return r;
+  return load_at(L, L->buf[n->ref], off);
 }
 
 /* A vmath call; vmath takes `float` for W = 1, so <1 x float> goes through element 0. */
@@ -765,11 +844,6 @@ static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
   }
 }
 
-static int type_has(const xir_type *t, int dim) {
-  for (int i = 0; i < t->rank; i++)
-    if (t->axes[i] == dim) return 1;
-  return 0;
-}
 
 static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
