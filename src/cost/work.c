@@ -107,7 +107,7 @@ static int flattened_root_index(const wctx *w, const xir_node *n, int nidx) {
 
 /* Classifies a load/store access: 0 broadcast, 1 contiguous, 2 gather/scatter, 3 window load +
  * shuffle. */
-static int access_kind(const wctx *w, const xir_node *n, int nidx) {
+static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
   const xir_param *q = &w->p->params[n->ref];
   unsigned ell = w->c->local, W = w->c->W;
   int last = nidx - 1, dep = 0;
@@ -119,8 +119,7 @@ static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   }
   if (dep == 0) return 0;
   if (ell == 1 && flattened_root_index(w, n, nidx)) return 1;
-  if (n->op == XIR_OP_LOAD && xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, (int)(n - w->p->nodes)))
-    return 3; /* a window load and a shuffle (lower.c, perm_load) */
+
   if (dep == 2) return 2;
   int a = n->args[last];
   if (a < 0) return ell >= W ? 1 : 2; /* the inner axis slice */
@@ -132,6 +131,15 @@ static int access_kind(const wctx *w, const xir_node *n, int nidx) {
     if (ix->ref == fastest && (w->c->nperm == 1 || E % W == 0)) return 1;
   }
   return 2;
+}
+
+/* A load the lowering would gather may be a window load and a shuffle (lower.c, perm_load). */
+static int access_kind(const wctx *w, const xir_node *n, int nidx) {
+  int k = access_kind_base(w, n, nidx);
+  if (k == 2 && n->op == XIR_OP_LOAD &&
+      xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, (int)(n - w->p->nodes)))
+    return 3;
+  return k;
 }
 
 /* esize: the element's bytes (4 for f32, 8 for an i64 input buffer). */
