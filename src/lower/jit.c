@@ -445,6 +445,19 @@ static xir_status lookup_in(xir__jit *jit, LLVMOrcJITDylibRef jd, const char *na
   return XIR_OK;
 }
 
+/* Looks up entry in jd with the object-transform layer capturing what it links (jit->cap). */
+static xir_status lookup_captured(xir__jit *jit, LLVMOrcJITDylibRef jd, const char *entry,
+                                  void **addr, xir_diag *d) {
+  jit->cap_len = 0;
+  jit->cap_oom = 0;
+  jit->cap_active = 1;
+  xir_status st = lookup_in(jit, jd, entry, addr, d);
+  jit->cap_active = 0;
+  if (st == XIR_OK && jit->cap_oom)
+    st = xir__err(d, XIR_ERR_NOMEM, "out of memory capturing the object");
+  return st;
+}
+
 /* ---- cache ---- */
 
 static xir__jit_artifact *cache_find_locked(xir__jit *jit, const char *key) {
@@ -576,17 +589,8 @@ xir_status xir__jit_add(xir__jit *jit, xir__jit_module *m, const char *entry, co
     st = llvm_err(d, XIR_ERR_LLVM, "adding the module to the JIT", e);
     goto done;
   }
-  jit->cap_len = 0;
-  jit->cap_oom = 0;
-  jit->cap_active = 1;
   void *addr = NULL;
-  st = lookup_in(jit, jd, entry, &addr, d);
-  jit->cap_active = 0;
-  if (st != XIR_OK) goto done;
-  if (jit->cap_oom) {
-    st = xir__err(d, XIR_ERR_NOMEM, "out of memory capturing the object");
-    goto done;
-  }
+  if ((st = lookup_captured(jit, jd, entry, &addr, d))) goto done;
   if (jit->cap_len == 0) {
     st = xir__err(d, XIR_ERR_LLVM, "no object was emitted for entry '%s'", entry);
     goto done;
@@ -698,17 +702,8 @@ xir_status xir__jit_add_object(xir__jit *jit, const char *key, const char *entry
   }
   /* The object goes through the object-transform layer like a compiled one: capture it and
    * check that the bytes linked are the bytes whose hash is reported. */
-  jit->cap_len = 0;
-  jit->cap_oom = 0;
-  jit->cap_active = 1;
   void *addr = NULL;
-  st = lookup_in(jit, jd, entry, &addr, d);
-  jit->cap_active = 0;
-  if (st != XIR_OK) goto done;
-  if (jit->cap_oom) {
-    st = xir__err(d, XIR_ERR_NOMEM, "out of memory capturing the object");
-    goto done;
-  }
+  if ((st = lookup_captured(jit, jd, entry, &addr, d))) goto done;
   if (jit->cap_len != obj_size || memcmp(jit->cap, obj, obj_size) != 0) {
     st = xir__err(d, XIR_ERR_LLVM, "the object linked (%zu bytes) is not the cached object "
                   "(%zu bytes)", jit->cap_len, obj_size);

@@ -417,22 +417,25 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
   return off;
 }
 
-/* The f32 elements base[off] of every lane: a scalar load (uniform), contiguous vector loads
- * (stride 1) or a gather. */
-static val load_at(lw *L, LLVMValueRef base, val off) {
+/* The elements base[off] of every lane, f32 or i64 (an i64 input buffer): a scalar load when the
+ * offset is uniform (a splat for f32, an affine stride-0 val for i64), contiguous vector loads at
+ * stride 1, else a gather. */
+static val load_elems(lw *L, LLVMValueRef base, val off, int i64) {
+  LLVMTypeRef t = i64 ? L->i64 : L->f32, vt = i64 ? L->vi : L->vf;
+  unsigned align = i64 ? 8 : 4;
   LLVMValueRef r[MAXK];
   if (off.aff && off.s == 0) {
-    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &off.u, 1, "");
-    LLVMValueRef x = LLVMBuildLoad2(L->b, L->f32, ptr, "");
-    LLVMSetAlignment(x, 4);
-    return vsplat(L, x);
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &off.u, 1, "");
+    LLVMValueRef x = LLVMBuildLoad2(L->b, t, ptr, "");
+    LLVMSetAlignment(x, align);
+    return i64 ? vaff(x, 0) : vsplat(L, x);
   }
   if (off.aff && off.s == 1) {
     for (unsigned q = 0; q < L->k; q++) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
-      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &o, 1, "");
-      r[q] = LLVMBuildLoad2(L->b, L->vf, ptr, "");
-      LLVMSetAlignment(r[q], 4);
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
+      r[q] = LLVMBuildLoad2(L->b, vt, ptr, "");
+      LLVMSetAlignment(r[q], align);
     }
     return vvec(L, r);
   }
@@ -441,46 +444,15 @@ static val load_at(lw *L, LLVMValueRef base, val off) {
   LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
   LLVMValueRef ones = LLVMConstAllOnes(L->vb);
   for (unsigned q = 0; q < L->k; q++) {
-    LLVMValueRef ptrs = LLVMBuildGEP2(L->b, L->f32, base, &ov[q], 1, "");
-    LLVMTypeRef tys[2] = {L->vf, vp};
-    LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, 4, 0), ones, LLVMGetPoison(L->vf)};
+    LLVMValueRef ptrs = LLVMBuildGEP2(L->b, t, base, &ov[q], 1, "");
+    LLVMTypeRef tys[2] = {vt, vp};
+    LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, align, 0), ones, LLVMGetPoison(vt)};
     r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
   }
   return vvec(L, r);
 }
 
-/* The i64 elements base[off] of an i64 input buffer: like load_at, but the value is an integer
- * val — uniform (a scalar load, affine with stride 0), or <W x i64> vectors (contiguous loads at
- * stride 1, else a gather). */
-static val load_i64_at(lw *L, LLVMValueRef base, val off) {
-  LLVMValueRef r[MAXK];
-  if (off.aff && off.s == 0) {
-    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->i64, base, &off.u, 1, "");
-    LLVMValueRef x = LLVMBuildLoad2(L->b, L->i64, ptr, "");
-    LLVMSetAlignment(x, 8);
-    return vaff(x, 0);
-  }
-  if (off.aff && off.s == 1) {
-    for (unsigned q = 0; q < L->k; q++) {
-      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
-      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->i64, base, &o, 1, "");
-      r[q] = LLVMBuildLoad2(L->b, L->vi, ptr, "");
-      LLVMSetAlignment(r[q], 8);
-    }
-    return vvec(L, r);
-  }
-  LLVMValueRef ov[MAXK];
-  ivecs(L, &off, ov);
-  LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
-  LLVMValueRef ones = LLVMConstAllOnes(L->vb);
-  for (unsigned q = 0; q < L->k; q++) {
-    LLVMValueRef ptrs = LLVMBuildGEP2(L->b, L->i64, base, &ov[q], 1, "");
-    LLVMTypeRef tys[2] = {L->vi, vp};
-    LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, 8, 0), ones, LLVMGetPoison(L->vi)};
-    r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
-  }
-  return vvec(L, r);
-}
+static val load_at(lw *L, LLVMValueRef base, val off) { return load_elems(L, base, off, 0); }
 
 static int type_has(const xir_type *t, int dim) {
   for (int i = 0; i < t->rank; i++)
@@ -560,7 +532,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
 
 static val eval_load(lw *L, const xir_node *n) {
   if (L->p->params[n->ref].elem == XIR_I64)
-    return load_i64_at(L, L->buf[n->ref], access_offset(L, n, n->nargs));
+    return load_elems(L, L->buf[n->ref], access_offset(L, n, n->nargs), 1);
   val off = access_offset(L, n, n->nargs), r;
   if (perm_load(L, n, &off, &r)) return r;
   return load_at(L, L->buf[n->ref], off);
