@@ -220,6 +220,32 @@ static void test_window_load_falls_back_when_clamped(void **state) {
   xir_program_free(p);
 }
 
+/* A contiguous slice is one vector load (1 unit), never charged as a window load: a row copy
+ * with l = 64 costs load + store = 2 units per chunk and packet (the first version of window
+ * loads charged every slice the shuffle too, and moved softmax_mask to l = 16). */
+static void test_slices_are_not_window_loads(void **state) {
+  (void)state;
+  const char *text =
+      "kernel copy[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  store y[r, :] = load x[r, :]\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "copy.xir", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=4,C=768", &s, &d)) die(&d);
+  uint8_t perm[1] = {0};
+  xir_candidate c;
+  xir_execution_work w;
+  if (xir_candidate_make(p, &s, 16, 64, 64, perm, &c, &d) ||
+      xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
+    die(&d);
+  assert_true(w.arith_per_packet == 2.0 * (768 / 64));
+  assert_true(w.memory_per_packet == 2.0 * 64 * (768 / 64));
+  xir_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
@@ -227,6 +253,7 @@ int main(void) {
       cmocka_unit_test(test_chunk_invariant_work_is_charged_once),
       cmocka_unit_test(test_contiguous_packets_across_rows),
       cmocka_unit_test(test_window_accesses),
+      cmocka_unit_test(test_slices_are_not_window_loads),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
