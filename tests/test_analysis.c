@@ -3,6 +3,7 @@
  * periods along the inner axis, contiguous packets across row boundaries — in the IR and in the
  * cost model's counts. Correctness of the code itself is test_native's (every candidate against
  * the fp64 oracle). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,6 +247,82 @@ static void test_slices_are_not_window_loads(void **state) {
   xir_program_free(p);
 }
 
+/* Bytes from beyond L1 only: rmsnorm reads its row twice (reduction, then store) and w[:] in
+ * every unit; with l = 64 (a 3 KiB row) the second read of x and all of w are near, so a packet
+ * moves x once and y once. */
+static void test_near_bytes(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=129,C=768", &s);
+  uint8_t perm[1] = {0};
+  xir_candidate c;
+  xir_execution_work w;
+  xir_diag d;
+  if (xir_candidate_make(p, &s, 16, 64, 64, perm, &c, &d) ||
+      xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
+    die(&d);
+  assert_true(w.memory_per_packet == 2.0 * 64 * (768 / 64));
+  assert_true(w.footprint_bytes == 4.0 * (2 * 129 * 768 + 768));
+  xir_program_free(p);
+}
+
+/* The memory hierarchy of the coefficients: flat without levels; with levels, the level's rate
+ * at and below its footprint, log-linear between, the last beyond; the planner rejects levels
+ * that do not increase. */
+static void test_byte_rate(void **state) {
+  (void)state;
+  xir_cost_coefficients c;
+  xir_cost_coefficients_default(&c);
+  assert_true(xir_cost_byte_rate(&c, 1e9) == c.c[XIR_TERM_MEMORY]);
+  c.c[XIR_TERM_MEMORY] = 1;
+  double B[3] = {1 << 18, 1 << 24, 1 << 25}, N[3] = {0.005, 0.008, 0.02};
+  for (int i = 0; i < 3; i++) c.mem_bytes[i] = B[i], c.mem_ns[i] = N[i];
+  assert_true(xir_cost_byte_rate(&c, 1000) == 0.005);
+  assert_true(xir_cost_byte_rate(&c, B[1]) == 0.008);
+  assert_true(fabs(xir_cost_byte_rate(&c, 1 << 21) - 0.0065) < 1e-12); /* halfway in log */
+  assert_true(xir_cost_byte_rate(&c, 1e12) == 0.02);
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=4,C=16", &s);
+  xir_plan_options o;
+  xir_plan_options_base(&o);
+  o.coefficients = &c;
+  xir_plan *pl;
+  xir_diag d;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_OK);
+  xir_plan_free(pl);
+  c.mem_bytes[2] = c.mem_bytes[1];
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "memory hierarchy"));
+  c.mem_bytes[2] = B[2];
+  c.ns_per_math = -1;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  xir_program_free(p);
+}
+
+/* The math part of the arithmetic (ops weighing more than 1) is reported apart and priced at
+ * ns_per_math when the coefficients have it: gelu's tanh is math, a copy has none. */
+static void test_math_part(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("gelu_residual", "R=8,C=64", &s);
+  uint8_t perm[2] = {0, 1};
+  xir_candidate c;
+  xir_execution_work w;
+  xir_diag d;
+  if (xir_candidate_make(p, &s, 16, 16, 1, perm, &c, &d) ||
+      xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
+    die(&d);
+  assert_true(w.math_per_packet >= 20 && w.math_per_packet < w.arith_per_packet);
+  xir_cost_coefficients k;
+  xir_cost_coefficients_default(&k);
+  k.c[XIR_TERM_ARITH] = 1;
+  assert_true(xir_cost_arith_per_packet(&k, &w) == w.arith_per_packet);
+  k.ns_per_math = 3;
+  assert_true(xir_cost_arith_per_packet(&k, &w) ==
+              (w.arith_per_packet - w.math_per_packet) + 3 * w.math_per_packet);
+  xir_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
@@ -254,6 +331,9 @@ int main(void) {
       cmocka_unit_test(test_contiguous_packets_across_rows),
       cmocka_unit_test(test_window_accesses),
       cmocka_unit_test(test_slices_are_not_window_loads),
+      cmocka_unit_test(test_near_bytes),
+      cmocka_unit_test(test_byte_rate),
+      cmocka_unit_test(test_math_part),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
