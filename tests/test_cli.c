@@ -15,36 +15,15 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "cli_harness.h"
+
 #include "ref_kernels.h"
 #include "util/npy.h"
 #include "util/util.h"
 
-static char g_bin[1024], g_tmp[256];
-
-static int run(const char *args, char *out, size_t cap) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", g_tmp, g_bin, args);
-  FILE *f = popen(cmd, "r");
-  if (!f) return -1;
-  size_t n = fread(out, 1, cap - 1, f);
-  out[n] = 0;
-  char sink[4096]; /* drain the rest, so that a long output does not end in SIGPIPE */
-  while (fread(sink, 1, sizeof sink, f) > 0) {
-  }
-  int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void expect_fail(const char *args, const char *words) {
-  char out[16384];
-  int rc = run(args, out, sizeof out);
-  if (rc == 0 || rc >= 128 || !strstr(out, words))
-    fail_msg("xir %s: exit %d, wanted a failure mentioning '%s'; output: %s", args, rc, words, out);
-}
-
 static float *read_npy(const char *name, size_t *shape, int *nd) {
   char path[600];
-  snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+  snprintf(path, sizeof path, "%s/%s", xir_cli_tmp, name);
   float *data;
   xir_diag d;
   if (xir__npy_read_f32(path, &data, shape, nd, 8, &d)) fail_msg("%s: %s", name, d.msg);
@@ -54,7 +33,7 @@ static float *read_npy(const char *name, size_t *shape, int *nd) {
 static void test_run_save_matches_hand_reference(void **state) {
   (void)state;
   char out[16384];
-  int rc = run("run rmsnorm --shape R=129,C=768 --save out/", out, sizeof out);
+  int rc = xir_cli_run("run rmsnorm --shape R=129,C=768 --save out/", out, sizeof out);
   if (rc) fail_msg("xir run failed: %s", out);
   assert_non_null(strstr(out, "plan:"));
   size_t sx[8], sw[8], sy[8];
@@ -81,10 +60,10 @@ static void test_run_save_matches_hand_reference(void **state) {
   xir__free(w);
   xir__free(y);
   /* the saved inputs read back give the same result */
-  rc = run("run rmsnorm --shape R=129,C=768 --inputs out --save out2", out, sizeof out);
+  rc = xir_cli_run("run rmsnorm --shape R=129,C=768 --inputs out --save out2", out, sizeof out);
   if (rc) fail_msg("xir run --inputs failed: %s", out);
   char a[700], b[700];
-  snprintf(a, sizeof a, "cmp -s '%s/out/y.npy' '%s/out2/y.npy'", g_tmp, g_tmp);
+  snprintf(a, sizeof a, "cmp -s '%s/out/y.npy' '%s/out2/y.npy'", xir_cli_tmp, xir_cli_tmp);
   assert_int_equal(system(a), 0);
   (void)b;
 }
@@ -95,10 +74,10 @@ static void test_run_save_matches_hand_reference(void **state) {
 static void test_run_rope_cache_i64_positions(void **state) {
   (void)state;
   char out[16384];
-  int rc = run("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --save rc/", out, sizeof out);
+  int rc = xir_cli_run("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --save rc/", out, sizeof out);
   if (rc) fail_msg("xir run failed: %s", out);
   char path[700];
-  snprintf(path, sizeof path, "%s/rc/pos.npy", g_tmp);
+  snprintf(path, sizeof path, "%s/rc/pos.npy", xir_cli_tmp);
   int64_t *pos;
   size_t sp[8], sx[8], sc[8], sy[8];
   int np, nx, nc, ny;
@@ -128,24 +107,24 @@ static void test_run_rope_cache_i64_positions(void **state) {
   xir__free(st);
   xir__free(y);
   /* read back: the same output */
-  rc = run("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc --save rc2", out,
+  rc = xir_cli_run("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc --save rc2", out,
            sizeof out);
   if (rc) fail_msg("xir run --inputs failed: %s", out);
   char cmd[1600];
   snprintf(cmd, sizeof cmd, "cmp -s '%s/rc/y.npy' '%s/rc2/y.npy' && cmp -s '%s/rc/pos.npy' '%s/rc2/pos.npy'",
-           g_tmp, g_tmp, g_tmp, g_tmp);
+           xir_cli_tmp, xir_cli_tmp, xir_cli_tmp, xir_cli_tmp);
   assert_int_equal(system(cmd), 0);
   /* a position outside [0, P): the interpreter names it */
   pos[7] = 4096;
   size_t s1[1] = {129};
   if (xir__npy_write_i64(path, pos, s1, 1, &d)) fail_msg("%s", d.msg);
-  expect_fail("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc",
+  xir_cli_expect_fail("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc",
               "index 1 of 'cos' is 4096, outside [0, 4096) (dim 'P')");
   /* positions saved as float32 are not int64 */
   float fpos[129];
   for (int r = 0; r < 129; r++) fpos[r] = 1.0f;
   if (xir__npy_write_f32(path, fpos, s1, 1, &d)) fail_msg("%s", d.msg);
-  expect_fail("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc",
+  xir_cli_expect_fail("run rope_cache --shape R=129,C=768,HD=64,P=4096,H2=32 --inputs rc",
               "unsupported dtype '<f4' (only little-endian int64 '<i8' is supported)");
   xir__free(pos);
 }
@@ -153,56 +132,56 @@ static void test_run_rope_cache_i64_positions(void **state) {
 static void test_run_every_candidate_and_runtime_flags(void **state) {
   (void)state;
   char out[65536];
-  int rc = run("run softmax_causal --shape R=17,C=65 --all-candidates --workers 3 --grain 2", out, sizeof out);
+  int rc = xir_cli_run("run softmax_causal --shape R=17,C=65 --all-candidates --workers 3 --grain 2", out, sizeof out);
   if (rc) fail_msg("%s", out);
   assert_null(strstr(out, "FAIL"));
   assert_non_null(strstr(out, "multi-packet"));
-  rc = run("run layernorm --shape R=33,C=1000 --candidate perm=r,l=8,B=32,W=16 --workers 2 --grain max --json", out, sizeof out);
+  rc = xir_cli_run("run layernorm --shape R=33,C=1000 --candidate perm=r,l=8,B=32,W=16 --workers 2 --grain max --json", out, sizeof out);
   if (rc) fail_msg("%s", out);
   assert_non_null(strstr(out, "\"caller\":\ttrue"));
 }
 
 static void test_bad_input_is_reported(void **state) {
   (void)state;
-  expect_fail("run nosuchkernel --shape R=1", "unknown kernel 'nosuchkernel'");
-  expect_fail("run rmsnorm --shape R=3", "dim 'C'");
-  expect_fail("run rmsnorm --shape R=3,C=0", "outside [1, 2^31)");
-  expect_fail("run rmsnorm --shape R=3,X=4", "no dim 'X'");
-  expect_fail("run rmsnorm --shape R=3,C=x", "not a positive integer");
-  expect_fail("run rope --shape R=3,C=6,HD=4", "does not hold");
-  expect_fail("run rmsnorm", "needs --shape");
-  expect_fail("run rmsnorm --shape R=3,C=7 --inputs nowhere", "nowhere/x.npy");
-  expect_fail("run rmsnorm --shape R=3,C=7 --candidate perm=r,l=3,B=16", "power of two");
-  expect_fail("run attention --shape B=1,HQ=2,HKV=1,Q=3,K=4,D=5,DV=6 --candidate perm=b.h.i,l=2,B=16",
+  xir_cli_expect_fail("run nosuchkernel --shape R=1", "unknown kernel 'nosuchkernel'");
+  xir_cli_expect_fail("run rmsnorm --shape R=3", "dim 'C'");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=0", "outside [1, 2^31)");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,X=4", "no dim 'X'");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=x", "not a positive integer");
+  xir_cli_expect_fail("run rope --shape R=3,C=6,HD=4", "does not hold");
+  xir_cli_expect_fail("run rmsnorm", "needs --shape");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --inputs nowhere", "nowhere/x.npy");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --candidate perm=r,l=3,B=16", "power of two");
+  xir_cli_expect_fail("run attention --shape B=1,HQ=2,HKV=1,Q=3,K=4,D=5,DV=6 --candidate perm=b.h.i,l=2,B=16",
               "not legal");
-  expect_fail("run rmsnorm --shape R=3,C=7 --width 32", "SIMD width");
-  expect_fail("run rmsnorm --shape R=3,C=7 --set nope=1", "no scalar parameter 'nope'");
-  expect_fail("compile rmsnorm --shape R=3,C=7 --candidate garbage", "cannot read candidate");
-  expect_fail("plan rmsnorm --shape R=129,C=768 --local 0 --search-grain --budget 5", "budget");
-  expect_fail("plan rmsnorm --shape R=129,C=768 --budget 0", "budget");
-  expect_fail("plan rmsnorm --shape R=129,C=768 --workers 0", "--workers");
-  expect_fail("bench --suite nosuch", "unknown suite");
-  expect_fail("frobnicate", "unknown command");
-  expect_fail("audit /nonexistent", "cannot read");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --width 32", "SIMD width");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --set nope=1", "no scalar parameter 'nope'");
+  xir_cli_expect_fail("compile rmsnorm --shape R=3,C=7 --candidate garbage", "cannot read candidate");
+  xir_cli_expect_fail("plan rmsnorm --shape R=129,C=768 --local 0 --search-grain --budget 5", "budget");
+  xir_cli_expect_fail("plan rmsnorm --shape R=129,C=768 --budget 0", "budget");
+  xir_cli_expect_fail("plan rmsnorm --shape R=129,C=768 --workers 0", "--workers");
+  xir_cli_expect_fail("bench --suite nosuch", "unknown suite");
+  xir_cli_expect_fail("frobnicate", "unknown command");
+  xir_cli_expect_fail("audit /nonexistent", "cannot read");
 }
 
 static void test_wrong_shaped_inputs_and_unwritable_output(void **state) {
   (void)state;
   char out[16384];
-  assert_int_equal(run("run rmsnorm --shape R=3,C=7 --save small", out, sizeof out), 0);
-  expect_fail("run rmsnorm --shape R=4,C=7 --inputs small", "x.npy has shape (3, 7) but the kernel expects (4, 7)");
+  assert_int_equal(xir_cli_run("run rmsnorm --shape R=3,C=7 --save small", out, sizeof out), 0);
+  xir_cli_expect_fail("run rmsnorm --shape R=4,C=7 --inputs small", "x.npy has shape (3, 7) but the kernel expects (4, 7)");
   /* a file where the output folder should be */
   char path[600];
-  snprintf(path, sizeof path, "%s/afile", g_tmp);
+  snprintf(path, sizeof path, "%s/afile", xir_cli_tmp);
   FILE *f = fopen(path, "w");
   fputs("x", f);
   fclose(f);
-  expect_fail("run rmsnorm --shape R=3,C=7 --save afile", "not a folder");
-  expect_fail("run rmsnorm --shape R=3,C=7 --save /proc/xir-cannot", "cannot create output folder");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --save afile", "not a folder");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --save /proc/xir-cannot", "cannot create output folder");
   /* a truncated .npy */
-  snprintf(path, sizeof path, "%s/small/x.npy", g_tmp);
+  snprintf(path, sizeof path, "%s/small/x.npy", xir_cli_tmp);
   assert_int_equal(truncate(path, 100), 0);
-  expect_fail("run rmsnorm --shape R=3,C=7 --inputs small", "x.npy");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --inputs small", "x.npy");
 }
 
 static void test_help_everywhere(void **state) {
@@ -212,27 +191,27 @@ static void test_help_everywhere(void **state) {
   char out[16384], args[64];
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
     snprintf(args, sizeof args, "%s --help", cmds[i]);
-    assert_int_equal(run(args, out, sizeof out), 0);
+    assert_int_equal(xir_cli_run(args, out, sizeof out), 0);
     assert_non_null(strstr(out, "usage: xir"));
   }
-  assert_int_equal(run("--help", out, sizeof out), 0);
-  assert_int_equal(run("kernels --json", out, sizeof out), 0);
+  assert_int_equal(xir_cli_run("--help", out, sizeof out), 0);
+  assert_int_equal(xir_cli_run("kernels --json", out, sizeof out), 0);
   assert_non_null(strstr(out, "\"attention_causal\""));
 }
 
 static void test_calibrated_policy(void **state) {
   (void)state;
   char out[16384];
-  assert_int_equal(run("calibrate --json", out, sizeof out), 0);
+  assert_int_equal(xir_cli_run("calibrate --json", out, sizeof out), 0);
   assert_non_null(strstr(out, "\"ns_activation\""));
-  assert_int_equal(run("plan gelu_residual --shape R=64,C=256 --local 0 --search-grain --workers 2 "
+  assert_int_equal(xir_cli_run("plan gelu_residual --shape R=64,C=256 --local 0 --search-grain --workers 2 "
                        "--policy calibrated", out, sizeof out), 0);
   assert_non_null(strstr(out, "policy calibrated"));
-  expect_fail("plan rmsnorm --shape R=3,C=7 --policy bogus", "--policy is default (= calibrated), priors or experimental");
+  xir_cli_expect_fail("plan rmsnorm --shape R=3,C=7 --policy bogus", "--policy is default (= calibrated), priors or experimental");
   /* the default plan uses the same service model */
-  assert_int_equal(run("plan gelu_residual --shape R=64,C=256", out, sizeof out), 0);
+  assert_int_equal(xir_cli_run("plan gelu_residual --shape R=64,C=256", out, sizeof out), 0);
   assert_non_null(strstr(out, "policy calibrated"));
-  assert_int_equal(run("plan gelu_residual --shape R=64,C=256 --policy priors", out, sizeof out), 0);
+  assert_int_equal(xir_cli_run("plan gelu_residual --shape R=64,C=256 --policy priors", out, sizeof out), 0);
   assert_non_null(strstr(out, "policy priors"));
 }
 
@@ -241,28 +220,23 @@ static void test_calibrated_policy(void **state) {
 static void test_bench_output_folder(void **state) {
   (void)state;
   char out[65536];
-  int rc = run("bench --suite smoke --warmup-ms 1 --sample-ms 1 --samples 3 --no-plot --out deep/a/b",
+  int rc = xir_cli_run("bench --suite smoke --warmup-ms 1 --sample-ms 1 --samples 3 --no-plot --out deep/a/b",
                out, sizeof out);
   if (rc) fail_msg("%s", out);
   char path[600];
-  snprintf(path, sizeof path, "%s/deep/a/b/raw.json.gz", g_tmp);
+  snprintf(path, sizeof path, "%s/deep/a/b/raw.json.gz", xir_cli_tmp);
   assert_int_equal(access(path, R_OK), 0);
-  expect_fail("bench --suite smoke --out /proc/xir-nope/x", "cannot create the output folder");
+  xir_cli_expect_fail("bench --suite smoke --out /proc/xir-nope/x", "cannot create the output folder");
 }
 
 static int setup(void **state) {
   (void)state;
-  const char *bin = getenv("XIR_BIN");
-  snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "./xir");
-  snprintf(g_tmp, sizeof g_tmp, "/tmp/xir-cli-XXXXXX");
-  return mkdtemp(g_tmp) ? 0 : -1;
+  return xir_cli_setup("xir-cli");
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-  return system(cmd) == 0 ? 0 : -1;
+  return xir_cli_teardown();
 }
 
 int main(void) {

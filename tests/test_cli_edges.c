@@ -16,36 +16,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-static char g_bin[1024], g_tmp[256];
+#include "cli_harness.h"
 
-/* Runs `xir ARGS` in the temp folder (with ENV prefixed to the command line); returns the exit
- * status (128 + signal when killed) and the output. */
-static int run_env(const char *env, const char *args, char *out, size_t cap) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s' %s 2>&1", g_tmp, env ? env : "", g_bin, args);
-  FILE *f = popen(cmd, "r");
-  if (!f) return -1;
-  size_t n = fread(out, 1, cap - 1, f);
-  out[n] = 0;
-  char sink[4096];
-  while (fread(sink, 1, sizeof sink, f) > 0) {
-  }
-  int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static int run(const char *args, char *out, size_t cap) { return run_env(NULL, args, out, cap); }
-
-static void expect_fail_env(const char *env, const char *args, const char *words) {
-  char out[16384];
-  int rc = run_env(env, args, out, sizeof out);
-  if (rc == 0 || rc >= 128 || !strstr(out, words))
-    fail_msg("xir %s: exit %d, wanted a failure mentioning '%s'; output: %s", args, rc, words, out);
-}
-
-static void expect_fail(const char *args, const char *words) { expect_fail_env(NULL, args, words); }
-
-static void tmp_path(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", g_tmp, name); }
+static void tmp_path(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", xir_cli_tmp, name); }
 
 /* ---- defect 3: --emit-* onto something that is not a regular file -------------------------- */
 
@@ -57,7 +30,7 @@ static void test_emit_into_fifo_symlink_and_directory(void **state) {
   assert_int_equal(mkfifo(path, 0600), 0);
   int rd = open(path, O_RDONLY | O_NONBLOCK); /* so that the writer's open does not block */
   assert_true(rd >= 0);
-  int rc = run("compile rmsnorm --shape R=3,C=7 --emit-obj pipe", out, sizeof out);
+  int rc = xir_cli_run("compile rmsnorm --shape R=3,C=7 --emit-obj pipe", out, sizeof out);
   if (rc) fail_msg("compile --emit-obj into a FIFO failed: %s", out);
   char buf[4];
   assert_int_equal(read(rd, buf, 4), 4);
@@ -70,27 +43,27 @@ static void test_emit_into_fifo_symlink_and_directory(void **state) {
    * code renamed a regular file over the link, as it renamed one over /dev/null as root) */
   tmp_path(path, sizeof path, "null-link");
   assert_int_equal(symlink("/dev/null", path), 0);
-  rc = run("compile rmsnorm --shape R=3,C=7 --emit-llvm null-link --emit-obj null-link", out, sizeof out);
+  rc = xir_cli_run("compile rmsnorm --shape R=3,C=7 --emit-llvm null-link --emit-obj null-link", out, sizeof out);
   if (rc) fail_msg("compile --emit-llvm into /dev/null failed: %s", out);
   assert_int_equal(lstat(path, &st), 0);
   assert_true(S_ISLNK(st.st_mode));
   assert_int_equal(stat("/dev/null", &st), 0);
   assert_true(S_ISCHR(st.st_mode));
-  snprintf(args, sizeof args, "%s/null-link.tmp", g_tmp);
+  snprintf(args, sizeof args, "%s/null-link.tmp", xir_cli_tmp);
   assert_int_equal(access(args, F_OK), -1);
   /* /dev/null itself: written in place, never replaced */
-  rc = run("compile rmsnorm --shape R=3,C=7 --emit-llvm /dev/null", out, sizeof out);
+  rc = xir_cli_run("compile rmsnorm --shape R=3,C=7 --emit-llvm /dev/null", out, sizeof out);
   if (rc) fail_msg("compile --emit-llvm /dev/null failed: %s", out);
   assert_int_equal(stat("/dev/null", &st), 0);
   assert_true(S_ISCHR(st.st_mode));
   /* a directory is refused with a message */
   tmp_path(path, sizeof path, "adir");
   assert_int_equal(mkdir(path, 0700), 0);
-  expect_fail("compile rmsnorm --shape R=3,C=7 --emit-llvm adir", "cannot write 'adir': Is a directory");
+  xir_cli_expect_fail("compile rmsnorm --shape R=3,C=7 --emit-llvm adir", "cannot write 'adir': Is a directory");
   assert_int_equal(stat(path, &st), 0);
   assert_true(S_ISDIR(st.st_mode));
   /* a regular file is still replaced atomically, with the IR */
-  rc = run("compile rmsnorm --shape R=3,C=7 --emit-llvm k.ll", out, sizeof out);
+  rc = xir_cli_run("compile rmsnorm --shape R=3,C=7 --emit-llvm k.ll", out, sizeof out);
   if (rc) fail_msg("%s", out);
   tmp_path(path, sizeof path, "k.ll");
   assert_int_equal(stat(path, &st), 0);
@@ -101,23 +74,23 @@ static void test_emit_into_fifo_symlink_and_directory(void **state) {
 
 static void test_out_of_range_values_are_rejected(void **state) {
   (void)state;
-  expect_fail("run rmsnorm --shape R=3,C=7 --seed -1", "--seed needs an integer in [0, 2^64)");
-  expect_fail("run rmsnorm --shape R=3,C=7 --seed 18446744073709551616", "--seed needs an integer");
-  expect_fail("run rmsnorm --shape R=3,C=7 --seed ' 1'", "--seed needs an integer");
-  expect_fail("suite --seed -1", "--seed needs an integer");
-  expect_fail("run rmsnorm --shape R=3,C=7 --candidate perm=r,l=1,B=4294967312,W=16",
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --seed -1", "--seed needs an integer in [0, 2^64)");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --seed 18446744073709551616", "--seed needs an integer");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --seed ' 1'", "--seed needs an integer");
+  xir_cli_expect_fail("suite --seed -1", "--seed needs an integer");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --candidate perm=r,l=1,B=4294967312,W=16",
               "B=4294967312 is out of range");
-  expect_fail("compile rmsnorm --shape R=3,C=7 --candidate perm=r,l=4294967297,B=16,W=16",
+  xir_cli_expect_fail("compile rmsnorm --shape R=3,C=7 --candidate perm=r,l=4294967297,B=16,W=16",
               "l=4294967297 is out of range");
-  expect_fail("run rmsnorm --shape R=3,C=7 --candidate perm=r,l=1,B=+16,W=16", "cannot read candidate");
-  expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=1.5", "'1.5' is not an integer (offset is an i64)");
-  expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=1e30", "'1e30' is not an integer");
-  expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=100000000000000000000", "outside [-2^53, 2^53]");
-  expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=9007199254740993", "outside [-2^53, 2^53]");
-  expect_fail("run rmsnorm --shape R=3,C=7 --set eps=1e39", "outside the f32 range");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --candidate perm=r,l=1,B=+16,W=16", "cannot read candidate");
+  xir_cli_expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=1.5", "'1.5' is not an integer (offset is an i64)");
+  xir_cli_expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=1e30", "'1e30' is not an integer");
+  xir_cli_expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=100000000000000000000", "outside [-2^53, 2^53]");
+  xir_cli_expect_fail("run rope --shape R=4,C=8,HD=8 --set offset=9007199254740993", "outside [-2^53, 2^53]");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --set eps=1e39", "outside the f32 range");
   /* what is in range still runs */
   char out[16384];
-  int rc = run("run rope --shape R=4,C=8,HD=8 --set offset=-3 --seed 18446744073709551615", out, sizeof out);
+  int rc = xir_cli_run("run rope --shape R=4,C=8,HD=8 --set offset=-3 --seed 18446744073709551615", out, sizeof out);
   if (rc) fail_msg("%s", out);
 }
 
@@ -127,9 +100,9 @@ static void test_case_larger_than_available_memory_fails_cleanly(void **state) {
   (void)state;
   /* inside a 1 GiB limit this was OOM-killed (SIGKILL); the limit is lowered through the
    * XIR_MEM_AVAILABLE hook instead of really exhausting memory */
-  expect_fail_env("XIR_MEM_AVAILABLE=1073741824", "run rmsnorm --shape R=20000,C=20000 --interpret",
+  xir_cli_expect_fail_env("XIR_MEM_AVAILABLE=1073741824", "run rmsnorm --shape R=20000,C=20000 --interpret",
                   "need 6400080512 bytes (6103.6 MiB), but only 1073741824 bytes (1024.0 MiB) are available");
-  expect_fail_env("XIR_MEM_AVAILABLE=1073741824", "run rmsnorm --shape R=20000,C=20000",
+  xir_cli_expect_fail_env("XIR_MEM_AVAILABLE=1073741824", "run rmsnorm --shape R=20000,C=20000",
                   "out of memory");
 }
 
@@ -149,44 +122,39 @@ static void test_save_is_all_or_nothing(void **state) {
   assert_int_equal(mkdir(path, 0700), 0);
   tmp_path(path, sizeof path, "sv/y.npy");
   assert_int_equal(mkdir(path, 0700), 0);
-  expect_fail("run rmsnorm --shape R=3,C=7 --save sv", "cannot save 'sv/y.npy' (nothing was saved)");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --save sv", "cannot save 'sv/y.npy' (nothing was saved)");
   assert_false(exists("sv/x.npy"));
   assert_false(exists("sv/w.npy"));
   /* no staging file is left behind either */
   char cmd[800];
-  snprintf(cmd, sizeof cmd, "test $(ls -A '%s/sv' | wc -l) -eq 1", g_tmp);
+  snprintf(cmd, sizeof cmd, "test $(ls -A '%s/sv' | wc -l) -eq 1", xir_cli_tmp);
   assert_int_equal(system(cmd), 0);
   /* once the obstacle is gone, everything is saved */
   tmp_path(path, sizeof path, "sv/y.npy");
   assert_int_equal(rmdir(path), 0);
-  assert_int_equal(run("run rmsnorm --shape R=3,C=7 --save sv", out, sizeof out), 0);
+  assert_int_equal(xir_cli_run("run rmsnorm --shape R=3,C=7 --save sv", out, sizeof out), 0);
   assert_true(exists("sv/x.npy") && exists("sv/w.npy") && exists("sv/y.npy"));
   /* DIR's parent is a regular file: the message names it, not the folder that does not exist */
   tmp_path(path, sizeof path, "plain");
   FILE *f = fopen(path, "w");
   fputs("x", f);
   fclose(f);
-  expect_fail("run rmsnorm --shape R=3,C=7 --save plain/out",
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --save plain/out",
               "cannot create output folder 'plain/out': 'plain' is not a folder");
-  expect_fail("run rmsnorm --shape R=3,C=7 --save plain", "'plain' exists and is not a folder");
-  expect_fail("run rmsnorm --shape R=3,C=7 --save nowhere/out",
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --save plain", "'plain' exists and is not a folder");
+  xir_cli_expect_fail("run rmsnorm --shape R=3,C=7 --save nowhere/out",
               "cannot create output folder 'nowhere/out': 'nowhere' does not exist");
   assert_false(exists("nowhere"));
 }
 
 static int setup(void **state) {
   (void)state;
-  const char *bin = getenv("XIR_BIN");
-  snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "./xir");
-  snprintf(g_tmp, sizeof g_tmp, "/tmp/xir-edges-XXXXXX");
-  return mkdtemp(g_tmp) ? 0 : -1;
+  return xir_cli_setup("xir-edges");
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-  return system(cmd) == 0 ? 0 : -1;
+  return xir_cli_teardown();
 }
 
 int main(void) {

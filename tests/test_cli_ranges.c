@@ -12,28 +12,13 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "cli_harness.h"
+
 #include "util/npy.h"
-
-static char g_bin[1024], g_tmp[256];
-
-/* Runs `xir ARGS` in the temp folder; returns the exit status (128 + signal) and the output. */
-static int run(const char *args, char *out, size_t cap) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>&1", g_tmp, g_bin, args);
-  FILE *f = popen(cmd, "r");
-  if (!f) return -1;
-  size_t n = fread(out, 1, cap - 1, f);
-  out[n] = 0;
-  char sink[4096];
-  while (fread(sink, 1, sizeof sink, f) > 0) {
-  }
-  int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 static void expect(const char *args, int want_rc, const char *words, int want_note) {
   char out[16384];
-  int rc = run(args, out, sizeof out);
+  int rc = xir_cli_run(args, out, sizeof out);
   int has_note = strstr(out, "note") != NULL;
   if (rc != want_rc || (words && !strstr(out, words)) || has_note != want_note)
     fail_msg("xir %s: exit %d (wanted %d), note %d (wanted %d), wanted '%s'; output: %s", args, rc,
@@ -55,7 +40,7 @@ static void test_rope_positions(void **state) {
 
 static void write_npy(const char *name, const float *v, size_t r, size_t c) {
   char path[512];
-  snprintf(path, sizeof path, "%s/%s", g_tmp, name);
+  snprintf(path, sizeof path, "%s/%s", xir_cli_tmp, name);
   size_t shape[2] = {r, c};
   xir_diag d;
   assert_int_equal(xir__npy_write_f32(path, v, shape, c ? 2 : 1, &d), XIR_OK);
@@ -69,7 +54,7 @@ static void test_rmsnorm_rows_of_3e38(void **state) {
   write_npy("x.npy", x, 2, 16);
   size_t shape1[1] = {16};
   char path[512];
-  snprintf(path, sizeof path, "%s/w.npy", g_tmp);
+  snprintf(path, sizeof path, "%s/w.npy", xir_cli_tmp);
   xir_diag d;
   assert_int_equal(xir__npy_write_f32(path, w, shape1, 1, &d), XIR_OK);
   expect("run rmsnorm --shape R=2,C=16 --inputs .", 1, "1 row(s) of x exceed the f32 range", 1);
@@ -81,17 +66,12 @@ static void test_rmsnorm_rows_of_3e38(void **state) {
 
 static int setup(void **state) {
   (void)state;
-  const char *bin = getenv("XIR_BIN");
-  snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "./xir");
-  snprintf(g_tmp, sizeof g_tmp, "/tmp/xir-ranges-XXXXXX");
-  return mkdtemp(g_tmp) ? 0 : -1;
+  return xir_cli_setup("xir-ranges");
 }
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-  return system(cmd) == 0 ? 0 : -1;
+  return xir_cli_teardown();
 }
 
 int main(void) {
