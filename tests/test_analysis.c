@@ -158,14 +158,14 @@ static void test_window_accesses(void **state) {
     if (p->nodes[i].op == XIR_OP_LOAD && (p->params[p->nodes[i].ref].name[0] == 'c' ||
                                            p->params[p->nodes[i].ref].name[0] == 's')) {
       tables++;
-      windows64 += xir__window_access(p, &s, C, 64, 16, i);
-      windows16 += xir__window_access(p, &s, C, 16, 16, i);
+      windows64 += xir__window_access(p, &s, C, 64, 16, i, NULL);
+      windows16 += xir__window_access(p, &s, C, 16, 16, i, NULL);
     }
   assert_int_equal(tables, 2);
   assert_int_equal(windows64, 2);
   assert_int_equal(windows16, 0);
-  assert_true(xir__window_access(p, &s, C, 16, 16, partner));
-  assert_false(xir__window_access(p, &s, C, 8, 16, partner)); /* l < W: no chunks of W lanes */
+  assert_true(xir__window_access(p, &s, C, 16, 16, partner, NULL));
+  assert_false(xir__window_access(p, &s, C, 8, 16, partner, NULL)); /* l < W: no chunks of W lanes */
   xir__lpat pt;
   assert_true(xir__access_pattern(p, &s, C, partner, &pt));
   assert_int_equal(pt.P, 2);

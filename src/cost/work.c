@@ -137,7 +137,8 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
 static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   int k = access_kind_base(w, n, nidx);
   if (k == 2 && n->op == XIR_OP_LOAD &&
-      xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, (int)(n - w->p->nodes)))
+      xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, (int)(n - w->p->nodes),
+                         NULL))
     return 3;
   return k;
 }

@@ -144,9 +144,9 @@ int xir__access_pattern(const xir_program *p, const xir_shape *s, int X, int id,
 int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, int64_t *lo);
 /* 1 when a candidate with local width ell ≥ W over inner axis X lowers load `id` as a window
  * load + shuffle in its full chunks (ell a multiple of the pattern's period, every packet's lanes
- * within one window). */
+ * within one window); *pt_out (may be NULL) then receives the pattern. */
 int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
-                       int id);
+                       int id, xir__lpat *pt_out);
 
 /* Typing rules of the op table. */
 enum {

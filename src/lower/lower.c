@@ -471,9 +471,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
       !type_has(&n->type, X) || !L->env[X].aff || L->env[X].s != 1)
     return 0;
   xir__lpat pt;
-  if (!xir__window_access(L->p, L->sh, X, L->ell, L->W, (int)(n - L->p->nodes)) ||
-      !xir__access_pattern(L->p, L->sh, X, (int)(n - L->p->nodes), &pt))
-    return 0;
+  if (!xir__window_access(L->p, L->sh, X, L->ell, L->W, (int)(n - L->p->nodes), &pt)) return 0;
   int64_t pi[MAXK][16], lo[MAXK];
   for (unsigned q = 0; q < L->k; q++) xir__lane_window(&pt, L->W, q, pi[q], &lo[q]);
   LLVMValueRef ov[MAXK], U[MAXK], all = NULL;
