@@ -168,7 +168,7 @@ void xir_plan_options_base(xir_plan_options *o);
 /* ---- the service model (src/tune/service.c) ---- */
 
 /* This machine's calibrated service model for a runtime of `workers` (2 ≤ workers ≤ max)
- * workers. Read from the cache file keyed by the xir and LLVM versions, the CPU name and
+ * workers; 0 = the count the planner defaults use (the online CPUs, at least 2). Read from the cache file keyed by the xir and LLVM versions, the CPU name and
  * features, and the worker count, when that file is intact; otherwise (or with refresh = 1)
  * measured with xir_calibrate (about a second; the machine should be idle) and written back.
  * A corrupt or foreign file is never trusted: it is measured again and replaced. With

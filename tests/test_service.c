@@ -144,6 +144,13 @@ static void test_bad_arguments(void **state) {
   assert_int_equal(xir_service_model(2, 0, NULL, NULL, &d), XIR_ERR_INVALID_ARG);
   char small[4];
   assert_int_equal(xir_service_model_path(2, small, sizeof small, &d), XIR_ERR_INVALID_ARG);
+  /* 0 = the planner defaults' count: the online CPUs, at least 2 */
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  uint32_t host = n < 2 ? 2 : (uint32_t)n;
+  char a[1200], b[1200];
+  assert_int_equal(xir_service_model_path(0, a, sizeof a, &d), XIR_OK);
+  assert_int_equal(xir_service_model_path(host, b, sizeof b, &d), XIR_OK);
+  assert_string_equal(a, b);
 }
 
 static int setup(void **state) {

@@ -2,7 +2,6 @@
  * coefficients the calibrated policy uses. */
 #include <cjson/cJSON.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
@@ -12,10 +11,8 @@
  * file; *path (may be NULL) receives the file's path ("" when there is none). */
 int cli_calibrate(xir_calibration *out, char *path, size_t cap) {
   xir_diag d;
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  uint32_t w = n < 2 ? 2 : n > XIR_RUNTIME_MAX_WORKERS ? XIR_RUNTIME_MAX_WORKERS : (uint32_t)n;
-  if (xir_service_model(w, 1, out, NULL, &d)) return cli_fail(&d);
-  if (path && xir_service_model_path(w, path, cap, NULL)) path[0] = 0;
+  if (xir_service_model(0, 1, out, NULL, &d)) return cli_fail(&d);
+  if (path && xir_service_model_path(0, path, cap, NULL)) path[0] = 0;
   return 0;
 }
 

@@ -135,7 +135,22 @@ static xir_status write_file(const char *dir, const char *path, const char *key,
   return XIR_OK;
 }
 
+static uint32_t host_workers(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  if (n > XIR_RUNTIME_MAX_WORKERS) n = XIR_RUNTIME_MAX_WORKERS;
+  return (uint32_t)n;
+}
+
+/* workers 0: the count the planner defaults use (the online CPUs, at least 2). */
+static uint32_t model_workers(uint32_t workers) {
+  if (workers) return workers;
+  uint32_t w = host_workers();
+  return w < 2 ? 2 : w;
+}
+
 xir_status xir_service_model_path(uint32_t workers, char *buf, size_t cap, xir_diag *d) {
+  workers = model_workers(workers);
   if (!buf || cap == 0) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_service_model_path needs a buffer");
   xir_compiler *cc = NULL;
   xir_status st = xir_compiler_create(NULL, &cc, d);
@@ -156,6 +171,7 @@ xir_status xir_service_model(uint32_t workers, int refresh, xir_calibration *out
                              xir_diag *d) {
   if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_service_model needs an output");
   if (from_file) *from_file = 0;
+  workers = model_workers(workers);
   if (workers < 2 || workers > XIR_RUNTIME_MAX_WORKERS)
     return xir__err(d, XIR_ERR_INVALID_ARG,
                     "the service model is measured with 2 to %d workers, not %u",
@@ -197,19 +213,12 @@ static struct {
   xir_cost_coefficients coef;
 } g_default = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}, {0}, {0}, 0}};
 
-static uint32_t host_workers(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) n = 1;
-  if (n > XIR_RUNTIME_MAX_WORKERS) n = XIR_RUNTIME_MAX_WORKERS;
-  return (uint32_t)n;
-}
 
 const xir_cost_coefficients *xir_service_coefficients(void) {
   pthread_mutex_lock(&g_default.mu);
   if (g_default.state == 0) {
-    uint32_t w = host_workers();
     xir_calibration cal;
-    if (xir_service_model(w < 2 ? 2 : w, 0, &cal, NULL, NULL) == XIR_OK) {
+    if (xir_service_model(0, 0, &cal, NULL, NULL) == XIR_OK) {
       xir_cost_coefficients_from_calibration(&cal, &g_default.coef);
       g_default.state = 1;
     } else {
