@@ -128,9 +128,18 @@ uint64_t xir_shape_root_count(const xir_program *p, const xir_shape *shape);
 /* ---------------------------------------------------------------------------------------------
  * Arguments (shared by the interpreter and native launches) */
 
-/* One argument per parameter, in declaration order. Buffers are row-major with unit innermost
- * stride unless `strides` (in elements, one per dim) is given. Scalars use `scalar`;
- * `use_default` takes the declared default.
+/* One argument per parameter, in declaration order. Scalars use `scalar`; `use_default` takes
+ * the declared default.
+ *
+ * Layout of a buffer: row-major and contiguous by default. A strided view is given either by
+ * `row_stride` — the distance in elements between consecutive rows (the leading dimension: the
+ * stride of dim rank−2; at least the row length, the extent of the last dim; 0 = contiguous),
+ * the dims above it nested contiguously on it — or by `strides`, one per dim in elements (the
+ * stride of dim rank−3 for a [B, HKV, K, D] view into a KV cache of capacity above K). Not
+ * both. Native code (xir_kernel_pack_launch) needs a unit innermost stride and strides that
+ * nest (stride[k] ≥ stride[k+1] · extent[k+1]: rows never overlap; the gaps between them are
+ * never read or written); the interpreter takes any strides and reads/writes the same elements.
+ * An interpreter output (`out64`) uses the same layout as its native `out`.
  *
  * `in` points at an input buffer's elements, typed by the parameter's element type
  * (xir_param_info.elem): `const float *` for an f32 buffer, `const int64_t *` for an i64 buffer.
@@ -139,10 +148,26 @@ typedef struct xir_arg {
   const void *in;       /* input buffers: float* (f32) or int64_t* (i64), by the element type */
   float *out;           /* output buffers (native code) */
   double *out64;        /* output buffers (interpreter: the fp64 oracle writes doubles here) */
-  const int64_t *strides;
+  const int64_t *strides; /* NULL = from row_stride / contiguous */
   double scalar;
   int use_default;
+  int64_t row_stride;     /* buffers of rank ≥ 2: 0 = contiguous */
 } xir_arg;
+
+/* The strides (in elements, one per dim) of buffer parameter `param` for argument `a` under
+ * `shape`: a->strides, else from a->row_stride, else contiguous row-major. Errors
+ * (XIR_ERR_INVALID_ARG): both given, a row stride on a rank-1 buffer or below the row length, a
+ * negative stride. */
+xir_status xir_arg_strides(const xir_program *p, const xir_shape *shape, int param,
+                           const xir_arg *a, int64_t strides[XIR_MAX_RANK], xir_diag *d);
+
+/* Aliasing (docs/xir.md, "Aliasing"): XIR_OK when output buffer `out` may share its memory with
+ * input buffer `in` (y = x, in place) — each root program reads exactly the elements of `in`
+ * that it writes to `out`, and reads each before writing it. Native launches refuse any other
+ * overlap of an output with a buffer (xir_kernel_pack_launch). XIR_ERR_UNSUPPORTED (the message
+ * says which rule fails: RoPE's partner load, a read after the store, ...) or
+ * XIR_ERR_INVALID_ARG (not an output / input buffer pair). */
+xir_status xir_program_alias_ok(const xir_program *p, int out, int in, xir_diag *d);
 
 /* ---------------------------------------------------------------------------------------------
  * The fp64 reference interpreter (the oracle) */

@@ -40,7 +40,25 @@ typedef struct xir_candidate {
   uint64_t root_programs;     /* P */
   uint64_t blocks;            /* L = ceil(P·ℓ / B) */
   uint64_t packets;           /* Q = ceil(P·ℓ / W) */
+  /* Compile-time dims: bit i set = dim i is a constant of the compiled code; every other dim is
+   * a launch argument, so one kernel serves every value of it (xir_kernel_pack_launch). The
+   * bridge sets the dims the code needs or that pay to specialize (docs/lowering.md, "Launch-time
+   * dims"): the shared inner axis (ℓ > 1), the innermost dim of every buffer (the row length),
+   * dims read by index computations or hoisted tiles, and tile axes beyond
+   * XIR_RUNTIME_TILE_MAX. A caller of xir_compile may set more bits (all of them: a kernel for
+   * exactly one shape), never fewer. */
+  uint32_t fixed_dims;
 } xir_candidate;
+
+/* The largest value a launch-time dim that is a tile axis may take (it sizes stack buffers of
+ * the kernel, e.g. attention's K: the score row and its exponentials); a larger value is made a
+ * compile-time dim by the bridge. */
+enum { XIR_RUNTIME_TILE_MAX = 16384 };
+
+/* The largest value candidate `c` serves for dim `dim` at launch: XIR_RUNTIME_TILE_MAX for a
+ * launch-time dim that is a tile axis, else 2^31 - 1 (a compile-time dim must equal the value it
+ * was compiled for). 0 for a bad argument. */
+int64_t xir_candidate_dim_max(const xir_program *p, const xir_candidate *c, int dim);
 
 /* Enumerates every legal candidate for W, in a deterministic order (perms in lexicographic
  * order × B ∈ {W, 2W, 4W, 8W} × ℓ ∈ {1, 2, 4, …, B}, where ℓ > 1 only if the body's cross-lane

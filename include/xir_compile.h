@@ -3,8 +3,15 @@
  *   program + shape ──bridge──► candidates (perm × B × ℓ), each with its implementation kind
  *                   ──compile──► xir_kernel: fn(args, block_begin, block_end) + IR/object hashes
  *
- * Legality is decided by the bridge only. Dims are bound at compile time: a kernel is compiled
- * for one shape. Included by xir.h users who want native code; it includes xir_bridge.h. */
+ * Legality is decided by the bridge only. Only the candidate's compile-time dims
+ * (xir_candidate.fixed_dims) are constants of the code; the other dims are launch arguments, so
+ * a kernel compiled for shape S runs any shape S' with the same compile-time dims:
+ *
+ *   xir_compile(cc, p, &S, &cand, &k, &d);                    once
+ *   xir_kernel_pack_launch(k, &S2, args, slots, &blocks, &d); per launch, any S2 ≈ S
+ *   xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, blocks, G, H, &st, &d);
+ *
+ * Included by xir.h users who want native code; it includes xir_bridge.h. */
 #ifndef XIR_COMPILE_H
 #define XIR_COMPILE_H
 
@@ -32,7 +39,9 @@ typedef struct xir_compiler_options {
 } xir_compiler_options;
 
 /* A compiler owns one JIT for the host CPU and a cache: compiling the same candidate of the same
- * program and shape twice returns the first result. Thread-safe.
+ * program and shape twice returns the first result, and a shape that differs only in launch-time
+ * dims reuses the compiled code (a new xir_kernel for that shape, info.cached = 1, nothing is
+ * compiled). Thread-safe.
  *
  * The on-disk kernel cache: a compile first looks for the object in the cache folder, keyed by
  * the SHA-256 of the canonical XIR text, the candidate, the compile-time dims (the shape), the
@@ -63,19 +72,46 @@ typedef struct xir_kernel xir_kernel;
 typedef int (*xir_entry_fn)(void *args, uint64_t block_begin, uint64_t block_end);
 
 /* Lowers, optimizes and JIT-compiles one candidate. The kernel is owned by the compiler (freed
- * with it); errors: XIR_ERR_UNSUPPORTED (e.g. W not runnable here), XIR_ERR_LLVM. */
+ * with it) and does not borrow `p`, `shape` or `cand`. cand->fixed_dims may name more
+ * compile-time dims than the bridge requires (all of them: a kernel for exactly `shape`); the
+ * bridge's own are always kept. errors: XIR_ERR_UNSUPPORTED (e.g. W not runnable here),
+ * XIR_ERR_LLVM. */
 xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
                        const xir_candidate *cand, const xir_kernel **out, xir_diag *d);
 
-/* Size in bytes of a kernel's packed argument array. */
+/* The most argument slots (8 bytes each) any kernel needs: the parameters, the launch-time dims,
+ * the strides of the buffers and a flags word. `uint64_t slots[XIR_MAX_ARG_SLOTS]` fits every
+ * kernel; xir_kernel_args_size gives the exact size. */
+enum { XIR_MAX_ARG_SLOTS = XIR_MAX_PARAMS + XIR_MAX_DIMS + XIR_MAX_PARAMS * (XIR_MAX_RANK - 1) + 1 };
+/* Size in bytes of a kernel's packed argument array (at most 8 · XIR_MAX_ARG_SLOTS). */
 size_t xir_kernel_args_size(const xir_kernel *k);
-/* Packs one xir_arg per parameter (buffers: .in or .out; scalars: .scalar/.use_default) into
- * `slots` (xir_kernel_args_size bytes). Custom strides are not supported by native code. */
+
+/* Checks that `shape` can be launched with kernel k: a valid shape of the program whose
+ * compile-time dims equal the kernel's, with every launch-time dim within
+ * xir_candidate_dim_max. *blocks (optional) gets the block count of that launch. A mismatch is
+ * XIR_ERR_INVALID_ARG naming the dim, both values and the kernel's compile-time dims. */
+xir_status xir_kernel_check_shape(const xir_kernel *k, const xir_shape *shape, uint64_t *blocks,
+                                  xir_diag *d);
+/* Packs a launch of kernel k for `shape` (checked as by xir_kernel_check_shape): one xir_arg per
+ * parameter (buffers: .in or .out with their layout, xir_arg.strides / .row_stride; scalars:
+ * .scalar / .use_default), the launch-time dims and the strides into `slots`
+ * (xir_kernel_args_size bytes); *blocks (optional) gets the block count to launch. Buffers need
+ * a unit innermost stride and nested strides (XIR_ERR_UNSUPPORTED otherwise). An output that
+ * overlaps another buffer is refused (XIR_ERR_UNSUPPORTED) unless it is exactly an input (same
+ * pointer, extents and strides) that the program lets it alias (xir_program_alias_ok). The
+ * slots borrow the buffers: they stay valid while the buffers do. */
+xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, const xir_arg *args,
+                                  void *slots, uint64_t *blocks, xir_diag *d);
+/* xir_kernel_pack_launch for the shape the kernel was compiled (or asked) for. */
 xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *slots,
                                 xir_diag *d);
 xir_entry_fn xir_kernel_entry(const xir_kernel *k);
+/* The block count for the kernel's own shape (xir_kernel_check_shape gives it for others). */
 uint64_t xir_kernel_blocks(const xir_kernel *k);
+/* The candidate, for the kernel's own shape; its fixed_dims are the compile-time dims. */
 const xir_candidate *xir_kernel_candidate(const xir_kernel *k);
+/* The shape the kernel was compiled (or, for a reused kernel, asked) for. */
+const xir_shape *xir_kernel_shape(const xir_kernel *k);
 
 /* Provenance: the optimized IR text, the object bytes, their SHA-256 (hex) and the JIT time. */
 typedef struct xir_kernel_info {

@@ -207,7 +207,7 @@ static void test_window_load_falls_back_when_clamped(void **state) {
     float x[3 * 128], y[3 * 128];
     for (int i = 0; i < 3 * 128; i++) x[i] = (float)(i + 1);
     xir_arg args[2] = {{.in = x}, {.out = y}};
-    uint64_t slots[8];
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
     if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
     xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k));
     for (int r = 0; r < 3; r++)

@@ -406,7 +406,7 @@ static void test_compile_api(void **state) {
   assert_null(info.ir_text);
   xir_arg args[4];
   memset(args, 0, sizeof args);
-  char slots[64];
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
   expect_status(xir_kernel_pack_args(NULL, args, slots, d), INV, "pack_args(k NULL)");
   /* a real kernel for the host width, then NULLs around it */
   xir_candidate *all = NULL;
@@ -416,6 +416,18 @@ static void test_compile_api(void **state) {
   expect_status(xir_kernel_pack_args(k, NULL, slots, d), INV, "pack_args(args NULL)");
   expect_status(xir_kernel_pack_args(k, args, NULL, d), INV, "pack_args(slots NULL)");
   expect_status(xir_kernel_pack_args(k, args, slots, d), INV, "pack_args(buffers NULL)");
+  uint64_t nb = 5;
+  expect_status(xir_kernel_pack_launch(NULL, &f.sh, args, slots, &nb, d), INV, "pack_launch(k NULL)");
+  assert_int_equal(nb, 0);
+  expect_status(xir_kernel_pack_launch(k, NULL, args, slots, NULL, d), INV, "pack_launch(shape NULL)");
+  expect_status(xir_kernel_check_shape(NULL, &f.sh, NULL, d), INV, "check_shape(k NULL)");
+  expect_status(xir_kernel_check_shape(k, NULL, NULL, d), INV, "check_shape(shape NULL)");
+  assert_null(xir_kernel_shape(NULL));
+  assert_non_null(xir_kernel_shape(k));
+  expect_status(xir_program_alias_ok(NULL, 0, 0, d), INV, "alias_ok(p NULL)");
+  expect_status(xir_program_alias_ok(f.p, -1, 99, d), INV, "alias_ok(bad params)");
+  expect_status(xir_arg_strides(NULL, &f.sh, 0, args, NULL, d), INV, "arg_strides(NULL)");
+  assert_int_equal(xir_candidate_dim_max(NULL, NULL, 0), 0);
   xir_kernel_get_info(k, NULL);
   /* candidates that do not fit this compiler or shape */
   for (size_t i = 0; i < g_nvals; i++) {

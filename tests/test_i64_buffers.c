@@ -231,7 +231,7 @@ static void test_native_every_candidate(void **state) {
       const xir_kernel *k;
       if (xir_compile(cc, p, &sh, &cands[i], &k, &d)) die(&d);
       xir__case_reset_outputs(&c);
-      uint64_t slots[XIR_MAX_PARAMS];
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
       if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
       assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
       assert_true(xir__case_sentinels_ok(&c));

@@ -155,7 +155,7 @@ static float *run_kernel(const xir_kernel *k, const job *j, size_t *bytes) {
   if (xir_kernel_load(j->kernel, &p, &d) || xir_shape_parse(p, j->shape, &s, &d)) die(&d);
   xir_case c;
   if (xir__case_init(&c, p, &s, 7, &d) || xir__case_oracle(&c, &d)) die(&d);
-  uint64_t slots[XIR_MAX_PARAMS];
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
   if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
   assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
   assert_true(xir__case_sentinels_ok(&c));
@@ -365,8 +365,9 @@ static void test_foreign_entry_is_a_miss(void **state) {
   free(dir);
 }
 
-/* Each part of the key gives a new entry: the shape, the candidate (B, l), the pipeline, the
- * codegen level, the width; the same job again hits. */
+/* Each part of the key gives a new entry: a compile-time dim (C), the candidate (B, l), the
+ * pipeline, the codegen level, the width; the same job again hits. A launch-time dim (R) is not
+ * part of the key: another R hits the first entry. */
 static void test_key_changes_miss(void **state) {
   (void)state;
   char *dir = make_tmp_dir();
@@ -375,7 +376,7 @@ static void test_key_changes_miss(void **state) {
   xir_compiler_destroy(probe);
   job jobs[] = {
       {.kernel = "rmsnorm", .shape = "R=33,C=100"},
-      {.kernel = "rmsnorm", .shape = "R=34,C=100"},                      /* shape */
+      {.kernel = "rmsnorm", .shape = "R=33,C=101"},                      /* shape: C */
       {.kernel = "rmsnorm", .shape = "R=33,C=100", .B = 2 * W},          /* candidate: B */
       {.kernel = "rmsnorm", .shape = "R=33,C=100", .local = 1},          /* candidate: l */
       {.kernel = "rmsnorm", .shape = "R=33,C=100", .pipeline = XIR__JIT_LIGHT_PIPELINE},
@@ -402,6 +403,19 @@ static void test_key_changes_miss(void **state) {
     free(run_kernel(k, &jobs[i], &no));
     xir_compiler_destroy(c);
   }
+  /* R is a launch-time dim of rmsnorm: R=34 and R=1000 are served by job 0's entry */
+  const char *other_r[] = {"R=34,C=100", "R=1000,C=100"};
+  for (int i = 0; i < 2; i++) {
+    job j = {.kernel = "rmsnorm", .shape = other_r[i]};
+    xir_compiler *c = new_compiler(dir, &j, 0, 0);
+    xir_kernel_info info;
+    const xir_kernel *k = compile_job(c, &j, NULL, &info);
+    assert_string_equal(info.disk_cache, "hit");
+    size_t no;
+    free(run_kernel(k, &j, &no));
+    xir_compiler_destroy(c);
+    assert_int_equal(list_entries(dir, names, 16), nj);
+  }
   rm_rf(dir);
   free(dir);
 }
@@ -410,8 +424,8 @@ static void test_key_changes_miss(void **state) {
  * entry: B (A was used after B was written). An entry larger than the cap is not written. */
 static void test_lru_eviction(void **state) {
   (void)state;
-  job ja = {.kernel = "rmsnorm", .shape = "R=5,C=9"}, jb = {.kernel = "rmsnorm", .shape = "R=6,C=9"},
-      jc = {.kernel = "rmsnorm", .shape = "R=7,C=9"};
+  job ja = {.kernel = "rmsnorm", .shape = "R=5,C=9"}, jb = {.kernel = "rmsnorm", .shape = "R=5,C=10"},
+      jc = {.kernel = "rmsnorm", .shape = "R=5,C=11"};
   const job *js[3] = {&ja, &jb, &jc};
   /* the entries' sizes */
   char *dir0 = make_tmp_dir();

@@ -63,7 +63,7 @@ static size_t check_all(xir_compiler *cc, const char *kernel, const char *spec) 
     const xir_kernel *k;
     if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
     xir__case_reset_outputs(&c);
-    uint64_t slots[XIR_MAX_PARAMS];
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
     if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
     assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
     if (!xir__case_sentinels_ok(&c)) fail_msg("%s %s %s: a sentinel was overwritten", kernel, spec, name);
@@ -154,7 +154,7 @@ static void test_block_subrange_writes_exactly_its_part(void **state) {
     uint64_t L = xir_kernel_blocks(k), b0 = L / 3, b1 = L - L / 4;
     if (b1 <= b0) b1 = b0 + 1;
     xir__case_reset_outputs(&c);
-    uint64_t slots[XIR_MAX_PARAMS];
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
     if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
     xir_kernel_entry(k)(slots, b0, b1);
     assert_true(xir__case_sentinels_ok(&c));
@@ -260,7 +260,7 @@ static void test_rope_cache_clamps_positions(void **state) {
     const xir_kernel *k;
     if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
     xir__case_reset_outputs(&c);
-    uint64_t slots[XIR_MAX_PARAMS];
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
     if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
     assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
     assert_true(xir__case_sentinels_ok(&c));

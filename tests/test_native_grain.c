@@ -45,7 +45,7 @@ static void check_kernel(xir_compiler *cc, xir_runtime *rt, const char *kernel, 
   for (size_t gi = 0; gi < sizeof grains / sizeof *grains; gi++)
     for (size_t hi = 0; hi < 4; hi++) {
       xir__case_reset_outputs(&c);
-      uint64_t slots[XIR_MAX_PARAMS];
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
       if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
       xir_launch_stats st;
       if (xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, L, grains[gi], hs[hi], &st, &d))

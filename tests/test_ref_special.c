@@ -85,7 +85,7 @@ static void judge(const char *what, xir_case *c, const xir_program *p, const cha
       const xir_kernel *k;
       if (xir_compile(g_cc[w], p, &c->shape, &cands[i], &k, &d)) die(&d);
       xir__case_reset_outputs(c);
-      uint64_t slots[XIR_MAX_PARAMS];
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
       if (xir_kernel_pack_args(k, c->args, slots, &d)) die(&d);
       assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
       if (!xir__case_sentinels_ok(c)) fail_msg("%s %s: a sentinel was overwritten", what, name);
@@ -369,7 +369,7 @@ static void test_rmsnorm_beyond_the_bound(void **state) {
       const xir_kernel *k;
       if (xir_compile(g_cc[w], p, &c.shape, &cands[i], &k, &d)) die(&d);
       xir__case_reset_outputs(&c);
-      uint64_t slots[XIR_MAX_PARAMS];
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
       if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
       assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
       for (int j = 0; j < 128; j++) assert_true(c.data[y][j] == 0.0f); /* rows 0, 1: zeros */
@@ -441,7 +441,7 @@ static void test_layernorm_beyond_the_bound(void **state) {
     const xir_kernel *k;
     if (xir_compile(cc, p, &c.shape, &cands[i], &k, &d)) die(&d);
     xir__case_reset_outputs(&c);
-    uint64_t slots[XIR_MAX_PARAMS];
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
     if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
     assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
     for (int j = 0; j < 64; j++) assert_true(c.data[y][j] == b[j]);
@@ -518,7 +518,7 @@ static void test_rope_beyond_2p24(void **state) {
   if (xir_candidates(p, &c.shape, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
   const xir_kernel *k;
   if (xir_compile(cc, p, &c.shape, &cands[0], &k, &d)) die(&d);
-  uint64_t slots[XIR_MAX_PARAMS];
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
   if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
   assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
   assert_int_equal(mismatches("native", c.data[y], NULL, rounded, 2, 1e-6, 1e-6, msg, sizeof msg),

@@ -32,7 +32,7 @@ typedef struct bcase {
   int cs_ok;
   /* xir */
   const xir_kernel *k;
-  uint64_t slots[XIR_MAX_PARAMS];
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
   uint32_t grain;
   uint32_t workers;  /* workers the launches may use */
   char cand[160];

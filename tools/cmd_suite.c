@@ -50,30 +50,40 @@ int cmd_suite(int argc, char **argv) {
   printf("%-17s %-36s %-28s %10s %10s %9s %s\n", "kernel", "shape", "candidate", "max abs",
          "rel l2", "ms(1x)", "check");
   int failed = 0;
+  /* one compiler for the whole suite: shapes that differ in launch-time dims share code */
+  xir_compiler *cc = NULL;
+  xir_diag cd;
+  if (xir_compiler_create(NULL, &cc, &cd)) return cli_fail(&cd);
   for (size_t k = 0; k < sizeof kSuite / sizeof kSuite[0]; k++) {
     xir_program *p;
     xir_diag d;
     xir_case c;
     xir_shape shape;
-    if (xir_kernel_load(kSuite[k].kernel, &p, &d)) return cli_fail(&d);
+    if (xir_kernel_load(kSuite[k].kernel, &p, &d)) {
+      xir_compiler_destroy(cc);
+      return cli_fail(&d);
+    }
     if (xir_shape_parse(p, kSuite[k].shape, &shape, &d) || xir__case_init(&c, p, &shape, seed, &d)) {
       xir_program_free(p);
+      xir_compiler_destroy(cc);
       return cli_fail(&d);
     }
     if (xir__case_oracle(&c, &d)) {
       xir__case_free(&c);
       xir_program_free(p);
+      xir_compiler_destroy(cc);
       return cli_fail(&d);
     }
     /* the planner chooses, with its defaults (ℓ and G searched, this machine's service model) */
     xir_plan_options po;
     xir_plan_options_default(&po);
     po.workers = workers;
-    native_opts no = {.workers = workers, .grain = 0, .plan = &po};
+    native_opts no = {.workers = workers, .grain = 0, .plan = &po, .cc = cc};
     native_result nr;
     if (run_native(p, &shape, &c, &no, &nr, &d)) {
       xir__case_free(&c);
       xir_program_free(p);
+      xir_compiler_destroy(cc);
       return cli_fail(&d);
     }
     double ms = nr.last_ms;
@@ -94,5 +104,6 @@ int cmd_suite(int argc, char **argv) {
     xir__case_free(&c);
     xir_program_free(p);
   }
+  xir_compiler_destroy(cc);
   return failed ? 1 : 0;
 }

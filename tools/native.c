@@ -39,8 +39,9 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
   size_t n = 0;
   uint32_t grain = o->grain;
   xir_compiler_options co = {.force_width = o->width};
-  xir_status st = xir_compiler_create(&co, &cc, d);
-  if (st) return st;
+  xir_status st = XIR_OK;
+  if (o->cc && (!o->width || xir_compiler_width(o->cc) == o->width)) cc = o->cc;
+  else if ((st = xir_compiler_create(&co, &cc, d))) return st;
   uint32_t W = xir_compiler_width(cc);
   xir_runtime_options ro;
   xir_runtime_options_default(&ro);
@@ -87,11 +88,12 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
     xir_kernel_info info;
     xir_kernel_get_info(k, &info);
     xir__case_reset_outputs(c);
-    uint64_t slots[XIR_MAX_PARAMS];
-    if ((st = xir_kernel_pack_args(k, c->args, slots, d))) goto done;
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    uint64_t blocks;
+    if ((st = xir_kernel_pack_launch(k, s, c->args, slots, &blocks, d))) goto done;
     xir_launch_stats ls;
     double t0 = (xir__now_ns() / 1e6);
-    st = xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, xir_kernel_blocks(k),
+    st = xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, blocks,
                             grain, o->workers ? o->workers : 1, &ls, d);
     r->last_ms = (xir__now_ns() / 1e6) - t0;
     if (st) goto done;
@@ -138,6 +140,6 @@ done:
   }
   xir__free(list);
   xir_runtime_destroy(rt);
-  xir_compiler_destroy(cc);
+  if (cc != o->cc) xir_compiler_destroy(cc);
   return st;
 }

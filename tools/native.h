@@ -17,6 +17,8 @@ typedef struct native_opts {
   int json;
   const xir_plan_options *plan; /* when set and no candidate is named: the planner chooses the
                                    candidate and the grain (its options carry workers and W) */
+  xir_compiler *cc;   /* borrowed, or NULL: a compiler for this call. Sharing one across calls
+                         reuses compiled code across shapes (launch-time dims) */
 } native_opts;
 
 typedef struct native_result {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/dims.h"
 #include "ir/program.h"
 #include "xir_bridge.h"
 
@@ -81,7 +82,9 @@ xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint
   c->ragged_packets = lanes % W != 0;
   c->ragged_inner = local > 1 && shape->dims[axis] % local != 0;
   c->full_packet_path = 1;
-  return XIR_OK;
+  xir_status s = xir__fixed_dims(p, shape, local, W, axis, &c->fixed_dims, d);
+  if (s) memset(c, 0, sizeof *c);
+  return s;
 }
 
 char *xir_candidate_name(const xir_program *p, const xir_candidate *c, char *buf, size_t cap) {

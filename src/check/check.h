@@ -25,6 +25,11 @@ typedef struct xir_case {
   double scalar[XIR_MAX_PARAMS]; /* scalar arguments */
   int scalar_set[XIR_MAX_PARAMS];
   xir_arg args[XIR_MAX_PARAMS];  /* ready for xir_interpret / native launches */
+  /* Strided views (xir__case_set_row_stride): rows of a buffer `row_stride` elements apart in
+   * sview (XIR_CASE_GUARD sentinels each side; the gaps between rows hold sentinels too);
+   * args[i] then points into it. data[] and ref[] stay contiguous. */
+  int64_t row_stride[XIR_MAX_PARAMS];
+  float *sview[XIR_MAX_PARAMS];
 } xir_case;
 
 /* The value range random inputs are drawn from, per parameter name (documented in docs/xir.md). */
@@ -49,11 +54,18 @@ xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir
 /* Replaces the inputs with DIR/<param>.npy files (shapes checked; '<f4' for f32 buffers, '<i8'
  * for i64 buffers). */
 xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d);
+/* Lays buffer `param` (f32, rank ≥ 2) out with rows `row_stride` elements apart (at least the
+ * row length): an input's rows are copied there, the gaps and the guards around it are filled
+ * with sentinels that xir__case_sentinels_ok checks for outputs (a write between rows fails);
+ * the oracle reads and writes the same elements through xir_arg.row_stride, and
+ * xir__case_compare reads the output's rows. */
+xir_status xir__case_set_row_stride(xir_case *c, int param, int64_t row_stride, xir_diag *d);
 /* Runs the fp64 interpreter into ref[]. */
 xir_status xir__case_oracle(xir_case *c, xir_diag *d);
 /* Resets the outputs to the NaN pattern (and the sentinels). */
 void xir__case_reset_outputs(xir_case *c);
-/* 1 when every output buffer's sentinels are intact. */
+/* 1 when every output buffer's sentinels are intact (for a strided output: the gaps between its
+ * rows too). */
 int xir__case_sentinels_ok(const xir_case *c);
 /* SHA-256 (hex) of the bytes of every input buffer and scalar, in parameter order. */
 void xir__case_input_fingerprint(const xir_case *c, char hex[65]);

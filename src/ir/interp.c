@@ -293,11 +293,7 @@ xir_status xir_interpret(const xir_program *p, const xir_shape *shape, const xir
     if (q->is_output ? !args[i].out64 : !args[i].in)
       return xir__err(d, XIR_ERR_INVALID_ARG, "buffer '%s' has no %s data", q->name,
                       q->is_output ? "fp64 output (out64)" : "input");
-    int64_t st = 1;
-    for (int k = q->rank - 1; k >= 0; k--) {
-      c.strides[i][k] = args[i].strides ? args[i].strides[k] : st;
-      st *= shape->dims[q->dims[k]];
-    }
+    if ((s = xir_arg_strides(p, shape, i, &args[i], c.strides[i], d))) return s;
   }
   c.vals = xir__calloc((size_t)p->nnodes, sizeof(ival));
   if (!c.vals) return xir__err(d, XIR_ERR_NOMEM, "out of memory in the interpreter");

@@ -106,6 +106,10 @@ char *xir__print_expr(const xir_program *p, int32_t node, char *buf, size_t cap)
 
 /* ---- analyses shared by the lowering and the execution work (analysis.c) ---- */
 
+/* ok[out][in] = 1 when output buffer `out` may alias input buffer `in` (alias.c, the rule of
+ * xir_program_alias_ok); 0 for every other pair. */
+void xir__alias_table(const xir_program *p, uint8_t ok[XIR_MAX_PARAMS][XIR_MAX_PARAMS]);
+
 /* exp, log, tanh, erf, sigmoid, sin, cos, pow. */
 int xir__op_is_transcendental(int op);
 /* inv[i] = 1 when node i has the same value in every root program: it is built from constants,

@@ -12,25 +12,10 @@
 #include "ir/program.h"
 #include "lower/jit.h"
 #include "lower/kcache.h"
+#include "lower/kernel.h"
 #include "lower/lower.h"
 #include "util/util.h"
 #include "xir.h"
-
-struct xir_kernel {
-  char *key;
-  xir_candidate cand;
-  int nparams;
-  uint8_t kind[XIR_MAX_PARAMS];   /* xir_param_kind */
-  uint8_t elem[XIR_MAX_PARAMS];
-  uint8_t is_output[XIR_MAX_PARAMS];
-  double defv[XIR_MAX_PARAMS];      /* scalar defaults */
-  const xir__jit_artifact *art;
-  double jit_ms;
-  int cached;
-  int disk; /* 0 off, 1 miss, 2 hit */
-  char *note;
-  struct xir_kernel *next;
-};
 
 struct xir_compiler {
   xir__jit *jit;
@@ -89,8 +74,11 @@ void xir_compiler_destroy(xir_compiler *c) {
   if (!c) return;
   for (struct xir_kernel *k = c->kernels; k;) {
     struct xir_kernel *n = k->next;
-    xir__free(k->key);
-    xir__free(k->note);
+    if (k->base == k) {
+      xir__free(k->key);
+      xir__free(k->note);
+      xir_program_free(k->prog);
+    }
     xir__free(k);
     k = n;
   }
@@ -121,9 +109,36 @@ static void disk_key(xir_compiler *cc, const xir_program *p, const xir_candidate
                          xir__kcache_build_id(), xir__jit_triple(cc->jit), xir__jit_cpu(cc->jit),
                          xir__jit_features(cc->jit), xir__jit_pipeline(cc->jit), lvl,
                          "xir_kernel", cand,
-                         shape, /* the compile-time dims: today every dim of the shape */
+                         shape, /* the compile-time dims (names and values), nothing else */
                          text};
   xir__kcache_key(parts, XIR_ARRAY_LEN(parts), out);
+}
+
+/* "C=768": the compile-time dims of a candidate, by name (the only dims the code depends on). */
+static void fixed_dims_text(const xir_program *p, const xir_shape *s, uint32_t fixed, char *buf,
+                            size_t cap) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int i = 0; i < p->ndims && o < cap; i++)
+    if (fixed >> i & 1)
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s=%lld", o ? "," : "", p->dims[i],
+                            (long long)s->dims[i]);
+  if (!o) snprintf(buf, cap, "(none)");
+}
+
+static int same_shape(const xir_shape *a, const xir_shape *b) {
+  if (a->ndims != b->ndims) return 0;
+  for (int i = 0; i < a->ndims; i++)
+    if (a->dims[i] != b->dims[i]) return 0;
+  return 1;
+}
+
+/* Fills the per-shape fields of a kernel (view or base). */
+static void kernel_fill(struct xir_kernel *k, const xir_program *p, const xir_shape *shape,
+                        const xir_candidate *legal) {
+  k->shape = *shape;
+  k->cand = *legal;
+  xir__arg_layout_make(p, legal->fixed_dims, &k->lay);
 }
 
 xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
@@ -137,15 +152,21 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   xir_status s = xir_shape_check(p, shape, d);
   if (s) return s;
   if ((s = xir__jit_check_width(cc->jit, cand->W, d))) return s;
-  /* Re-derive the candidate: legality is the bridge's, never the caller's. */
+  /* Re-derive the candidate: legality is the bridge's, never the caller's. The caller may fix
+   * more dims than the bridge requires, never fewer. */
   xir_candidate legal;
   if ((s = xir_candidate_make(p, shape, cand->W, cand->B, cand->local, cand->perm, &legal, d)))
     return s;
+  uint32_t all = p->ndims >= 32 ? UINT32_MAX : (1u << p->ndims) - 1;
+  legal.fixed_dims |= cand->fixed_dims & all;
+  for (int i = 0; i < p->nparams; i++)
+    if (xir_param_numel(p, i, shape) >= ((size_t)1 << 40))
+      return xir__err(d, XIR_ERR_UNSUPPORTED, "buffer '%s' is too large", p->params[i].name);
   char *text = NULL;
   if ((s = xir_program_print(p, &text, d))) return s;
   char name[256], sh[512];
   xir_candidate_name(p, &legal, name, sizeof name);
-  xir_shape_format(p, shape, sh, sizeof sh);
+  fixed_dims_text(p, shape, legal.fixed_dims, sh, sizeof sh);
   size_t klen = strlen(text) + strlen(name) + strlen(sh) + 8;
   char *key = xir__malloc(klen);
   if (!key) {
@@ -155,23 +176,44 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   snprintf(key, klen, "%s\n%s\n%s", text, sh, name);
   char dkey[65] = "";
   if (cc->kc.enabled) disk_key(cc, p, &legal, text, sh, name, dkey);
-  xir__free(text);
   pthread_mutex_lock(&cc->mu);
-  for (struct xir_kernel *k = cc->kernels; k; k = k->next)
-    if (strcmp(k->key, key) == 0) {
-      k->cached = 1;
-      pthread_mutex_unlock(&cc->mu);
-      xir__free(key);
-      *out = k;
-      return XIR_OK;
+  struct xir_kernel *base = NULL;
+  for (struct xir_kernel *k = cc->kernels; k && !base; k = k->next)
+    if (k->base == k && strcmp(k->key, key) == 0) base = k;
+  if (base) {
+    /* the same code: this shape's kernel if it was asked for before, else a new view of it */
+    xir__free(text);
+    xir__free(key);
+    struct xir_kernel *k = NULL;
+    for (struct xir_kernel *v = cc->kernels; v && !k; v = v->next)
+      if (v->base == base && same_shape(&v->shape, shape)) k = v;
+    if (!k) {
+      if (!(k = xir__calloc(1, sizeof *k))) {
+        pthread_mutex_unlock(&cc->mu);
+        return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+      }
+      *k = *base;
+      k->base = base;
+      kernel_fill(k, p, shape, &legal);
+      k->jit_ms = 0;
+      k->next = cc->kernels;
+      cc->kernels = k;
     }
+    k->cached = 1;
+    pthread_mutex_unlock(&cc->mu);
+    *out = k;
+    return XIR_OK;
+  }
   double t0 = (xir__now_ns() / 1e6);
   struct xir_kernel *k = NULL;
+  xir_program *copy = NULL;
   char jkey[65];
   xir__jit_sha256_hex(key, strlen(key), jkey);
   const xir__jit_artifact *art = NULL;
   int disk = cc->kc.enabled ? 1 : 0;
   char note[1600] = "";
+  /* the program copy the kernel keeps for shape checks and messages */
+  if ((s = xir_program_parse(text, strlen(text), p->file, &copy, d))) goto fail;
   if (disk) {
     xir__kcache_entry e;
     xir__kcache_load_result r = xir__kcache_load(&cc->kc, dkey, &e, note, sizeof note);
@@ -188,9 +230,14 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     }
   }
   if (!art) {
+    /* only the compile-time dims reach the lowering: the others are 0 here and read from the
+     * argument block by the code */
+    xir_shape canon = *shape;
+    for (int i = 0; i < p->ndims; i++)
+      if (!(legal.fixed_dims >> i & 1)) canon.dims[i] = 0;
     xir__jit_module m;
     if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
-    if ((s = xir__lower(p, shape, &legal, m.mod, "xir_kernel", d))) {
+    if ((s = xir__lower(p, &canon, &legal, m.mod, "xir_kernel", d))) {
       xir__jit_module_dispose(&m);
       goto fail;
     }
@@ -212,71 +259,27 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     s = xir__err(d, XIR_ERR_NOMEM, "out of memory");
     goto fail;
   }
+  k->base = k;
   k->disk = disk;
   k->key = key;
-  k->cand = legal;
-  k->nparams = p->nparams;
-  for (int i = 0; i < p->nparams; i++) {
-    k->kind[i] = p->params[i].kind;
-    k->elem[i] = p->params[i].elem;
-    k->is_output[i] = p->params[i].is_output;
-    k->defv[i] = p->params[i].default_value;
-  }
+  k->prog = copy;
+  kernel_fill(k, p, shape, &legal);
+  xir__alias_table(copy, k->alias_ok);
   k->art = art;
   k->jit_ms = (xir__now_ns() / 1e6) - t0;
   k->next = cc->kernels;
   cc->kernels = k;
   pthread_mutex_unlock(&cc->mu);
+  xir__free(text);
   *out = k;
   return XIR_OK;
 fail:
   pthread_mutex_unlock(&cc->mu);
+  xir_program_free(copy);
+  xir__free(text);
   xir__free(key);
   return s;
 }
-
-size_t xir_kernel_args_size(const xir_kernel *k) { return k ? (size_t)k->nparams * 8 : 0; }
-
-xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *slots,
-                                xir_diag *d) {
-  if (!k || !args || !slots)
-    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_pack_args: %s is NULL",
-                    !k ? "the kernel" : !args ? "args" : "slots");
-  unsigned char *out = slots;
-  memset(out, 0, xir_kernel_args_size(k));
-  for (int i = 0; i < k->nparams; i++) {
-    const xir_arg *a = &args[i];
-    if (k->kind[i] == XIR_PARAM_BUFFER) {
-      const void *ptr = k->is_output[i] ? (const void *)a->out : (const void *)a->in;
-      if (!ptr)
-        return xir__err(d, XIR_ERR_INVALID_ARG, "argument %d: buffer pointer is NULL", i + 1);
-      if (a->strides)
-        return xir__err(d, XIR_ERR_UNSUPPORTED,
-                        "argument %d: native code needs row-major buffers (custom strides)", i + 1);
-      memcpy(out + 8 * i, &ptr, sizeof ptr);
-    } else {
-      double v = a->use_default ? k->defv[i] : a->scalar;
-      if (k->elem[i] == XIR_I64) {
-        int64_t iv = (int64_t)v;
-        memcpy(out + 8 * i, &iv, 8);
-      } else {
-        float f = (float)v;
-        memcpy(out + 8 * i, &f, 4);
-      }
-    }
-  }
-  return XIR_OK;
-}
-
-xir_entry_fn xir_kernel_entry(const xir_kernel *k) {
-  if (!k) return NULL;
-  xir_entry_fn f;
-  void *e = k->art->entry;
-  memcpy(&f, &e, sizeof f);
-  return f;
-}
-uint64_t xir_kernel_blocks(const xir_kernel *k) { return k ? k->cand.blocks : 0; }
-const xir_candidate *xir_kernel_candidate(const xir_kernel *k) { return k ? &k->cand : NULL; }
 
 void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info) {
   if (!info) return;

@@ -57,7 +57,16 @@ typedef struct lw {
   LLVMValueRef fn;
   LLVMTypeRef f32, i64, i32, i1, ptr, vf, vi, vb;
   unsigned W, k, ell;
-  int64_t P;
+  /* Launch-time dims (docs/lowering.md): a dim whose bit in fixed is clear is loaded from the
+   * argument block at the entry; dimval[] holds every dim as an i64 value (a constant for the
+   * compile-time ones). Pv is the root program count, bstride the buffers' run-time strides and
+   * cstride their contiguous ones (products of dims). */
+  uint32_t fixed;
+  LLVMValueRef dimval[XIR_MAX_DIMS], Pv, contig_flag;
+  LLVMValueRef bstride[XIR_MAX_PARAMS][XIR_MAX_RANK], cstride[XIR_MAX_PARAMS][XIR_MAX_RANK];
+  int use_cstride;         /* this unit's addresses use the contiguous strides (lin path) */
+  int nowrap;              /* this unit's innermost root coordinate does not wrap (run-time check) */
+  int lin_ok;              /* the root extents inside the outermost are compile-time */
   LLVMValueRef buf[XIR_MAX_PARAMS], scal[XIR_MAX_PARAMS];
   /* per unit */
   int full;
@@ -94,6 +103,16 @@ typedef struct lw {
 } lw;
 
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
+
+static int is_fixed(const lw *L, int dim) { return (int)(L->fixed >> dim & 1); }
+/* The value of a compile-time dim (reading a launch-time one is a lowering bug: reported). */
+static int64_t dimc(lw *L, int dim) {
+  if (!is_fixed(L, dim) && !L->st)
+    L->st = xir__err(L->d, XIR_ERR_UNSUPPORTED, "internal: lowering '%s' read launch-time dim %s as a constant",
+                     L->p->name, L->p->dims[dim]);
+  return L->sh->dims[dim];
+}
+static LLVMValueRef dimv(lw *L, int dim) { return L->dimval[dim]; }
 static LLVMValueRef cf32(lw *L, double v) { return LLVMConstReal(L->f32, v); }
 
 static LLVMValueRef splat(lw *L, LLVMValueRef x) {
@@ -296,10 +315,27 @@ static val int_unop(lw *L, int op, const val *a) {
 }
 
 /* Clamps an integer val into [0, hi]. */
-static val clamp(lw *L, const val *a, int64_t hi) {
-  val lo0 = vaff(ci64(L, 0), 0), top = vaff(ci64(L, hi), 0);
+static val clamp_v(lw *L, const val *a, LLVMValueRef hi) {
+  val lo0 = vaff(ci64(L, 0), 0), top = vaff(hi, 0);
   val t = int_binop(L, XIR_OP_MAX, a, &lo0);
   return int_binop(L, XIR_OP_MIN, &t, &top);
+}
+static val clamp(lw *L, const val *a, int64_t hi) { return clamp_v(L, a, ci64(L, hi)); }
+
+/* An alloca of factor × Π dims[i] elements of t in the entry block, before its terminator
+ * (every dim value is loaded before it): a run-time size when a dim is a launch-time one. */
+static LLVMValueRef entry_array(lw *L, LLVMTypeRef t, const int8_t *dims, int ndims,
+                                int64_t factor, const char *name) {
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(L->ctx);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(L->fn);
+  LLVMValueRef term = LLVMGetBasicBlockTerminator(entry);
+  if (term) LLVMPositionBuilderBefore(eb, term);
+  else LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef count = ci64(L, factor);
+  for (int i = 0; i < ndims; i++) count = LLVMBuildMul(eb, count, dimv(L, dims[i]), "");
+  LLVMValueRef a = LLVMBuildArrayAlloca(eb, t, count, name);
+  LLVMDisposeBuilder(eb);
+  return a;
 }
 
 /* ---- the unit: root coordinates ---- */
@@ -321,11 +357,11 @@ static void unit_coords(lw *L) {
   }
   /* lanes whose root program exists */
   if (!L->full && !(rp.aff && rp.s == 0)) {
-    LLVMValueRef v[MAXK], pv = splat(L, ci64(L, L->P)), r[MAXK];
+    LLVMValueRef v[MAXK], pv = splat(L, L->Pv), r[MAXK];
     ivecs(L, &rp, v);
     for (unsigned q = 0; q < L->k; q++) {
       r[q] = LLVMBuildICmp(L->b, LLVMIntSLT, v[q], pv, "");
-      v[q] = LLVMBuildSelect(L->b, r[q], v[q], splat(L, ci64(L, L->P - 1)), "");
+      v[q] = LLVMBuildSelect(L->b, r[q], v[q], splat(L, LLVMBuildSub(L->b, L->Pv, ci64(L, 1), "")), "");
     }
     L->active = vvec(L, r);
     rp = vvec(L, v);
@@ -335,16 +371,17 @@ static void unit_coords(lw *L) {
   /* decompose: the last axis of perm is the fastest */
   for (int i = p->nroot - 1; i >= 0; i--) {
     int axis = L->c->perm[i];
-    int64_t E = L->sh->dims[p->root[axis].dim];
+    int ed = p->root[axis].dim;
     if (i == 0) {
       L->coord[axis] = rp;
       break;
     }
-    val ev = vaff(ci64(L, E), 0);
-    if (rp.aff && rp.s == 1 && E % L->W == 0) {
-      /* packets start at multiples of W and E is a multiple of W: no wrap inside a packet */
-      L->coord[axis] = vaff(LLVMBuildSRem(L->b, rp.u, ci64(L, E), ""), 1);
-      rp = vaff(LLVMBuildSDiv(L->b, rp.u, ci64(L, E), ""), 0);
+    val ev = vaff(dimv(L, ed), 0);
+    if (rp.aff && rp.s == 1 && ((is_fixed(L, ed) && dimc(L, ed) % L->W == 0) || L->nowrap)) {
+      /* packets start at multiples of W and E is a multiple of W, or the unit was checked at
+       * run time not to wrap (nowrap): no wrap inside a packet */
+      L->coord[axis] = vaff(LLVMBuildSRem(L->b, rp.u, dimv(L, ed), ""), 1);
+      rp = vaff(LLVMBuildSDiv(L->b, rp.u, dimv(L, ed), ""), 0);
     } else {
       L->coord[axis] = int_binop(L, XIR_OP_REM, &rp, &ev);
       rp = int_binop(L, XIR_OP_DIV, &rp, &ev);
@@ -352,12 +389,12 @@ static void unit_coords(lw *L) {
   }
   /* ℓ = 1, full unit: the root program index is p0 + lane = Σ flat_stride[a]·coord[a], so a
    * coordinate that is a vector is also a linear form (see access_offset). */
-  if (ell == 1 && L->full) {
+  if (ell == 1 && L->full && L->lin_ok) {
     int64_t S = 1;
     for (int i = p->nroot - 1; i >= 0; i--) {
       int axis = L->c->perm[i];
       L->flat_stride[axis] = S;
-      S *= L->sh->dims[p->root[axis].dim];
+      if (i > 0) S *= dimc(L, p->root[axis].dim);
       if (!L->coord[axis].aff) {
         L->coord[axis].lin = 1;
         L->coord[axis].lu = ci64(L, 0);
@@ -389,21 +426,22 @@ static int is_index_exact(const xir_node *n) {
 static val access_offset(lw *L, const xir_node *n, int nidx) {
   const xir_param *q = &L->p->params[n->ref];
   val off = vaff(ci64(L, 0), 0);
-  int64_t stride = 1;
   for (int kdim = nidx - 1; kdim >= 0; kdim--) {
     int bd = q->dims[kdim];
-    int64_t ext = L->sh->dims[bd];
     val ix;
     if (n->args[kdim] < 0) {
       ix = L->env[bd];
     } else {
       ix = eval(L, n->args[kdim]);
-      if (!is_index_exact(&L->p->nodes[n->args[kdim]])) ix = clamp(L, &ix, ext - 1);
+      if (!is_index_exact(&L->p->nodes[n->args[kdim]]))
+        ix = clamp_v(L, &ix, LLVMBuildSub(L->b, dimv(L, bd), ci64(L, 1), ""));
     }
-    val sv = vaff(ci64(L, stride), 0);
+    /* the run-time strides (a strided view), or the contiguous ones where the unit's addresses
+     * rely on rows being adjacent (the lin path, taken only when every buffer is contiguous) */
+    val sv = vaff(kdim == nidx - 1 ? ci64(L, 1)
+                  : L->use_cstride ? L->cstride[n->ref][kdim] : L->bstride[n->ref][kdim], 0);
     val term = int_binop(L, XIR_OP_MUL, &ix, &sv);
     off = int_binop(L, XIR_OP_ADD, &off, &term);
-    stride *= ext;
   }
   /* Address analysis: an offset k·(Σ flat_stride[a]·coord[a]) + u is k·(p0 + lane) + u, affine in
    * the lane — consecutive root programs address consecutive elements (stride k) even where the
@@ -632,7 +670,7 @@ static LLVMValueRef scratch_ptr(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
   val lin = vaff(ci64(L, 0), 0);
   for (int i = 0; i < n->type.rank; i++) {
-    val e = vaff(ci64(L, L->sh->dims[n->type.axes[i]]), 0);
+    val e = vaff(dimv(L, n->type.axes[i]), 0);
     val t = int_binop(L, XIR_OP_MUL, &lin, &e);
     lin = int_binop(L, XIR_OP_ADD, &t, &L->env[n->type.axes[i]]);
   }
@@ -645,14 +683,17 @@ static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
   const xir_node *n = &L->p->nodes[id];
   if (L->mat_uses[id] < 2 || n->type.rank != 1 || L->nest_dim != n->type.axes[0]) return NULL;
   if (!L->mat_buf[id]) {
-    int64_t N = L->sh->dims[n->type.axes[0]];
-    int64_t chunks = L->ell > 1 && n->type.axes[0] == L->c->inner_dim ? (N + L->ell - 1) / L->ell : N;
+    int ax = n->type.axes[0];
+    /* a launch-time axis is at most XIR_RUNTIME_TILE_MAX (the bridge's rule): sized at run time */
+    int64_t N = is_fixed(L, ax) ? dimc(L, ax) : XIR_RUNTIME_TILE_MAX;
+    int64_t chunks = L->ell > 1 && ax == L->c->inner_dim ? (N + L->ell - 1) / L->ell : N;
     int64_t vectors = chunks * (int64_t)L->k;
     if (vectors * 4 * (int64_t)L->W > (1 << 20)) {
       L->mat_uses[id] = 0; /* too large for a stack buffer: recompute instead */
       return NULL;
     }
-    L->mat_buf[id] = entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)vectors), "mat");
+    if (is_fixed(L, ax)) L->mat_buf[id] = entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)vectors), "mat");
+    else L->mat_buf[id] = entry_array(L, L->vf, n->type.axes, 1, (int64_t)L->k, "mat");
   }
   LLVMValueRef ix = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->mat_index, ci64(L, L->k), ""),
                                  ci64(L, q), "");
@@ -708,7 +749,7 @@ static val eval_uncached(lw *L, int id) {
     case XIR_OP_CONST:
       r = n->type.elem == XIR_I64 ? vaff(ci64(L, n->imm.i), 0) : vsplat(L, cf32(L, n->imm.f));
       break;
-    case XIR_OP_DIM: r = vaff(ci64(L, L->sh->dims[n->ref]), 0); break;
+    case XIR_OP_DIM: r = vaff(dimv(L, n->ref), 0); break;
     case XIR_OP_PARAM:
       r = n->type.elem == XIR_I64 ? vaff(L->scal[n->ref], 0) : vsplat(L, L->scal[n->ref]);
       break;
@@ -753,9 +794,8 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
     return;
   }
   int dim = t->axes[depth];
-  int64_t N = L->sh->dims[dim];
   if (L->ell > 1 && dim == L->c->inner_dim) {
-    int64_t ell = L->ell, full_chunks = N / ell;
+    int64_t N = dimc(L, dim), ell = L->ell, full_chunks = N / ell;
     for (int part = 0; part < 2; part++) {
       if (part == 0 && full_chunks == 0) continue;
       if (part == 1 && N % ell == 0) continue;
@@ -781,7 +821,7 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
     return;
   }
   loop lp;
-  loop_begin(L, &lp, ci64(L, 0), ci64(L, N));
+  loop_begin(L, &lp, ci64(L, 0), dimv(L, dim));
   L->env[dim] = vaff(lp.i, 0);
   L->env_set[dim] = 1;
   L->mat_index = lp.i;
@@ -798,7 +838,7 @@ static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
   if (L->ell > 1 && L->tail && covers_inner) {
     LLVMValueRef cv[MAXK];
     ivecs(L, &L->inner_c, cv);
-    LLVMValueRef N = splat(L, ci64(L, L->sh->dims[L->c->inner_dim]));
+    LLVMValueRef N = splat(L, ci64(L, dimc(L, L->c->inner_dim)));
     for (unsigned q = 0; q < L->k; q++) {
       LLVMValueRef ok = LLVMBuildICmp(L->b, LLVMIntSLT, cv[q], N, "");
       m[q] = m[q] ? LLVMBuildAnd(L->b, m[q], ok, "") : ok;
@@ -906,7 +946,14 @@ static void emit_reduce(lw *L, int id) {
      * input in its own axis order, so each result element is reduced in order along the axis and
      * values that do not depend on the inner axes are computed once per outer point. */
     int64_t size = 1;
-    for (int i = 0; i < n->type.rank; i++) size *= L->sh->dims[n->type.axes[i]];
+    int all_fixed = 1;
+    LLVMValueRef sizev = ci64(L, 1);
+    for (int i = 0; i < n->type.rank; i++) {
+      int ax = n->type.axes[i];
+      all_fixed &= is_fixed(L, ax);
+      size *= is_fixed(L, ax) ? dimc(L, ax) : XIR_RUNTIME_TILE_MAX;
+      sizev = LLVMBuildMul(L->b, sizev, dimv(L, ax), "");
+    }
     if (size * 64 > (4 << 20)) {
       L->st = xir__err(L->d, XIR_ERR_UNSUPPORTED,
                        "the tile result of '%s' needs %lld vectors of scratch (at most 64 Ki)",
@@ -914,9 +961,10 @@ static void emit_reduce(lw *L, int id) {
       return;
     }
     if (!L->scratch[id])
-      L->scratch[id] = entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)size), "scratch");
+      L->scratch[id] = all_fixed ? entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)size), "scratch")
+                                 : entry_array(L, L->vf, n->type.axes, n->type.rank, 1, "scratch");
     loop init;
-    loop_begin(L, &init, ci64(L, 0), ci64(L, size));
+    loop_begin(L, &init, ci64(L, 0), sizev);
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->vf, L->scratch[id], &init.i, 1, "");
     LLVMSetAlignment(LLVMBuildStore(L->b, red_identity(L, n->op), ptr), 4);
     loop_end(L, &init);
@@ -1030,7 +1078,7 @@ static void emit_hoisted(lw *L) {
   for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
     if (!L->hoist[id]) continue;
     int X = L->p->nodes[id].type.axes[0];
-    int64_t N = L->sh->dims[X], steps = (N + L->W - 1) / L->W;
+    int64_t N = dimc(L, X), steps = (N + L->W - 1) / L->W;
     /* a tile periodic along its axis is computed over one period and copied over the rest */
     if (!per) per = xir__calloc((size_t)L->p->nnodes + 1, sizeof(int64_t));
     if (!per) {
@@ -1076,6 +1124,75 @@ static void emit_hoisted(lw *L) {
   L->precompute = 0;
 }
 
+void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l) {
+  memset(l, 0, sizeof *l);
+  int n = p->nparams;
+  for (int i = 0; i < p->ndims; i++) l->dim_slot[i] = fixed_dims >> i & 1 ? -1 : n++;
+  for (int i = 0; i < p->nparams; i++) {
+    l->stride_slot[i] = -1;
+    if (p->params[i].kind == XIR_PARAM_BUFFER && p->params[i].rank >= 2) {
+      l->stride_slot[i] = n;
+      n += p->params[i].rank - 1;
+    }
+  }
+  l->flags_slot = n++;
+  l->nslots = n;
+}
+
+/* Loads the launch-time dims, the root program count, the buffers' strides and the flags at the
+ * entry. */
+static void load_dims(lw *L, LLVMValueRef args) {
+  const xir_program *p = L->p;
+  xir__arg_layout lay;
+  xir__arg_layout_make(p, L->fixed, &lay);
+  for (int i = 0; i < p->ndims; i++) {
+    if (lay.dim_slot[i] < 0) {
+      L->dimval[i] = ci64(L, L->sh->dims[i]);
+      continue;
+    }
+    LLVMValueRef idx = ci64(L, lay.dim_slot[i]);
+    L->dimval[i] = LLVMBuildLoad2(L->b, L->i64, LLVMBuildGEP2(L->b, L->i64, args, &idx, 1, ""),
+                                  p->dims[i]);
+  }
+  L->Pv = ci64(L, 1);
+  for (int a = 0; a < p->nroot; a++) L->Pv = LLVMBuildMul(L->b, L->Pv, dimv(L, p->root[a].dim), "");
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER) continue;
+    LLVMValueRef st = ci64(L, 1);
+    for (int k = q->rank - 1; k >= 0; k--) {
+      L->cstride[i][k] = st;
+      L->bstride[i][k] = st;
+      if (k < q->rank - 1) {
+        LLVMValueRef idx = ci64(L, lay.stride_slot[i] + k);
+        L->bstride[i][k] = LLVMBuildLoad2(L->b, L->i64,
+                                          LLVMBuildGEP2(L->b, L->i64, args, &idx, 1, ""), "");
+      }
+      st = LLVMBuildMul(L->b, st, dimv(L, q->dims[k]), "");
+    }
+  }
+  LLVMValueRef idx = ci64(L, lay.flags_slot);
+  LLVMValueRef fl = LLVMBuildLoad2(L->b, L->i64, LLVMBuildGEP2(L->b, L->i64, args, &idx, 1, ""), "");
+  L->contig_flag = LLVMBuildICmp(L->b, LLVMIntNE,
+                                 LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_CONTIGUOUS), ""),
+                                 ci64(L, 0), "contiguous");
+}
+
+/* Emits one unit in a mode: full (all root programs exist), nowrap (and its innermost root
+ * coordinate does not wrap), lin (full, contiguous buffers: addresses may use the flattened
+ * row-major index across rows) — or the masked path (none of them). */
+static void emit_mode(lw *L, LLVMBasicBlockRef bb, LLVMBasicBlockRef next, int full, int nowrap,
+                      int lin) {
+  LLVMPositionBuilderAtEnd(L->b, bb);
+  L->full = full;
+  L->nowrap = nowrap;
+  L->lin_ok = lin;
+  L->use_cstride = lin;
+  emit_unit(L);
+  LLVMBuildBr(L->b, next);
+  L->full = L->nowrap = L->lin_ok = L->use_cstride = 0;
+}
+
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d) {
   lw L;
@@ -1089,12 +1206,9 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   L.W = c->W;
   L.ell = c->local;
   L.k = c->local > c->W ? c->local / c->W : 1;
-  L.P = (int64_t)c->root_programs;
+  L.fixed = c->fixed_dims;
   if (L.k > MAXK)
     return xir__err(d, XIR_ERR_UNSUPPORTED, "l/W = %u packets per root program is above %d", L.k, MAXK);
-  for (int i = 0; i < p->nparams; i++)
-    if (xir_param_numel(p, i, shape) >= ((size_t)1 << 40))
-      return xir__err(d, XIR_ERR_UNSUPPORTED, "buffer '%s' is too large", p->params[i].name);
   L.f32 = LLVMFloatTypeInContext(L.ctx);
   L.i64 = LLVMInt64TypeInContext(L.ctx);
   L.i32 = LLVMInt32TypeInContext(L.ctx);
@@ -1126,6 +1240,8 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
     goto done;
   }
   xir__hoisted_tiles(p, shape, L.hoist);
+  for (int i = 0; i < p->nnodes; i++) /* a launch-time axis is never hoisted (the bridge agrees) */
+    if (L.hoist[i] && !is_fixed(&L, p->nodes[i].type.axes[0])) L.hoist[i] = 0;
   if (count_mat_uses(&L)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
@@ -1147,6 +1263,7 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
     else if (p->params[i].elem == XIR_I64) L.scal[i] = LLVMBuildLoad2(L.b, L.i64, slot, p->params[i].name);
     else L.scal[i] = LLVMBuildLoad2(L.b, L.f32, slot, p->params[i].name);
   }
+  load_dims(&L, args);
   emit_hoisted(&L);
   /* blocks */
   loop blk;
@@ -1162,29 +1279,53 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   LLVMBasicBlockRef fullb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "full");
   LLVMBasicBlockRef maskb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "masked");
   LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "next");
-  LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLT, L.p0, ci64(&L, L.P), ""), live, un.exit);
+  LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLT, L.p0, L.Pv, ""), live, un.exit);
   LLVMPositionBuilderAtEnd(L.b, live);
-  /* A masked path exists only where a unit can lack root programs: ℓ < W with P·ℓ not a
-   * multiple of W (for ℓ ≥ W a unit is one root program, and p0 < P was just checked). */
-  int need_masked = L.ell < L.W && c->ragged_packets;
-  if (need_masked) {
+  /* The paths of a unit (docs/lowering.md, "Launch-time dims"):
+   *  - masked: where a unit can lack root programs (ℓ < W and P·ℓ not known to be a multiple
+   *    of W; for ℓ ≥ W a unit is one root program, and p0 < P was just checked), and for the
+   *    full units of the lin path when a buffer is strided;
+   *  - nowrap (ℓ = 1, several root axes, the innermost extent E not a compile-time multiple of
+   *    W): the packet's innermost coordinates p0 % E + lane do not wrap, the outer ones are
+   *    uniform — affine addresses with any strides;
+   *  - full: with ℓ = 1 and compile-time inner root extents, the lin path (the flattened index,
+   *    contiguous across rows), taken only when every buffer is contiguous; other wrapping
+   *    packets take the masked path. */
+  int all_root_fixed = 1, inner_fixed = 1;
+  for (int a = 0; a < p->nroot; a++) {
+    all_root_fixed &= is_fixed(&L, p->root[a].dim);
+    if (a != c->perm[0]) inner_fixed &= is_fixed(&L, p->root[a].dim);
+  }
+  int ed = p->nroot > 0 ? p->root[c->perm[p->nroot - 1]].dim : -1;
+  int multi = L.ell == 1 && p->nroot >= 2 && !(is_fixed(&L, ed) && dimc(&L, ed) % L.W == 0);
+  int use_lin = multi && inner_fixed;
+  int need_masked = (L.ell < L.W && (!all_root_fixed || c->ragged_packets)) || multi;
+  LLVMBasicBlockRef after_full = live;
+  if (L.ell < L.W && (!all_root_fixed || c->ragged_packets)) {
     LLVMValueRef end = LLVMBuildAdd(L.b, L.p0, ci64(&L, rp_per_unit), "");
-    LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, end, ci64(&L, L.P), ""), fullb, maskb);
-  } else {
-    LLVMBuildBr(L.b, fullb);
+    after_full = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "isfull");
+    LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, end, L.Pv, ""), after_full, maskb);
+    LLVMPositionBuilderAtEnd(L.b, after_full);
   }
-  LLVMPositionBuilderAtEnd(L.b, fullb);
-  L.full = 1;
-  emit_unit(&L);
-  LLVMBuildBr(L.b, next);
-  if (need_masked) {
-    LLVMPositionBuilderAtEnd(L.b, maskb);
-    L.full = 0;
-    emit_unit(&L);
-    LLVMBuildBr(L.b, next);
-  } else {
-    LLVMDeleteBasicBlock(maskb);
+  LLVMBasicBlockRef nowrapb = NULL;
+  if (multi) {
+    nowrapb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "nowrap");
+    LLVMBasicBlockRef wraps = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wraps");
+    LLVMValueRef e0 = LLVMBuildSRem(L.b, L.p0, dimv(&L, ed), "");
+    LLVMValueRef e1 = LLVMBuildAdd(L.b, e0, ci64(&L, L.W), "");
+    LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, e1, dimv(&L, ed), ""), nowrapb, wraps);
+    LLVMPositionBuilderAtEnd(L.b, wraps);
   }
+  /* a wrapping packet without the lin path takes the masked path (correct for full units too):
+   * one body less to compile */
+  if (use_lin) LLVMBuildCondBr(L.b, L.contig_flag, fullb, maskb);
+  else if (multi) LLVMBuildBr(L.b, maskb);
+  else LLVMBuildBr(L.b, fullb);
+  if (!multi || use_lin) emit_mode(&L, fullb, next, 1, 0, use_lin);
+  else LLVMDeleteBasicBlock(fullb);
+  if (nowrapb) emit_mode(&L, nowrapb, next, 1, 1, 0);
+  if (need_masked) emit_mode(&L, maskb, next, 0, 0, 0);
+  else LLVMDeleteBasicBlock(maskb);
   LLVMPositionBuilderAtEnd(L.b, next);
   loop_end(&L, &un);
   loop_end(&L, &blk);

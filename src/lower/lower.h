@@ -1,4 +1,4 @@
-/* lower.h — XIR to LLVM IR for one candidate and one bound shape (internal; see lower.c). */
+/* lower.h — XIR to LLVM IR for one candidate and its compile-time dims (internal; see lower.c). */
 #ifndef XIR_LOWER_H
 #define XIR_LOWER_H
 
@@ -6,9 +6,24 @@
 
 #include "xir_compile.h"
 
+/* The argument block of a kernel: 8-byte slots. Slots [0, nparams) are the parameters in
+ * declaration order (a buffer's base pointer, an f32 scalar in the low 4 bytes, an i64 scalar);
+ * then one i64 per launch-time dim (dims whose bit in fixed_dims is clear, in dim order); then,
+ * for every buffer of rank ≥ 2, the strides (in elements) of its dims 0 … rank−2 (the innermost
+ * stride is always 1); then one flags slot (bit 0: every buffer is contiguous row-major). */
+typedef struct xir__arg_layout {
+  int nslots;
+  int dim_slot[XIR_MAX_DIMS];      /* -1 for a compile-time dim */
+  int stride_slot[XIR_MAX_PARAMS]; /* the slot of stride 0 of a buffer of rank ≥ 2, else -1 */
+  int flags_slot;
+} xir__arg_layout;
+enum { XIR__ARGS_CONTIGUOUS = 1 };
+
+void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l);
+
 /* Adds the function `entry` — i32 entry(ptr args, i64 block_begin, i64 block_end) — to mod.
- * args is an array of 8-byte slots, one per parameter: a buffer's base pointer, an f32 scalar
- * in the low 4 bytes, or an i64 scalar. */
+ * Only the candidate's compile-time dims (c->fixed_dims) of `shape` are read: the others are
+ * loaded from the argument block, so the IR is the same for every value of them. */
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d);
 

@@ -94,7 +94,7 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   if ((st = xir_candidate_make(p, &s, W, W * Bmul, local ? local : W, perm, &cand, d))) goto out;
   const xir_kernel *k;
   if ((st = xir_compile(cc, p, &s, &cand, &k, d))) goto out;
-  uint64_t slots[XIR_MAX_PARAMS];
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
   if ((st = xir_kernel_pack_args(k, c.args, slots, d))) goto out;
   if ((st = xir_execution_work_make(p, &s, &cand, UINT32_MAX, 1, w, d))) goto out;
   /* about 2 ms per batch */

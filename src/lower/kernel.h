@@ -1,0 +1,29 @@
+/* kernel.h — the compiled kernel object (internal; compile.c makes them, launch.c binds shapes
+ * and packs arguments). */
+#ifndef XIR_LOWER_KERNEL_H
+#define XIR_LOWER_KERNEL_H
+
+#include "lower/jit.h"
+#include "lower/lower.h"
+#include "xir_compile.h"
+
+/* A kernel for one shape. Kernels whose candidates and compile-time dims agree share one
+ * compiled object: the first one compiled (the base) owns the key, the program copy and the
+ * note; the others (views, answered from the in-memory cache) point at it. */
+struct xir_kernel {
+  struct xir_kernel *base;  /* itself for a base */
+  char *key;                /* base: the canonical text, the compile-time dims, the candidate */
+  xir_program *prog;        /* base: a copy of the program (shape checks, messages) */
+  xir_shape shape;          /* the shape it was compiled or asked for */
+  xir_candidate cand;       /* the candidate for that shape */
+  xir__arg_layout lay;
+  uint8_t alias_ok[XIR_MAX_PARAMS][XIR_MAX_PARAMS]; /* [out][in]: y = x allowed (xir_alias_ok) */
+  const xir__jit_artifact *art;
+  double jit_ms;
+  int cached;
+  int disk; /* 0 off, 1 miss, 2 hit */
+  char *note;
+  struct xir_kernel *next;
+};
+
+#endif

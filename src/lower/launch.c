@@ -1,0 +1,177 @@
+/* launch.c — binding a launch shape to a compiled kernel and packing its argument block.
+ *
+ * A kernel serves every shape whose compile-time dims (xir_candidate.fixed_dims) equal the ones
+ * it was compiled for; the launch-time dims, the buffers' strides and a contiguity flag are
+ * written into the argument block (lower.h gives the layout), and the block count comes from the
+ * launch shape. Overlapping buffers are refused unless the program allows that output to alias
+ * that input exactly (xir_program_alias_ok). */
+#include <string.h>
+
+#include "ir/program.h"
+#include "lower/kernel.h"
+#include "util/util.h"
+
+size_t xir_kernel_args_size(const xir_kernel *k) { return k ? (size_t)k->lay.nslots * 8 : 0; }
+
+const xir_shape *xir_kernel_shape(const xir_kernel *k) { return k ? &k->shape : NULL; }
+
+xir_entry_fn xir_kernel_entry(const xir_kernel *k) {
+  if (!k) return NULL;
+  xir_entry_fn f;
+  void *e = k->art->entry;
+  memcpy(&f, &e, sizeof f);
+  return f;
+}
+uint64_t xir_kernel_blocks(const xir_kernel *k) { return k ? k->cand.blocks : 0; }
+const xir_candidate *xir_kernel_candidate(const xir_kernel *k) { return k ? &k->cand : NULL; }
+
+xir_status xir_kernel_check_shape(const xir_kernel *k, const xir_shape *shape, uint64_t *blocks,
+                                  xir_diag *d) {
+  if (blocks) *blocks = 0;
+  if (!k || !shape)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_check_shape: %s is NULL",
+                    !k ? "the kernel" : "the shape");
+  const xir_program *p = k->base->prog;
+  xir_status s = xir_shape_check(p, shape, d);
+  if (s) return s;
+  char nm[160];
+  for (int i = 0; i < p->ndims; i++) {
+    if (k->cand.fixed_dims >> i & 1) {
+      if (shape->dims[i] != k->shape.dims[i]) {
+        char fx[256] = "";
+        size_t o = 0;
+        for (int j = 0; j < p->ndims && o < sizeof fx; j++)
+          if (k->cand.fixed_dims >> j & 1)
+            o += (size_t)snprintf(fx + o, sizeof fx - o, "%s%s=%lld", o ? "," : "", p->dims[j],
+                                  (long long)k->shape.dims[j]);
+        return xir__err(d, XIR_ERR_INVALID_ARG,
+                        "'%s' kernel %s was compiled for %s = %lld, a compile-time dim; the "
+                        "launch has %s = %lld (compile-time dims: %s; compile a kernel for "
+                        "this shape)", p->name, xir_candidate_name(p, &k->cand, nm, sizeof nm),
+                        p->dims[i], (long long)k->shape.dims[i], p->dims[i],
+                        (long long)shape->dims[i], fx);
+      }
+    } else {
+      int64_t mx = xir_candidate_dim_max(p, &k->cand, i);
+      if (shape->dims[i] > mx)
+        return xir__err(d, XIR_ERR_UNSUPPORTED,
+                        "'%s': launch-time dim %s = %lld is above %lld, the most this kernel's "
+                        "stack buffers serve (a shape with a larger %s compiles it in)", p->name,
+                        p->dims[i], (long long)shape->dims[i], (long long)mx, p->dims[i]);
+    }
+  }
+  for (int i = 0; i < p->nparams; i++)
+    if (xir_param_numel(p, i, shape) >= ((size_t)1 << 40))
+      return xir__err(d, XIR_ERR_UNSUPPORTED, "buffer '%s' is too large", p->params[i].name);
+  if (blocks) {
+    uint64_t lanes = xir_shape_root_count(p, shape) * k->cand.local;
+    *blocks = (lanes + k->cand.B - 1) / k->cand.B;
+  }
+  return XIR_OK;
+}
+
+/* The bytes [lo, hi) a buffer's elements span under its strides. */
+static void span(const xir_program *p, const xir_shape *shape, int i, const void *ptr,
+                 const int64_t *st, uintptr_t *lo, uintptr_t *hi) {
+  const xir_param *q = &p->params[i];
+  uint64_t last = 0;
+  for (int k = 0; k < q->rank; k++) last += (uint64_t)st[k] * (uint64_t)(shape->dims[q->dims[k]] - 1);
+  size_t es = q->elem == XIR_I64 ? 8 : 4;
+  *lo = (uintptr_t)ptr;
+  *hi = (uintptr_t)ptr + (last + 1) * es;
+}
+
+xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, const xir_arg *args,
+                                  void *slots, uint64_t *blocks, xir_diag *d) {
+  if (blocks) *blocks = 0;
+  if (!k || !shape || !args || !slots)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_pack_launch: %s is NULL",
+                    !k ? "the kernel" : !shape ? "the shape" : !args ? "args" : "slots");
+  uint64_t nb = 0;
+  xir_status s = xir_kernel_check_shape(k, shape, &nb, d);
+  if (s) return s;
+  const xir_program *p = k->base->prog;
+  unsigned char *out = slots;
+  memset(out, 0, xir_kernel_args_size(k));
+  int64_t st[XIR_MAX_PARAMS][XIR_MAX_RANK];
+  const void *ptrs[XIR_MAX_PARAMS];
+  uint64_t flags = XIR__ARGS_CONTIGUOUS;
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    const xir_arg *a = &args[i];
+    if (q->kind == XIR_PARAM_BUFFER) {
+      const void *ptr = q->is_output ? (const void *)a->out : (const void *)a->in;
+      if (!ptr)
+        return xir__err(d, XIR_ERR_INVALID_ARG, "argument %d: buffer pointer is NULL", i + 1);
+      ptrs[i] = ptr;
+      if ((s = xir_arg_strides(p, shape, i, a, st[i], d))) return s;
+      int64_t want = 1;
+      for (int r = q->rank - 1; r >= 0; r--) {
+        int64_t ext = shape->dims[q->dims[r]];
+        if (r == q->rank - 1 && st[i][r] != 1)
+          return xir__err(d, XIR_ERR_UNSUPPORTED,
+                          "buffer '%s': native code needs a unit innermost stride (got %lld)",
+                          q->name, (long long)st[i][r]);
+        if (st[i][r] < want && ext > 1)
+          return xir__err(d, XIR_ERR_UNSUPPORTED,
+                          "buffer '%s': stride %d (%lld) is below %lld, the span of the dims "
+                          "inside it: rows would overlap", q->name, r, (long long)st[i][r],
+                          (long long)want);
+        if (st[i][r] != want && ext > 1) flags &= ~(uint64_t)XIR__ARGS_CONTIGUOUS;
+        want = (ext > 1 ? st[i][r] : want) * ext;
+        if (r < q->rank - 1) memcpy(out + 8 * (k->lay.stride_slot[i] + r), &st[i][r], 8);
+      }
+      memcpy(out + 8 * i, &ptr, sizeof ptr);
+    } else {
+      double v = a->use_default ? q->default_value : a->scalar;
+      if (q->elem == XIR_I64) {
+        int64_t iv = (int64_t)v;
+        memcpy(out + 8 * i, &iv, 8);
+      } else {
+        float f = (float)v;
+        memcpy(out + 8 * i, &f, 4);
+      }
+    }
+  }
+  /* overlaps: an output may share memory only with an input it may alias, exactly */
+  for (int o = 0; o < p->nparams; o++) {
+    if (p->params[o].kind != XIR_PARAM_BUFFER || !p->params[o].is_output) continue;
+    uintptr_t olo, ohi;
+    span(p, shape, o, ptrs[o], st[o], &olo, &ohi);
+    for (int i = 0; i < p->nparams; i++) {
+      if (i == o || p->params[i].kind != XIR_PARAM_BUFFER) continue;
+      uintptr_t ilo, ihi;
+      span(p, shape, i, ptrs[i], st[i], &ilo, &ihi);
+      if (ohi <= ilo || ihi <= olo) continue;
+      int exact = ptrs[i] == ptrs[o] && p->params[i].rank == p->params[o].rank;
+      for (int r = 0; exact && r < p->params[o].rank; r++)
+        exact = st[i][r] == st[o][r] &&
+                shape->dims[p->params[i].dims[r]] == shape->dims[p->params[o].dims[r]];
+      if (exact && k->alias_ok[o][i]) continue;
+      if (exact && !p->params[i].is_output) {
+        xir_diag why;
+        xir_program_alias_ok(p, o, i, &why);
+        return xir__err(d, XIR_ERR_UNSUPPORTED, "in-place launch refused: %s", why.msg);
+      }
+      return xir__err(d, XIR_ERR_UNSUPPORTED,
+                      "output '%s' overlaps %s '%s'%s", p->params[o].name,
+                      p->params[i].is_output ? "output" : "input", p->params[i].name,
+                      p->params[i].is_output ? ""
+                      : " without being the same elements (in place needs the same pointer, "
+                        "extents and strides)");
+    }
+  }
+  for (int i = 0; i < p->ndims; i++)
+    if (k->lay.dim_slot[i] >= 0) memcpy(out + 8 * k->lay.dim_slot[i], &shape->dims[i], 8);
+  memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
+  if (blocks) *blocks = nb;
+  return XIR_OK;
+}
+
+xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *slots,
+                                xir_diag *d) {
+  if (!k || !args || !slots)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_pack_args: %s is NULL",
+                    !k ? "the kernel" : !args ? "args" : "slots");
+  return xir_kernel_pack_launch(k, &k->shape, args, slots, NULL, d);
+}
