@@ -23,6 +23,7 @@ struct xir_kernel {
   int cached;
   int disk; /* 0 off, 1 miss, 2 hit */
   char *note;
+  char symbol[80];          /* the entry's symbol (compile.c, entry_symbol) */
   struct xir_kernel *next;
 };
 
