@@ -1,7 +1,7 @@
 /* xir.h — the public API of xir: XIR programs (builder, text, verifier), the fp64 reference
- * interpreter, and the built-in LLM kernels. The compiler, runtime and planner extend the API in
- * their own headers (xir_runtime.h, xir_compile.h, xir_plan.h), which this header includes when
- * they exist.
+ * interpreter, and the built-in LLM kernels. The compiler, runtime, planner and the one-call
+ * session extend the API in their own headers (xir_compile.h, xir_runtime.h, xir_plan.h,
+ * xir_session.h); xir_session.h includes all of them (docs/api.md).
  *
  * Handles are opaque; every fallible call returns an xir_status and fills an optional xir_diag.
  * A program is immutable once built and may be shared by threads for reading. */
