@@ -413,3 +413,30 @@ def test_threads_call_concurrently(rng):
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+# ---- the worked example of docs/python.md ----
+
+def test_llm_block_example():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "llm_block.py"
+    spec = importlib.util.spec_from_file_location("llm_block", path)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    p = ex.make_weights()
+    x = np.random.default_rng(1).standard_normal((16, 256)).astype(np.float32)
+    y = ex.block(x, p)
+    # the same block in fp64 NumPy
+    f = {k: (v.astype(np.float64) if isinstance(v, np.ndarray) else v) for k, v in p.items()}
+    T, HQ, HKV, D = 16, p["HQ"], p["HKV"], p["D"]
+    x64 = x.astype(np.float64)
+    h = ref_rmsnorm(x64, f["norm1"])
+    q, k, v = ref_rope(h @ f["wq"], D), ref_rope(h @ f["wk"], D), h @ f["wv"]
+    heads = lambda a, n: a.reshape(T, n, D).transpose(1, 0, 2)[None]
+    o = ref_attention(heads(q, HQ), heads(k, HKV), heads(v, HKV), causal=True)
+    x1 = x64 + o[0].transpose(1, 0, 2).reshape(T, HQ * D) @ f["wo"]
+    h = ref_rmsnorm(x1, f["norm2"])
+    ref = x1 + (silu(h @ f["gate"]) * (h @ f["up"])) @ f["down"]
+    err = np.abs(y - ref).max() / np.abs(ref).max()
+    assert y.dtype == np.float32 and err < 1e-4, err
