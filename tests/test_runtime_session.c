@@ -53,7 +53,12 @@ static void *worker(void *arg) {
 
 static void test_concurrent_callers(void **state) {
   (void)state;
-  xir_session_options o = {.workers = 2};
+  /* the priors with the defaults' search (no calibration: this test also runs under TSan) */
+  xir_plan_options po;
+  xir_plan_options_base(&po);
+  po.local_lanes = 0;
+  po.search_task_grain = 1;
+  xir_session_options o = {.workers = 2, .plan = &po};
   xir_session *s;
   xir_diag d;
   if (xir_session_create(&o, &s, &d)) fail_msg("%s", d.msg);
