@@ -36,14 +36,16 @@ static PyObject *raise_diag(const xir_diag *d, xir_status st) {
   else if (st == XIR_ERR_NOMEM) return PyErr_NoMemory();
   PyObject *exc = PyObject_CallFunction(type, "s", buf);
   if (!exc) return NULL;
-  PyObject_SetAttrString(exc, "status", PyUnicode_FromString(xir_status_name(st)));
+  PyObject *status = PyUnicode_FromString(xir_status_name(st));
   PyObject *line = PyLong_FromLong(d->line), *col = PyLong_FromLong(d->col);
   PyObject *file = PyUnicode_FromString(d->file);
-  if (line && col && file) {
+  if (status && line && col && file) {
+    PyObject_SetAttrString(exc, "status", status);
     PyObject_SetAttrString(exc, "line", line);
     PyObject_SetAttrString(exc, "col", col);
     PyObject_SetAttrString(exc, "file", file);
   }
+  Py_XDECREF(status);
   Py_XDECREF(line);
   Py_XDECREF(col);
   Py_XDECREF(file);
@@ -415,8 +417,14 @@ static int alloc_outputs(ProgramObject *po, PyObject *const *objs, binding *b) {
     if (pi->kind != XIR_PARAM_BUFFER || !pi->is_output || objs[i] != Py_None) continue;
     PyObject *shape = PyTuple_New(pi->rank);
     if (!shape) return -1;
-    for (int a = 0; a < pi->rank; a++)
-      PyTuple_SET_ITEM(shape, a, PyLong_FromLongLong(b->shape.dims[pi->dims[a]]));
+    for (int a = 0; a < pi->rank; a++) {
+      PyObject *v = PyLong_FromLongLong(b->shape.dims[pi->dims[a]]);
+      if (!v) {
+        Py_DECREF(shape);
+        return -1;
+      }
+      PyTuple_SET_ITEM(shape, a, v);
+    }
     PyObject *arr = PyObject_CallFunctionObjArgs(g_np_empty, shape, g_np_f32, NULL);
     Py_DECREF(shape);
     if (!arr) return -1;
@@ -509,8 +517,13 @@ static PyObject *Program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
     PyErr_SetString(PyExc_TypeError, "run: args must be a tuple or a list");
     return NULL;
   }
-  PyObject *const *items = PyTuple_Check(seq) ? &PyTuple_GET_ITEM(seq, 0) : &PyList_GET_ITEM(seq, 0);
-  return call_program(self, NULL, items, PySequence_Fast_GET_SIZE(seq), nargs > 1 ? args[1] : NULL);
+  /* a list is copied into a tuple: another thread could resize it while the GIL is released */
+  PyObject *tuple = PyTuple_Check(seq) ? (Py_INCREF(seq), seq) : PyList_AsTuple(seq);
+  if (!tuple) return NULL;
+  PyObject *res = call_program(self, NULL, &PyTuple_GET_ITEM(tuple, 0), PyTuple_GET_SIZE(tuple),
+                               nargs > 1 ? args[1] : NULL);
+  Py_DECREF(tuple);
+  return res;
 }
 
 /* prepare(dims: dict) -> Plan */
