@@ -227,7 +227,23 @@ static int get_buffer(ProgramObject *po, int i, PyObject *obj, binding *b) {
                    "not %.80s", xir_program_name(po->p), pi->name, Py_TYPE(src)->tp_name);
       return -1;
     }
-    if (!conv) return -1;
+    if (!conv) { /* e.g. a dtype NumPy cannot represent (torch bfloat16 over DLPack) */
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyObject *msg = value ? PyObject_Str(value) : NULL;
+      const char *m = msg ? PyUnicode_AsUTF8(msg) : NULL;
+      if (!m) {
+        PyErr_Clear();
+        m = "unknown error";
+      }
+      PyErr_Format(g_arg_error, "%s: %s (%.80s) could not be read as an array: %s",
+                   xir_program_name(po->p), pi->name, Py_TYPE(src)->tp_name, m);
+      Py_XDECREF(msg);
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+      return -1;
+    }
     b->hold[i] = conv;
     src = conv;
   }

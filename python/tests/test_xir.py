@@ -244,6 +244,20 @@ def test_dlpack_and_array_interface_without_copy(rng):
     check("rmsnorm", out2, ref_rmsnorm(x, w))
 
 
+class BadDLPack:
+    def __dlpack__(self, **kw):
+        raise RuntimeError("Unsupported dtype in DLTensor.")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_unreadable_array_is_a_clear_error(rng):
+    with pytest.raises(ValueError, match=r"rmsnorm: x \(BadDLPack\) could not be read as an array: "
+                                         r"Unsupported dtype in DLTensor"):
+        xir.rmsnorm(BadDLPack(), rand(rng, 4))
+
+
 def test_torch_tensors_if_available(rng):
     torch = pytest.importorskip("torch")
     x, w = rand(rng, 5, 32), rand(rng, 32)
@@ -440,3 +454,17 @@ def test_llm_block_example():
     ref = x1 + (silu(h @ f["gate"]) * (h @ f["up"])) @ f["down"]
     err = np.abs(y - ref).max() / np.abs(ref).max()
     assert y.dtype == np.float32 and err < 1e-4, err
+
+
+def test_bench_peer_serves_the_kernels():
+    """python/bench/xir_peer.py (the Python row of `xir bench --suite peers`) through the peers'
+    smoke driver: every kernel's output checked against fp64 NumPy by peers/ext/smoke.py."""
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "peers/ext/smoke.py"), "--kernels", "all", "--",
+                        sys.executable, str(root / "python/bench/xir_peer.py")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count(" ok\n") >= 9 and '"peer": "xir_python"' in r.stdout
