@@ -137,8 +137,9 @@ int xir_program_root_dim(const xir_program *p, int k);
  * a comma list of NAME=TYPE items, or one bare TYPE that applies to every floating-point buffer
  * (f32, bf16 or f16), inputs and outputs; later items win, so "bf16,w=f32" makes every float
  * buffer bf16 except w. TYPE is f32, bf16 or f16. Only floating-point buffers retype: naming an
- * i64 buffer, a scalar (scalars stay f32/i64) or an unknown name is XIR_ERR_INVALID_ARG naming
- * it; an empty spec is a plain copy. The copy is verified again, keeps every name and source
+ * i64 buffer or a scalar (scalars stay f32/i64), an unknown type or a malformed item is
+ * XIR_ERR_INVALID_ARG, an unknown parameter name XIR_ERR_NOT_FOUND, each naming it; an empty spec
+ * is a plain copy. The copy is verified again, keeps every name and source
  * position, and prints with the new types (so the kernel cache keys differ). *out is owned by the
  * caller (xir_program_free); NULL on failure. */
 xir_status xir_program_retype(const xir_program *p, const char *spec, xir_program **out,

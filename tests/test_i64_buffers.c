@@ -131,7 +131,7 @@ static void test_builder(void **state) {
   R = xir_builder_dim(b, "R");
   assert_int_equal(xir_builder_buffer(b, "x", XIR_BOOL, 1, dr, 0), -1);
   assert_int_equal(xir_builder_finish(b, &prog, &d), XIR_ERR_VERIFY);
-  assert_non_null(strstr(d.msg, "buffer 'x' must have element type f32 or i64"));
+  assert_non_null(strstr(d.msg, "buffer 'x' must have element type f32, bf16, f16 or i64"));
 }
 
 static void test_print_roundtrip(void **state) {

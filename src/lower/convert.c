@@ -46,7 +46,14 @@ LLVMValueRef xir__cvt_to_f32(LLVMBuilderRef b, const xir__cvt_target *t, int ele
   LLVMTypeRef f32 = shaped(ht, LLVMFloatTypeInContext(ctx));
   if (elem == XIR_F16 && t->f16c) {
     LLVMValueRef hh = LLVMBuildBitCast(b, h, shaped(ht, LLVMHalfTypeInContext(ctx)), "");
-    return LLVMBuildFPExt(b, hh, f32, "");
+    LLVMValueRef x = LLVMBuildFPExt(b, hh, f32, "");
+    /* A fence: instcombine would otherwise narrow users of the extension to half arithmetic
+     * (fcmp (fpext h), 0.0 -> fcmp h, 0.0), which x86 without AVX512_FP16 scalarizes (swiglu
+     * f16 1024x4096: 6x the f32 time). The fence is a no-op in the generated code. */
+    LLVMModuleRef mod = LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInsertBlock(b)));
+    unsigned id = LLVMLookupIntrinsicID("llvm.arithmetic.fence", 21);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, &f32, 1);
+    return LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, &f32, 1), f, &x, 1, "");
   }
   LLVMValueRef w = LLVMBuildZExt(b, h, i32, "");
   if (elem == XIR_BF16) return LLVMBuildBitCast(b, LLVMBuildShl(b, w, cst(i32, 16), ""), f32, "");
@@ -124,12 +131,16 @@ LLVMValueRef xir__cvt_from_f32(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt
   /* vcvtneps2bf16, unless a lane is an f32 subnormal (the instruction flushes those to zero) */
   LLVMValueRef hw = LLVMBuildBitCast(
       b, LLVMBuildFPTrunc(b, x, shaped(xt, LLVMBFloatTypeInContext(ctx)), ""), i16, "");
-  LLVMValueRef a1 = LLVMBuildSub(b, LLVMBuildAnd(b, bits, cst(i32, 0x7fffffff), ""), cst(i32, 1), "");
-  LLVMValueRef sub = LLVMBuildICmp(b, LLVMIntULT, a1, cst(i32, 0x7fffff), "");
+  /* llvm.is.fpclass(x, subnormal): one vfpclassps on AVX-512 */
+  LLVMModuleRef mod = LLVMGetGlobalParent(fn);
+  unsigned cid = LLVMLookupIntrinsicID("llvm.is.fpclass", 15);
+  LLVMValueRef cf = LLVMGetIntrinsicDeclaration(mod, cid, &xt, 1);
+  LLVMValueRef cargs[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(ctx), 0x90, 0)};
+  LLVMValueRef sub = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, cid, &xt, 1), cf, cargs, 2, "");
   if (LLVMGetTypeKind(xt) == LLVMVectorTypeKind) {
     LLVMTypeRef st = LLVMTypeOf(sub);
     unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.or", 21);
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(LLVMGetGlobalParent(fn), id, &st, 1);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, &st, 1);
     sub = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, &st, 1), f, &sub, 1, "");
   }
   LLVMBasicBlockRef from = LLVMGetInsertBlock(b);

@@ -1,5 +1,6 @@
-/* npy.h — NumPy .npy files of little-endian float32 ('<f4') and int64 ('<i8', for i64 input
- * buffers such as positions), C order.
+/* npy.h — NumPy .npy files of little-endian float32 ('<f4'), int64 ('<i8', for i64 input
+ * buffers such as positions), float16 ('<f2') and bfloat16 ('bfloat16', ml_dtypes' name; see
+ * xir__npy_write_half), C order.
  *
  * Format (numpy.lib.format, NEP 1): the magic "\x93NUMPY", a major and a minor version byte, the
  * header length (uint16 LE for version 1.0, uint32 LE for 2.0 and 3.0), then the header: an ASCII
