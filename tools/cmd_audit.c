@@ -335,7 +335,7 @@ int cmd_audit(int argc, char **argv) {
     xir_case cs;
     char what[512], why[1024];
     snprintf(what, sizeof what, "%s %s %s", jstr(c, "kernel"), jstr(c, "shape"), jstr(c, "config"));
-    if (xir_kernel_load(jstr(c, "kernel"), &p, &d) || xir_shape_parse(p, jstr(c, "shape"), &sh, &d)) {
+    if (bench_load_kernel(jstr(c, "kernel"), &p, &d) || xir_shape_parse(p, jstr(c, "shape"), &sh, &d)) {
       rc = reject(dir, "a case cannot be rebuilt: %s%s", d.msg, "");
       goto out;
     }

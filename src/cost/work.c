@@ -167,7 +167,8 @@ static int near_load(const wctx *w, int id) {
   if (w->loaded[id] && tile <= kNearBytes) return 1;
   int shared = 1;
   for (int a = 0; a < n->nargs && shared; a++) shared = n->args[a] < 0 || w->inv[n->args[a]];
-  return shared && (n->type.elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
+  return shared && (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem) *
+                        (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
 }
 
 /* Cost of evaluating tile expression `id` once (distinct nodes, rank-0 values excluded). */
@@ -209,7 +210,7 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     w->stored[id] = 1;
   }
   if (n->op == XIR_OP_LOAD) {
-    double esize = w->p->params[n->ref].elem == XIR_I64 ? 8 : 4;
+    double esize = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem); /* 8, 4 or 2 */
     int near = near_load(w, id);
     w->loaded[id] = 1;
     access_cost(w, access_kind(w, n, n->nargs), esize, arith, near ? &dummy : bytes);
@@ -279,7 +280,8 @@ static void unit_cost(wctx *w) {
       w->nest_rank = tile.rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
-      access_cost(w, access_kind(w, n, n->nargs - 1), 4, &a, &b); /* outputs are f32 */
+      access_cost(w, access_kind(w, n, n->nargs - 1),
+                  (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b); /* f32, bf16, f16 */
       double it = iterations(w, &tile);
       w->arith += it * k * a + k * w->once_a;
       w->math += it * k * w->m_cur + k * w->m_once;
@@ -307,8 +309,8 @@ static void unit_cost(wctx *w) {
       }
     } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
       if (n->op == XIR_OP_LOAD)
-        access_cost(w, access_kind(w, n, n->nargs), w->p->params[n->ref].elem == XIR_I64 ? 8 : 4,
-                    &a, &b);
+        access_cost(w, access_kind(w, n, n->nargs),
+                    (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b);
       else a = op_weight(n->op);
       w->arith += k * a;
       if (n->op != XIR_OP_LOAD && a > 1) w->math += k * a;
@@ -408,7 +410,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   wctx_free(&x);
   for (int i = 0; i < p->nparams; i++)
     if (p->params[i].kind == XIR_PARAM_BUFFER)
-      w->footprint_bytes += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
+      w->footprint_bytes += (double)xir_elem_size((xir_elem)p->params[i].elem) * (double)xir_param_numel(p, i, s);
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);
   w->math_per_packet = x.math / x.k + (w->packets ? pre_m * calls / (double)w->packets : 0);
   if (w->math_per_packet > w->arith_per_packet) w->math_per_packet = w->arith_per_packet;
