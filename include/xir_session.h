@@ -95,6 +95,13 @@ xir_status xir_session_program(xir_session *s, const char *name, const xir_progr
 xir_status xir_session_parse(xir_session *s, const char *text, size_t len, const char *filename,
                              const xir_program **out, xir_diag *d);
 
+/* The session's copy of p with buffers retyped (xir_program_retype: spec "bf16", "x=bf16,y=f16",
+ * "bf16,w=f32"; docs/xir.md), interned like xir_session_parse: the same spec on the same program
+ * gives the same program. The caller keeps ownership of p. Errors: those of xir_program_retype
+ * (an unknown name or type, an i64 buffer or a scalar named). */
+xir_status xir_session_retype(xir_session *s, const xir_program *p, const char *spec,
+                              const xir_program **out, xir_diag *d);
+
 /* The prepared kernel of program p for shape (planned and compiled on the first request, then
  * taken from the cache). p may be any verified program: one that is not the session's is interned
  * first (its canonical text is printed and hashed; the caller keeps ownership of p and may free it

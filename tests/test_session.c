@@ -1,6 +1,7 @@
 /* test_session.c — the one-call API (xir_session.h): every built-in kernel through a session on
  * small shapes, the whole output checked against the fp64 oracle with sentinels; the cache (a
- * second run neither plans nor compiles; a program and an equal copy share their entries);
+ * second run neither plans nor compiles; a program and an equal copy share their entries); bf16
+ * and f16 buffers (xir_session_retype);
  * arguments by position (trailing defaults) and by name; explanations; clear errors for an
  * unknown kernel, a bad shape, a wrong argument count, unknown/missing named arguments and a
  * prepared kernel of another session. (Concurrent callers: test_runtime_session.) */
@@ -50,7 +51,7 @@ static const struct {
 static void check_case(xir_session *s, const char *kernel, const char *shape, xir_case *c) {
   xir_diag d;
   xir__case_reset_outputs(c);
-  if (xir_session_run(s, kernel, shape, c->args, xir_program_num_params(c->p), &d)) die(&d);
+  if (xir_session_run_program(s, c->p, shape, c->args, xir_program_num_params(c->p), &d)) die(&d);
   if (!xir__case_sentinels_ok(c)) fail_msg("%s %s: a sentinel was overwritten", kernel, shape);
   xir_tolerance tol = xir__kernel_tolerance(kernel);
   int outputs = 0;
@@ -61,7 +62,7 @@ static void check_case(xir_session *s, const char *kernel, const char *shape, xi
     if (!r.pass)
       fail_msg("%s %s: %zu of %zu elements out of tolerance (%zu NaN); first at %zu: got %.9g, "
                "oracle %.9g", kernel, shape, r.bad, r.n, r.nan, r.first_bad,
-               (double)c->data[q][r.first_bad], c->ref[q][r.first_bad]);
+               (double)xir__case_output_f32(c, q, r.first_bad), c->ref[q][r.first_bad]);
   }
   assert_int_equal(outputs, 1);
 }
@@ -87,6 +88,41 @@ static void test_every_kernel(void **state) {
   assert_int_equal(st.misses, xir_kernel_count());
   assert_int_equal(st.programs, xir_kernel_count());
   assert_int_equal(st.prepared, xir_kernel_count());
+  xir_session_destroy(s);
+}
+
+/* 16-bit buffers through the session: xir_session_retype (interned: the same spec gives the same
+ * program), every output checked against the oracle reading the same stored values. */
+static void test_retype(void **state) {
+  (void)state;
+  xir_session *s = new_session(2);
+  static const struct {
+    const char *kernel, *shape, *spec;
+  } cases[] = {{"rmsnorm", "R=5,C=33", "bf16"},
+               {"swiglu", "R=3,C=50", "f16"},
+               {"attention", "B=1,HQ=4,HKV=2,Q=3,K=9,D=8,DV=8", "bf16,o=f32"},
+               {"rope_cache", "R=4,C=32,HD=8,P=16,H2=4", "x=f16,y=bf16"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    xir_diag d;
+    const xir_program *p, *q, *q2;
+    if (xir_session_program(s, cases[i].kernel, &p, &d)) die(&d);
+    if (xir_session_retype(s, p, cases[i].spec, &q, &d)) die(&d);
+    if (xir_session_retype(s, p, cases[i].spec, &q2, &d)) die(&d);
+    assert_ptr_equal(q, q2);
+    assert_ptr_not_equal(p, q);
+    xir_shape sh;
+    if (xir_shape_parse(q, cases[i].shape, &sh, &d)) die(&d);
+    xir_case c;
+    if (xir__case_init(&c, q, &sh, 300 + i, &d) || xir__case_oracle(&c, &d)) die(&d);
+    check_case(s, cases[i].kernel, cases[i].shape, &c);
+    xir__case_free(&c);
+  }
+  xir_diag d;
+  const xir_program *p, *q;
+  if (xir_session_program(s, "rope_cache", &p, &d)) die(&d);
+  assert_int_equal(xir_session_retype(s, p, "pos=bf16", &q, &d), XIR_ERR_INVALID_ARG);
+  assert_non_null(strstr(d.msg, "pos"));
+  assert_null(q);
   xir_session_destroy(s);
 }
 
@@ -274,6 +310,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_kernel),
       cmocka_unit_test(test_cache_hit),
+      cmocka_unit_test(test_retype),
       cmocka_unit_test(test_args),
       cmocka_unit_test(test_explain),
   };

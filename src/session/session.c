@@ -210,6 +210,18 @@ xir_status xir_session_parse(xir_session *s, const char *text, size_t len, const
   return intern(s, p, -1, out, d);
 }
 
+xir_status xir_session_retype(xir_session *s, const xir_program *p, const char *spec,
+                              const xir_program **out, xir_diag *d) {
+  if (!s || !p || !spec || !out)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_session_retype: %s is NULL",
+                    !s ? "the session" : !p ? "the program" : !spec ? "the spec" : "out");
+  *out = NULL;
+  xir_program *copy;
+  xir_status st = xir_program_retype(p, spec, &copy, d);
+  if (st) return st;
+  return intern(s, copy, -1, out, d);
+}
+
 /* ---- prepared kernels ---- */
 
 static uint64_t shape_key(const xir_program *p, const xir_shape *shape) {
