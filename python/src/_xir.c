@@ -21,7 +21,8 @@ static PyObject *g_error;        /* xir.Error */
 static PyObject *g_parse_error;  /* xir.ParseError(Error, SyntaxError-like ValueError) */
 static PyObject *g_arg_error;    /* xir.ArgumentError(Error, ValueError) */
 static PyObject *g_lookup_error; /* xir.NotFoundError(Error, LookupError) */
-static PyObject *g_np_empty, *g_np_asc, *g_np_asarray, *g_np_from_dlpack, *g_np_f32;
+static PyObject *g_np_empty, *g_np_asc, *g_np_asarray, *g_np_from_dlpack, *g_np_f32, *g_np_f16,
+    *g_np_u16, *g_np_bf16;
 static PyObject *g_str_dlpack, *g_str_array_interface, *g_str_array, *g_str_dtype;
 
 /* Raises the exception matching d's status, with the library's message; for text errors the
@@ -67,6 +68,7 @@ typedef struct {
   const xir_program *p;
   int nparams, ndims;
   xir_param_info info[XIR_MAX_PARAMS];
+  PyObject *variants; /* list of ProgramObject: this program retyped for 16-bit arrays */
 } ProgramObject;
 
 typedef struct {
@@ -109,6 +111,7 @@ static PyObject *make_program(SessionObject *s, const xir_program *p) {
   Py_INCREF(s);
   po->session = s;
   po->p = p;
+  po->variants = NULL;
   po->nparams = xir_program_num_params(p);
   po->ndims = xir_program_num_dims(p);
   for (int i = 0; i < po->nparams; i++) xir_program_param(p, i, &po->info[i]);
@@ -168,10 +171,22 @@ static PyGetSetDef Session_getset[] = {
 
 /* ---- binding arrays ---- */
 
+/* One array argument as the kernel sees it. */
+typedef struct arr {
+  void *buf;
+  Py_ssize_t len; /* bytes */
+  int ndim;
+  Py_ssize_t shape[XIR_MAX_RANK];
+  xir_elem elem; /* XIR_ELEM_NONE: a dtype xir has no buffers of */
+} arr;
+
 typedef struct binding {
   Py_buffer view[XIR_MAX_PARAMS];
   int have_view[XIR_MAX_PARAMS];
-  PyObject *hold[XIR_MAX_PARAMS]; /* converted inputs, allocated outputs (new references) */
+  PyObject *hold[XIR_MAX_PARAMS];  /* converted inputs, allocated outputs (new references) */
+  PyObject *hold2[XIR_MAX_PARAMS]; /* a bf16 array's uint16 view, a DLPack capsule */
+  arr a[XIR_MAX_PARAMS];
+  int given[XIR_MAX_PARAMS];       /* buffers: an array was passed (else: an output to allocate) */
   xir_arg args[XIR_MAX_PARAMS];
   xir_shape shape;
   int bound_by[XIR_MAX_DIMS]; /* the parameter that bound each dim, -1 = dims mapping, -2 none */
@@ -181,10 +196,23 @@ static void binding_release(binding *b, int n) {
   for (int i = 0; i < n; i++) {
     if (b->have_view[i]) PyBuffer_Release(&b->view[i]);
     Py_XDECREF(b->hold[i]);
+    Py_XDECREF(b->hold2[i]);
   }
 }
 
-static const char *dtype_text(PyObject *obj, const Py_buffer *v, char *buf, size_t cap) {
+static const char *elem_dtype(xir_elem e) {
+  switch (e) {
+    case XIR_F32: return "float32";
+    case XIR_F16: return "float16";
+    case XIR_BF16: return "bfloat16";
+    case XIR_I64: return "int64";
+    default: return "?";
+  }
+}
+
+static int is_float(xir_elem e) { return e == XIR_F32 || e == XIR_F16 || e == XIR_BF16; }
+
+static const char *dtype_text(PyObject *obj, const char *format, char *buf, size_t cap) {
   PyObject *dt = obj ? PyObject_GetAttr(obj, g_str_dtype) : NULL;
   if (dt) {
     PyObject *s = PyObject_Str(dt);
@@ -195,28 +223,124 @@ static const char *dtype_text(PyObject *obj, const Py_buffer *v, char *buf, size
     if (u) return buf;
   }
   PyErr_Clear();
-  snprintf(buf, cap, "buffer format '%s'", v && v->format ? v->format : "B");
+  snprintf(buf, cap, "buffer format '%s'", format ? format : "B");
   return buf;
 }
 
-/* Format of an f32 / i64 element: 'f' / 'q' or 'l' (8 bytes), with an optional byte-order
- * prefix meaning native little-endian. */
-static int format_is(const Py_buffer *v, xir_elem e) {
+/* The element type of a buffer format: 'f' f32, 'e' f16, 'q'/'l' (8 bytes) i64; else NONE. */
+static xir_elem format_elem(const Py_buffer *v) {
   const char *f = v->format ? v->format : "B";
   if (*f == '<' || *f == '=' || *f == '@') f++;
-  if (f[0] == 0 || f[1] != 0) return 0;
-  if (e == XIR_F32) return f[0] == 'f' && v->itemsize == 4;
-  return (f[0] == 'q' || f[0] == 'l') && v->itemsize == 8;
+  if (f[0] == 0 || f[1] != 0) return XIR_ELEM_NONE;
+  if (f[0] == 'f' && v->itemsize == 4) return XIR_F32;
+  if (f[0] == 'e' && v->itemsize == 2) return XIR_F16;
+  if ((f[0] == 'q' || f[0] == 'l') && v->itemsize == 8) return XIR_I64;
+  return XIR_ELEM_NONE;
 }
 
-/* Gets a buffer of obj into *v for parameter i; converts non-buffer objects (DLPack, array
- * interface) and copies non-contiguous inputs. Returns 0, or -1 with an exception set. */
-static int get_buffer(ProgramObject *po, int i, PyObject *obj, binding *b) {
+/* 1 when obj's dtype prints as "bfloat16" (ml_dtypes' NumPy dtype). */
+static int is_bf16_array(PyObject *obj) {
+  PyObject *dt = PyObject_GetAttr(obj, g_str_dtype);
+  if (!dt) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject *s = PyObject_Str(dt);
+  Py_DECREF(dt);
+  const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+  int yes = u && strcmp(u, "bfloat16") == 0;
+  Py_XDECREF(s);
+  PyErr_Clear();
+  return yes;
+}
+
+/* ---- DLPack (the ABI of dlpack.h v0.8, the legacy "dltensor" capsule) ---- */
+typedef struct { int32_t device_type, device_id; } DLDevice_;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType_;
+typedef struct {
+  void *data;
+  DLDevice_ device;
+  int32_t ndim;
+  DLDataType_ dtype;
+  int64_t *shape, *strides;
+  uint64_t byte_offset;
+} DLTensor_;
+typedef struct DLManagedTensor_ {
+  DLTensor_ dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(struct DLManagedTensor_ *self);
+} DLManagedTensor_;
+
+/* Reads obj through __dlpack__ into *a, keeping the capsule in *capsule (never consumed: its own
+ * destructor calls the deleter when it is released). Returns 1 when done, 0 when the tensor is
+ * not a compact CPU tensor of a dtype xir has (the caller then tries NumPy), -1 on error. */
+static int from_dlpack(PyObject *obj, arr *a, PyObject **capsule) {
+  PyObject *cap = PyObject_CallMethodNoArgs(obj, g_str_dlpack);
+  if (!cap) { /* numpy.from_dlpack will call it again and report the error */
+    PyErr_Clear();
+    return 0;
+  }
+  DLManagedTensor_ *m = PyCapsule_GetPointer(cap, "dltensor");
+  if (!m) {
+    Py_DECREF(cap);
+    PyErr_Clear();
+    return 0;
+  }
+  const DLTensor_ *t = &m->dl_tensor;
+  xir_elem e = XIR_ELEM_NONE;
+  if (t->dtype.lanes == 1) {
+    if (t->dtype.code == 2 && t->dtype.bits == 32) e = XIR_F32;
+    else if (t->dtype.code == 2 && t->dtype.bits == 16) e = XIR_F16;
+    else if (t->dtype.code == 4 && t->dtype.bits == 16) e = XIR_BF16;
+    else if (t->dtype.code == 0 && t->dtype.bits == 64) e = XIR_I64;
+  }
+  int ok = t->device.device_type == 1 /* kDLCPU */ && e != XIR_ELEM_NONE && t->ndim >= 0 &&
+           t->ndim <= XIR_MAX_RANK;
+  Py_ssize_t n = 1;
+  if (ok) {
+    int64_t want = 1;
+    for (int k = t->ndim - 1; k >= 0; k--) {
+      if (t->strides && t->shape[k] != 1 && t->strides[k] != want) ok = 0;
+      want *= t->shape[k];
+    }
+    for (int k = 0; k < t->ndim; k++) n *= (Py_ssize_t)t->shape[k];
+  }
+  if (!ok) {
+    Py_DECREF(cap);
+    return 0;
+  }
+  a->buf = (char *)t->data + t->byte_offset;
+  a->elem = e;
+  a->ndim = t->ndim;
+  for (int k = 0; k < t->ndim; k++) a->shape[k] = (Py_ssize_t)t->shape[k];
+  a->len = n * (Py_ssize_t)xir_elem_size(e);
+  *capsule = cap;
+  return 1;
+}
+
+static void arr_from_view(arr *a, const Py_buffer *v, xir_elem e) {
+  a->buf = v->buf;
+  a->len = v->len;
+  a->ndim = v->ndim;
+  for (int k = 0; k < v->ndim && k < XIR_MAX_RANK; k++) a->shape[k] = v->shape[k];
+  a->elem = e;
+}
+
+/* Reads argument i (an array) into b->a[i]: the buffer protocol (NumPy float32, float16, int64),
+ * a bf16 NumPy array through a uint16 view, DLPack (torch), or numpy.asarray for objects with the
+ * array interface. Inputs that are not C-contiguous are copied; outputs must be C-contiguous and
+ * writable. Returns 0, or -1 with an exception set. */
+static int get_array(ProgramObject *po, int i, PyObject *obj, binding *b) {
   const xir_param_info *pi = &po->info[i];
+  const char *kname = xir_program_name(po->p);
   int out = pi->is_output;
   int flags = out ? (PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) : (PyBUF_STRIDES | PyBUF_FORMAT);
   PyObject *src = obj;
   if (!PyObject_CheckBuffer(src)) {
+    if (PyObject_HasAttr(src, g_str_dlpack)) {
+      int r = from_dlpack(src, &b->a[i], &b->hold2[i]);
+      if (r != 0) return r < 0 ? -1 : 0;
+    }
     PyObject *conv = NULL;
     if (PyObject_HasAttr(src, g_str_dlpack)) conv = PyObject_CallOneArg(g_np_from_dlpack, src);
     else if (PyObject_HasAttr(src, g_str_array_interface) || PyObject_HasAttr(src, g_str_array))
@@ -224,10 +348,10 @@ static int get_buffer(ProgramObject *po, int i, PyObject *obj, binding *b) {
     else {
       PyErr_Format(PyExc_TypeError,
                    "%s: %s must be an array (buffer protocol, DLPack or __array_interface__), "
-                   "not %.80s", xir_program_name(po->p), pi->name, Py_TYPE(src)->tp_name);
+                   "not %.80s", kname, pi->name, Py_TYPE(src)->tp_name);
       return -1;
     }
-    if (!conv) { /* e.g. a dtype NumPy cannot represent (torch bfloat16 over DLPack) */
+    if (!conv) { /* e.g. a non-contiguous torch bfloat16 tensor: NumPy has no bf16 */
       PyObject *type, *value, *tb;
       PyErr_Fetch(&type, &value, &tb);
       PyObject *msg = value ? PyObject_Str(value) : NULL;
@@ -236,8 +360,8 @@ static int get_buffer(ProgramObject *po, int i, PyObject *obj, binding *b) {
         PyErr_Clear();
         m = "unknown error";
       }
-      PyErr_Format(g_arg_error, "%s: %s (%.80s) could not be read as an array: %s",
-                   xir_program_name(po->p), pi->name, Py_TYPE(src)->tp_name, m);
+      PyErr_Format(g_arg_error, "%s: %s (%.80s) could not be read as an array (a 16-bit tensor "
+                   "must be contiguous): %s", kname, pi->name, Py_TYPE(src)->tp_name, m);
       Py_XDECREF(msg);
       Py_XDECREF(type);
       Py_XDECREF(value);
@@ -247,38 +371,76 @@ static int get_buffer(ProgramObject *po, int i, PyObject *obj, binding *b) {
     b->hold[i] = conv;
     src = conv;
   }
+  xir_elem e = XIR_ELEM_NONE;
   if (PyObject_GetBuffer(src, &b->view[i], flags) < 0) {
-    if (out && (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
-      PyErr_Clear();
-      PyErr_Format(g_arg_error, "%s: out (%s) must be a writable array", xir_program_name(po->p),
-                   pi->name);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    int bf16 = is_bf16_array(src);
+    PyErr_Restore(type, value, tb);
+    if (!bf16) {
+      if (out && (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
+        PyErr_Clear();
+        PyErr_Format(g_arg_error, "%s: out (%s) must be a writable array", kname, pi->name);
+      }
+      return -1;
     }
-    return -1;
+    PyErr_Clear(); /* NumPy cannot export ml_dtypes' bfloat16: read its bits as uint16 */
+    PyObject *u16 = PyObject_CallMethod(src, "view", "O", g_np_u16);
+    if (!u16) return -1;
+    b->hold2[i] = u16;
+    if (PyObject_GetBuffer(u16, &b->view[i], flags) < 0) {
+      if (out) {
+        PyErr_Clear();
+        PyErr_Format(g_arg_error, "%s: out (%s) must be a writable array", kname, pi->name);
+      }
+      return -1;
+    }
+    e = XIR_BF16;
+  } else {
+    e = format_elem(&b->view[i]);
   }
   b->have_view[i] = 1;
   if (!PyBuffer_IsContiguous(&b->view[i], 'C')) {
     if (out) {
-      PyErr_Format(g_arg_error, "%s: out (%s) must be C-contiguous", xir_program_name(po->p),
-                   pi->name);
+      PyErr_Format(g_arg_error, "%s: out (%s) must be C-contiguous", kname, pi->name);
       return -1;
     }
-    PyObject *copy = PyObject_CallOneArg(g_np_asc, src); /* documented: inputs are copied */
+    PyObject *from = b->hold2[i] ? b->hold2[i] : src; /* a bf16 array: its uint16 view */
+    PyObject *copy = PyObject_CallOneArg(g_np_asc, from); /* documented: inputs are copied */
     if (!copy) return -1;
     PyBuffer_Release(&b->view[i]);
     b->have_view[i] = 0;
-    Py_XDECREF(b->hold[i]);
-    b->hold[i] = copy;
+    Py_XSETREF(b->hold2[i], copy);
     if (PyObject_GetBuffer(copy, &b->view[i], flags) < 0) return -1;
     b->have_view[i] = 1;
   }
-  if (!format_is(&b->view[i], pi->elem)) {
+  if (b->view[i].ndim > XIR_MAX_RANK) {
+    PyErr_Format(g_arg_error, "%s: %s has %d dimensions (at most %d)", kname, pi->name,
+                 b->view[i].ndim, XIR_MAX_RANK);
+    return -1;
+  }
+  arr_from_view(&b->a[i], &b->view[i], e);
+  if (e == XIR_ELEM_NONE) {
     char dt[128];
-    PyErr_Format(g_arg_error, "%s: %s must be %s, got %s", xir_program_name(po->p), pi->name,
-                 pi->elem == XIR_I64 ? "int64" : "float32", dtype_text(src, &b->view[i], dt,
-                 sizeof dt));
+    PyErr_Format(g_arg_error, "%s: %s must be %s, got %s", kname, pi->name,
+                 pi->elem == XIR_I64 ? "int64" : "float32, float16 or bfloat16",
+                 dtype_text(src, b->view[i].format, dt, sizeof dt));
     return -1;
   }
   return 0;
+}
+
+/* Checks the element type of argument i: int64 for an i64 buffer; for a floating-point buffer
+ * any of f32/f16/bf16, or exactly the program's type when `exact` (a plan). */
+static int check_elem(ProgramObject *po, int i, const binding *b, int exact) {
+  const xir_param_info *pi = &po->info[i];
+  xir_elem e = b->a[i].elem;
+  int ok = pi->elem == XIR_I64 ? e == XIR_I64 : exact ? e == pi->elem : is_float(e);
+  if (ok) return 0;
+  PyErr_Format(g_arg_error, "%s: %s must be %s, got %s%s", xir_program_name(po->p), pi->name,
+               pi->elem == XIR_I64 ? "int64" : exact ? elem_dtype(pi->elem) : "float32, float16 or bfloat16",
+               elem_dtype(e), exact && pi->elem != XIR_I64 ? " (the plan's type)" : "");
+  return -1;
 }
 
 /* "(R=64, C=4096)" — the expected shape of parameter i under the dims bound so far. */
@@ -297,7 +459,7 @@ static void expected_shape(ProgramObject *po, int i, const binding *b, char *buf
   if (len < cap) snprintf(buf + len, cap - len, "%s)", po->info[i].rank == 1 ? "," : "");
 }
 
-static void shape_text(const Py_buffer *v, char *buf, size_t cap) {
+static void shape_text(const arr *v, char *buf, size_t cap) {
   size_t len = (size_t)snprintf(buf, cap, "(");
   for (int a = 0; a < v->ndim && len < cap; a++)
     len += (size_t)snprintf(buf + len, cap - len, "%s%zd", a ? ", " : "", v->shape[a]);
@@ -320,19 +482,22 @@ static int bind_dim(ProgramObject *po, binding *b, int di, int64_t value, int wh
   return -1;
 }
 
-static int overlaps(const Py_buffer *a, const Py_buffer *b) {
+static int overlaps(const arr *a, const arr *b) {
   const char *pa = a->buf, *pb = b->buf;
   return a->len > 0 && b->len > 0 && pa < pb + b->len && pb < pa + a->len;
 }
 
 /* Binds args (one object per parameter; None = allocate the output / take the scalar's default)
- * and an optional dims mapping, or checks them against `fixed` (a plan's shape). Returns 0, or
- * -1 with an exception set; either way binding_release(b, nparams) releases what it holds. */
+ * and an optional dims mapping, or checks them against `fixed` (a plan's shape and types).
+ * Returns 0, or -1 with an exception set; either way binding_release(b, nparams) releases what
+ * it holds. */
 static int bind_args(ProgramObject *po, PyObject *const *objs, Py_ssize_t nobjs, PyObject *dims,
                      const xir_shape *fixed, binding *b) {
   const char *kname = xir_program_name(po->p);
   memset(b->have_view, 0, sizeof b->have_view);
   memset(b->hold, 0, sizeof b->hold);
+  memset(b->hold2, 0, sizeof b->hold2);
+  memset(b->given, 0, sizeof b->given);
   memset(b->args, 0, sizeof b->args);
   if (nobjs != po->nparams) {
     PyErr_Format(PyExc_TypeError, "%s takes %d arguments (one per parameter), got %zd", kname,
@@ -346,8 +511,9 @@ static int bind_args(ProgramObject *po, PyObject *const *objs, Py_ssize_t nobjs,
     for (int i = 0; i < po->nparams; i++) {
       const xir_param_info *pi = &po->info[i];
       if (pi->kind != XIR_PARAM_BUFFER || pi->is_output != pass || objs[i] == Py_None) continue;
-      if (get_buffer(po, i, objs[i], b)) return -1;
-      const Py_buffer *v = &b->view[i];
+      if (get_array(po, i, objs[i], b) || check_elem(po, i, b, fixed != NULL)) return -1;
+      b->given[i] = 1;
+      const arr *v = &b->a[i];
       if (v->ndim != pi->rank) {
         char want[256], got[256];
         expected_shape(po, i, b, want, sizeof want);
@@ -407,6 +573,19 @@ static int bind_args(ProgramObject *po, PyObject *const *objs, Py_ssize_t nobjs,
       }
     }
   }
+  /* outputs to allocate take the type of the first floating-point input (the activations: x, a,
+   * q), or the plan's */
+  xir_elem act = XIR_F32;
+  for (int i = 0; i < po->nparams; i++) {
+    if (po->info[i].kind == XIR_PARAM_BUFFER && !po->info[i].is_output && b->given[i] &&
+        is_float(b->a[i].elem)) {
+      act = b->a[i].elem;
+      break;
+    }
+  }
+  for (int i = 0; i < po->nparams; i++) {
+    if (po->info[i].kind == XIR_PARAM_BUFFER && !b->given[i]) b->a[i].elem = fixed ? po->info[i].elem : act;
+  }
   /* scalars */
   for (int i = 0; i < po->nparams; i++) {
     const xir_param_info *pi = &po->info[i];
@@ -426,11 +605,31 @@ static int bind_args(ProgramObject *po, PyObject *const *objs, Py_ssize_t nobjs,
   return 0;
 }
 
-/* Allocates every output left as None (float32, its shape from the dims). */
+/* The NumPy dtype object of an element type (bfloat16: ml_dtypes, imported on first use). */
+static PyObject *np_dtype(xir_elem e) {
+  if (e == XIR_F16) return g_np_f16;
+  if (e != XIR_BF16) return g_np_f32;
+  if (!g_np_bf16) {
+    PyObject *ml = PyImport_ImportModule("ml_dtypes");
+    if (!ml) {
+      PyErr_Clear();
+      PyErr_SetString(g_arg_error, "a bfloat16 result needs the ml_dtypes package (pip install "
+                                   "ml_dtypes), or pass out=");
+      return NULL;
+    }
+    g_np_bf16 = PyObject_GetAttrString(ml, "bfloat16");
+    Py_DECREF(ml);
+  }
+  return g_np_bf16;
+}
+
+/* Allocates every output left as None (its shape from the dims, its type b->a[i].elem). */
 static int alloc_outputs(ProgramObject *po, PyObject *const *objs, binding *b) {
   for (int i = 0; i < po->nparams; i++) {
     const xir_param_info *pi = &po->info[i];
     if (pi->kind != XIR_PARAM_BUFFER || !pi->is_output || objs[i] != Py_None) continue;
+    PyObject *dt = np_dtype(b->a[i].elem);
+    if (!dt) return -1;
     PyObject *shape = PyTuple_New(pi->rank);
     if (!shape) return -1;
     for (int a = 0; a < pi->rank; a++) {
@@ -441,13 +640,20 @@ static int alloc_outputs(ProgramObject *po, PyObject *const *objs, binding *b) {
       }
       PyTuple_SET_ITEM(shape, a, v);
     }
-    PyObject *arr = PyObject_CallFunctionObjArgs(g_np_empty, shape, g_np_f32, NULL);
+    PyObject *arr_ = PyObject_CallFunctionObjArgs(g_np_empty, shape, dt, NULL);
     Py_DECREF(shape);
-    if (!arr) return -1;
-    b->hold[i] = arr;
-    if (PyObject_GetBuffer(arr, &b->view[i], PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+    if (!arr_) return -1;
+    b->hold[i] = arr_;
+    PyObject *src = arr_;
+    if (b->a[i].elem == XIR_BF16) {
+      if (!(b->hold2[i] = PyObject_CallMethod(arr_, "view", "O", g_np_u16))) return -1;
+      src = b->hold2[i];
+    }
+    if (PyObject_GetBuffer(src, &b->view[i], PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
       return -1;
     b->have_view[i] = 1;
+    xir_elem e = b->a[i].elem;
+    arr_from_view(&b->a[i], &b->view[i], e);
     b->args[i].out = b->view[i].buf;
   }
   return 0;
@@ -457,8 +663,8 @@ static int check_aliasing(ProgramObject *po, binding *b) {
   for (int i = 0; i < po->nparams; i++) {
     if (po->info[i].kind != XIR_PARAM_BUFFER || !po->info[i].is_output) continue;
     for (int j = 0; j < po->nparams; j++) {
-      if (j == i || po->info[j].kind != XIR_PARAM_BUFFER || !b->have_view[j]) continue;
-      if (overlaps(&b->view[i], &b->view[j])) {
+      if (j == i || po->info[j].kind != XIR_PARAM_BUFFER) continue;
+      if (overlaps(&b->a[i], &b->a[j])) {
         PyErr_Format(g_arg_error, "%s: out (%s) overlaps %s (in-place use is not supported; "
                      "docs/api.md)", xir_program_name(po->p), po->info[i].name, po->info[j].name);
         return -1;
@@ -484,7 +690,48 @@ static PyObject *outputs_result(ProgramObject *po, PyObject *const *objs, bindin
   return res;
 }
 
-/* The shared call path: bind, prepare (unless given), allocate, launch. */
+/* The program of po with its floating-point buffers of the types in elem[] (po itself when they
+ * are its own): retyped once through the session (xir_session_retype) and kept in po->variants. */
+static ProgramObject *variant(ProgramObject *po, const binding *b) {
+  int same = 1;
+  for (int i = 0; i < po->nparams; i++)
+    if (po->info[i].kind == XIR_PARAM_BUFFER && is_float(po->info[i].elem) && b->a[i].elem != po->info[i].elem) same = 0;
+  if (same) return po;
+  Py_ssize_t n = po->variants ? PyList_GET_SIZE(po->variants) : 0;
+  for (Py_ssize_t v = 0; v < n; v++) {
+    ProgramObject *q = (ProgramObject *)PyList_GET_ITEM(po->variants, v);
+    int match = 1;
+    for (int i = 0; i < po->nparams && match; i++)
+      if (q->info[i].kind == XIR_PARAM_BUFFER && is_float(q->info[i].elem) && q->info[i].elem != b->a[i].elem) match = 0;
+    if (match) return q;
+  }
+  char spec[1024];
+  size_t len = 0;
+  spec[0] = 0;
+  for (int i = 0; i < po->nparams && len < sizeof spec; i++) {
+    if (po->info[i].kind != XIR_PARAM_BUFFER || !is_float(po->info[i].elem)) continue;
+    len += (size_t)snprintf(spec + len, sizeof spec - len, "%s%s=%s", len ? "," : "",
+                            po->info[i].name, xir_elem_name(b->a[i].elem));
+  }
+  const xir_program *p;
+  xir_diag d;
+  xir_status st = xir_session_retype(po->session->s, po->p, spec, &p, &d);
+  if (st) {
+    raise_diag(&d, st);
+    return NULL;
+  }
+  if (!po->variants && !(po->variants = PyList_New(0))) return NULL;
+  PyObject *q = make_program(po->session, p);
+  if (!q || PyList_Append(po->variants, q) < 0) {
+    Py_XDECREF(q);
+    return NULL;
+  }
+  Py_DECREF(q); /* the list holds it */
+  return (ProgramObject *)q;
+}
+
+/* The shared call path: bind, pick the program for the arrays' types, prepare (unless given),
+ * allocate, launch. */
 static PyObject *call_program(ProgramObject *po, const xir_prepared *k, PyObject *const *objs,
                               Py_ssize_t nobjs, PyObject *dims) {
   binding b;
@@ -492,9 +739,11 @@ static PyObject *call_program(ProgramObject *po, const xir_prepared *k, PyObject
   if (bind_args(po, objs, nobjs, dims, k ? xir_prepared_shape(k) : NULL, &b)) goto done;
   xir_diag d;
   xir_status st = XIR_OK;
+  ProgramObject *run = po;
   if (!k) {
+    if (!(run = variant(po, &b))) goto done;
     Py_BEGIN_ALLOW_THREADS
-    st = xir_session_prepare(po->session->s, po->p, &b.shape, &k, &d);
+    st = xir_session_prepare(run->session->s, run->p, &b.shape, &k, &d);
     Py_END_ALLOW_THREADS
     if (st) {
       raise_diag(&d, st);
@@ -503,7 +752,7 @@ static PyObject *call_program(ProgramObject *po, const xir_prepared *k, PyObject
   }
   if (alloc_outputs(po, objs, &b) || check_aliasing(po, &b)) goto done;
   Py_BEGIN_ALLOW_THREADS
-  st = xir_session_launch(po->session->s, k, b.args, po->nparams, &d);
+  st = xir_session_launch(run->session->s, k, b.args, run->nparams, &d);
   Py_END_ALLOW_THREADS
   if (st) {
     raise_diag(&d, st);
@@ -518,6 +767,7 @@ done:
 /* ---- Program ---- */
 
 static void Program_dealloc(ProgramObject *self) {
+  Py_XDECREF(self->variants);
   Py_XDECREF(self->session);
   PyObject_Free(self);
 }
@@ -542,11 +792,24 @@ static PyObject *Program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
   return res;
 }
 
-/* prepare(dims: dict) -> Plan */
-static PyObject *Program_prepare(ProgramObject *self, PyObject *dims) {
+/* prepare(dims: dict, dtype: str | None = None) -> Plan */
+static PyObject *Program_prepare(ProgramObject *self, PyObject *args) {
+  PyObject *dims;
+  const char *spec = NULL;
+  if (!PyArg_ParseTuple(args, "O|z", &dims, &spec)) return NULL;
+  PyObject *retyped = NULL;
+  if (spec && *spec) { /* a plan for retyped buffers: "bf16", "x=bf16,w=f32" */
+    const xir_program *p;
+    xir_diag d;
+    xir_status st = xir_session_retype(self->session->s, self->p, spec, &p, &d);
+    if (st) return raise_diag(&d, st);
+    if (!(retyped = make_program(self->session, p))) return NULL;
+    self = (ProgramObject *)retyped;
+  }
+  PyObject *res = NULL;
   if (!PyDict_Check(dims)) {
     PyErr_SetString(PyExc_TypeError, "prepare: dims must be a dict of dim name -> int");
-    return NULL;
+    goto done;
   }
   xir_shape sh = {.ndims = self->ndims};
   int set[XIR_MAX_DIMS] = {0};
@@ -554,14 +817,14 @@ static PyObject *Program_prepare(ProgramObject *self, PyObject *dims) {
   Py_ssize_t pos = 0;
   while (PyDict_Next(dims, &pos, &key, &val)) {
     const char *dn = PyUnicode_AsUTF8(key);
-    if (!dn) return NULL;
+    if (!dn) goto done;
     int di = xir_program_find_dim(self->p, dn);
     if (di < 0) {
       PyErr_Format(g_arg_error, "%s has no dim '%s'", xir_program_name(self->p), dn);
-      return NULL;
+      goto done;
     }
     long long v = PyLong_AsLongLong(val);
-    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (v == -1 && PyErr_Occurred()) goto done;
     sh.dims[di] = v;
     set[di] = 1;
   }
@@ -569,7 +832,7 @@ static PyObject *Program_prepare(ProgramObject *self, PyObject *dims) {
     if (!set[di]) {
       PyErr_Format(g_arg_error, "%s: the shape needs dim %s", xir_program_name(self->p),
                    xir_program_dim_name(self->p, di));
-      return NULL;
+      goto done;
     }
   }
   const xir_prepared *k;
@@ -578,13 +841,19 @@ static PyObject *Program_prepare(ProgramObject *self, PyObject *dims) {
   Py_BEGIN_ALLOW_THREADS
   st = xir_session_prepare(self->session->s, self->p, &sh, &k, &d);
   Py_END_ALLOW_THREADS
-  if (st) return raise_diag(&d, st);
+  if (st) {
+    raise_diag(&d, st);
+    goto done;
+  }
   PlanObject *pl = PyObject_New(PlanObject, &PlanType);
-  if (!pl) return NULL;
+  if (!pl) goto done;
   Py_INCREF(self);
   pl->program = self;
   pl->k = k;
-  return (PyObject *)pl;
+  res = (PyObject *)pl;
+done:
+  Py_XDECREF(retyped);
+  return res;
 }
 
 static PyObject *Program_name(ProgramObject *self, void *c) {
@@ -638,8 +907,9 @@ static PyMethodDef Program_methods[] = {
     {"run", (PyCFunction)(void (*)(void))Program_run, METH_FASTCALL,
      "run(args, dims=None): one object per parameter (None: allocate the output / the scalar's "
      "default); dims names the dims no array gives. Returns the output (a tuple if several)."},
-    {"prepare", (PyCFunction)Program_prepare, METH_O,
-     "prepare(dims: dict) -> Plan: planned and compiled for this shape (cached)."},
+    {"prepare", (PyCFunction)Program_prepare, METH_VARARGS,
+     "prepare(dims: dict, dtype=None) -> Plan: planned and compiled for this shape (cached); "
+     "dtype retypes buffers first ('bf16', 'x=bf16,w=f32')."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Program_getset[] = {
@@ -847,8 +1117,12 @@ PyMODINIT_FUNC PyInit__xir(void) {
   g_np_asarray = PyObject_GetAttrString(np, "asarray");
   g_np_from_dlpack = PyObject_GetAttrString(np, "from_dlpack");
   g_np_f32 = PyObject_GetAttrString(np, "float32");
+  g_np_f16 = PyObject_GetAttrString(np, "float16");
+  g_np_u16 = PyObject_GetAttrString(np, "uint16");
   Py_DECREF(np);
-  if (!g_np_empty || !g_np_asc || !g_np_asarray || !g_np_from_dlpack || !g_np_f32) goto fail;
+  if (!g_np_empty || !g_np_asc || !g_np_asarray || !g_np_from_dlpack || !g_np_f32 || !g_np_f16 ||
+      !g_np_u16)
+    goto fail;
   g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
   g_str_array_interface = PyUnicode_InternFromString("__array_interface__");
   g_str_array = PyUnicode_InternFromString("__array__");

@@ -253,8 +253,8 @@ class BadDLPack:
 
 
 def test_unreadable_array_is_a_clear_error(rng):
-    with pytest.raises(ValueError, match=r"rmsnorm: x \(BadDLPack\) could not be read as an array: "
-                                         r"Unsupported dtype in DLTensor"):
+    with pytest.raises(ValueError, match=r"rmsnorm: x \(BadDLPack\) could not be read as an array "
+                                         r".*: Unsupported dtype in DLTensor"):
         xir.rmsnorm(BadDLPack(), rand(rng, 4))
 
 
@@ -305,11 +305,11 @@ def test_wrong_shapes(rng):
 
 def test_wrong_dtypes(rng):
     x, w = rand(rng, 4, 16), rand(rng, 16)
-    with pytest.raises(ValueError, match="rmsnorm: x must be float32, got float64"):
+    with pytest.raises(ValueError, match="rmsnorm: x must be float32, float16 or bfloat16, got float64"):
         xir.rmsnorm(x.astype(np.float64), w)
-    with pytest.raises(ValueError, match="w must be float32, got int32"):
+    with pytest.raises(ValueError, match="w must be float32, float16 or bfloat16, got int32"):
         xir.rmsnorm(x, w.astype(np.int32))
-    with pytest.raises(ValueError, match="y must be float32, got float64"):
+    with pytest.raises(ValueError, match="y must be float32, float16 or bfloat16, got float64"):
         xir.rmsnorm(x, w, out=np.zeros((4, 16)))
     cos = np.ones((8, 4), np.float32)
     with pytest.raises(ValueError, match="pos must be int64, got float32"):
@@ -468,3 +468,92 @@ def test_bench_peer_serves_the_kernels():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count(" ok\n") >= 9 and '"peer": "xir_python"' in r.stdout
+
+
+# ---- bf16 and f16 (docs/xir.md "16-bit buffers"; tolerances: "Tolerances of 16-bit outputs") ----
+
+import ml_dtypes  # noqa: E402
+
+BF16 = ml_dtypes.bfloat16
+
+
+def half_ulp(dtype, y):
+    """Half the spacing of dtype's values at |y| (0 for float32): the final rounding's error."""
+    if dtype == np.float32:
+        return np.zeros_like(y)
+    frac, sub = (7, 2.0 ** -134) if dtype == BF16 else (10, 2.0 ** -25)
+    _, ex = np.frexp(np.abs(y))
+    return np.maximum(np.ldexp(1.0, ex - 1 - frac - 1), sub)
+
+
+def check16(kernel, y, ref, dtype):
+    rtol, atol = tol(kernel)
+    assert y.dtype == dtype, (y.dtype, dtype)
+    assert y.shape == ref.shape
+    y64 = y.astype(np.float64)
+    assert not np.isnan(y64).any()
+    bound = atol + rtol * np.abs(ref) + half_ulp(dtype, y64)
+    bad = np.abs(y64 - ref) > bound
+    assert not bad.any(), f"{kernel} {np.dtype(dtype).name}: {bad.sum()} of {bad.size} out of tolerance"
+
+
+def _rope_tables(rng, P, H2):
+    ang = rng.uniform(-3, 3, (P, H2))
+    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+# kernel -> (make inputs, the xir call, the fp64 reference over the stored inputs)
+K16 = {
+    "rmsnorm": (lambda g: [rand(g, 17, 65), rand(g, 65)], lambda a: xir.rmsnorm(*a), lambda a: ref_rmsnorm(*a)),
+    "layernorm": (lambda g: [rand(g, 9, 130), rand(g, 130), rand(g, 130)], lambda a: xir.layernorm(*a),
+                  lambda a: ref_layernorm(*a)),
+    "rope": (lambda g: [rand(g, 17, 66)], lambda a: xir.rope(a[0], 22), lambda a: ref_rope(a[0], 22)),
+    "rope_cache": (lambda g: [rand(g, 17, 66), *_rope_tables(g, 5, 11)],
+                   lambda a: xir.rope_cache(a[0], np.arange(17, dtype=np.int64) % 5, a[1], a[2]),
+                   lambda a: ref_rope_cache(a[0], np.arange(17) % 5, a[1], a[2])),
+    "softmax_mask": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.softmax(a[0], a[1]),
+                     lambda a: ref_softmax(a[0] + a[1])),
+    "softmax_causal": (lambda g: [rand(g, 17, 65)], lambda a: xir.softmax(a[0], causal=True),
+                       lambda a: ref_softmax(np.where(np.arange(65)[None, :] > np.arange(17)[:, None],
+                                                      -np.inf, a[0]))),
+    "swiglu": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.swiglu(*a), lambda a: silu(a[0]) * a[1]),
+    "gelu_residual": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.gelu_residual(*a),
+                      lambda a: gelu_tanh(a[0]) + a[1]),
+    "attention": (lambda g: [rand(g, 1, 4, 5, 8, lo=-1, hi=1), rand(g, 1, 2, 9, 8, lo=-1, hi=1), rand(g, 1, 2, 9, 6)],
+                  lambda a: xir.attention(*a), lambda a: ref_attention(*a)),
+    "attention_causal": (lambda g: [rand(g, 2, 2, 5, 8, lo=-1, hi=1), rand(g, 2, 1, 9, 8, lo=-1, hi=1),
+                                    rand(g, 2, 1, 9, 6)],
+                         lambda a: xir.attention(*a, causal=True), lambda a: ref_attention(*a, causal=True)),
+}
+
+
+@pytest.mark.parametrize("mode", ["bf16", "f16", "mixed"])
+@pytest.mark.parametrize("kernel", sorted(K16))
+def test_16bit(rng, kernel, mode):
+    """all inputs bf16, all f16, or the first input bf16 and the others float32 (the result
+    takes the first input's type in every case)."""
+    make, call, ref = K16[kernel]
+    a = make(rng)
+    dt = np.float16 if mode == "f16" else BF16
+    a = [x.astype(dt) if (i == 0 or mode != "mixed") else x for i, x in enumerate(a)]
+    y = call(a)
+    check16(kernel, y, ref([x.astype(np.float64) for x in a]), dt)
+
+
+def test_16bit_out_and_plan(rng):
+    x, w = rand(rng, 8, 64).astype(BF16), rand(rng, 64)
+    ref = ref_rmsnorm(x.astype(np.float64), w)
+    out = np.zeros((8, 64), np.float16)  # out= decides the result's type
+    assert xir.rmsnorm(x, w, out=out) is out
+    check16("rmsnorm", out, ref, np.float16)
+    out32 = np.zeros((8, 64), np.float32)
+    check("rmsnorm", xir.rmsnorm(x, w, out=out32), ref)
+    plan = xir.Kernel(xir._P["rmsnorm"].text).plan(R=8, C=64)
+    with pytest.raises(ValueError, match=r"x must be float32, got bfloat16 \(the plan's type\)"):
+        plan(x, w, None, None)
+    p16 = xir._P["rmsnorm"].prepare({"R": 8, "C": 64}, "bf16,w=f32")
+    check16("rmsnorm", p16(x, w, None, None), ref, BF16)
+    xt = rand(rng, 64, 8).astype(BF16).T  # a non-contiguous bf16 input is copied too
+    check16("rmsnorm", xir.rmsnorm(xt, w), ref_rmsnorm(xt.astype(np.float64), w), BF16)
+    with pytest.raises(ValueError, match="out .y. must be C-contiguous"):
+        xir.rmsnorm(x, w, out=np.zeros((8, 128), BF16)[:, ::2])
