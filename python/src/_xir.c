@@ -254,6 +254,26 @@ static int is_bf16_array(PyObject *obj) {
   return yes;
 }
 
+/* np.dtype(ml_dtypes.bfloat16) once ml_dtypes is loaded (by the caller: xir never imports it to
+ * read arrays), else NULL. A NumPy dtype is a singleton, so `a.dtype is` this is the test. */
+static PyObject *g_bf16_descr;
+static PyObject *bf16_descr(void) {
+  if (g_bf16_descr) return g_bf16_descr;
+  PyObject *name = PyUnicode_InternFromString("ml_dtypes");
+  PyObject *ml = name ? PyImport_GetModule(name) : NULL;
+  Py_XDECREF(name);
+  if (ml) {
+    PyObject *t = PyObject_GetAttrString(ml, "bfloat16");
+    PyObject *np = t ? PyImport_ImportModule("numpy") : NULL;
+    if (np) g_bf16_descr = PyObject_CallMethod(np, "dtype", "O", t);
+    Py_XDECREF(np);
+    Py_XDECREF(t);
+    Py_DECREF(ml);
+  }
+  PyErr_Clear();
+  return g_bf16_descr;
+}
+
 /* ---- DLPack (the ABI of dlpack.h v0.8, the legacy "dltensor" capsule) ---- */
 typedef struct { int32_t device_type, device_id; } DLDevice_;
 typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataType_;
@@ -372,11 +392,21 @@ static int get_array(ProgramObject *po, int i, PyObject *obj, binding *b) {
     src = conv;
   }
   xir_elem e = XIR_ELEM_NONE;
-  if (PyObject_GetBuffer(src, &b->view[i], flags) < 0) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    int bf16 = is_bf16_array(src);
-    PyErr_Restore(type, value, tb);
+  int bf16 = 0;
+  PyObject *bd = bf16_descr();
+  if (bd) { /* a bf16 NumPy array cannot export a buffer: see it first, not by the failure */
+    PyObject *dt = PyObject_GetAttr(src, g_str_dtype);
+    bf16 = dt == bd;
+    Py_XDECREF(dt);
+    PyErr_Clear();
+  }
+  if (bf16 || PyObject_GetBuffer(src, &b->view[i], flags) < 0) {
+    if (!bf16) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      bf16 = is_bf16_array(src);
+      PyErr_Restore(type, value, tb);
+    }
     if (!bf16) {
       if (out && (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
         PyErr_Clear();
@@ -384,7 +414,7 @@ static int get_array(ProgramObject *po, int i, PyObject *obj, binding *b) {
       }
       return -1;
     }
-    PyErr_Clear(); /* NumPy cannot export ml_dtypes' bfloat16: read its bits as uint16 */
+    PyErr_Clear(); /* read the bf16 array's bits through a uint16 view */
     PyObject *u16 = PyObject_CallMethod(src, "view", "O", g_np_u16);
     if (!u16) return -1;
     b->hold2[i] = u16;
@@ -984,13 +1014,20 @@ static PyObject *Plan_explain_text(PlanObject *self, PyObject *unused) {
   return s;
 }
 
-/* _time_launch(args: tuple, n: int) -> float: ns per xir_session_launch, measured in C over n
- * launches of the bound arguments (no Python in the loop): the reference for the per-call
- * overhead of the Python path. */
+/* _time_launch(args: tuple, n: int, cpu: bool = False) -> float: ns per xir_session_launch,
+ * measured in C over n launches of the bound arguments (no Python in the loop): the reference
+ * for the per-call overhead of the Python path. cpu: the calling thread's CPU time instead of
+ * the wall clock (robust on a loaded machine; exact for caller-path launches only). */
 static PyObject *Plan_time_launch(PlanObject *self, PyObject *args) {
   PyObject *tuple;
   long n;
-  if (!PyArg_ParseTuple(args, "O!l", &PyTuple_Type, &tuple, &n) || n < 1) return NULL;
+  int cpu = 0;
+  if (!PyArg_ParseTuple(args, "O!l|p", &PyTuple_Type, &tuple, &n, &cpu)) return NULL;
+  if (n < 1) {
+    PyErr_SetString(PyExc_ValueError, "_time_launch: n must be >= 1");
+    return NULL;
+  }
+  clockid_t clk = cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
   ProgramObject *po = self->program;
   binding b;
   PyObject *res = NULL;
@@ -1001,9 +1038,9 @@ static PyObject *Plan_time_launch(PlanObject *self, PyObject *args) {
     xir_status st = XIR_OK;
     struct timespec t0, t1;
     Py_BEGIN_ALLOW_THREADS
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(clk, &t0);
     for (long i = 0; i < n && !st; i++) st = xir_session_launch(po->session->s, self->k, b.args, po->nparams, &d);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(clk, &t1);
     Py_END_ALLOW_THREADS
     if (st) raise_diag(&d, st);
     else res = PyFloat_FromDouble(((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)n);
@@ -1040,7 +1077,7 @@ static PyMethodDef Plan_methods[] = {
     {"explain_text", (PyCFunction)Plan_explain_text, METH_NOARGS,
      "explain_text() -> str: the same as a table (xir_prepared_explain)."},
     {"_time_launch", (PyCFunction)Plan_time_launch, METH_VARARGS,
-     "_time_launch(args, n) -> ns per C launch (no Python in the loop)."},
+     "_time_launch(args, n, cpu=False) -> ns per C launch (no Python in the loop)."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Plan_getset[] = {

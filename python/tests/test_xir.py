@@ -454,6 +454,12 @@ def test_llm_block_example():
     ref = x1 + (silu(h @ f["gate"]) * (h @ f["up"])) @ f["down"]
     err = np.abs(y - ref).max() / np.abs(ref).max()
     assert y.dtype == np.float32 and err < 1e-4, err
+    # in bf16 (activations bf16, weights float32): rounded at every step, so compared with the
+    # fp64 block as a whole (bf16 has 8 significant bits: 2^-8 = 0.4% per rounding)
+    yb = ex.block(x.astype(BF16), p)
+    assert yb.dtype == BF16
+    errb = np.linalg.norm(yb.astype(np.float64) - ref) / np.linalg.norm(ref)
+    assert errb < 2e-2, errb
 
 
 def test_bench_peer_serves_the_kernels():
