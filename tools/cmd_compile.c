@@ -67,7 +67,8 @@ int cmd_compile(int argc, char **argv) {
            "options:\n"
            "  --shape D=N,...     value of every dim (required)\n"
            "  --dtype SPEC        retype buffers (bf16, f16, x=bf16,w=f32; docs/xir.md)\n"
-           "  --candidate NAME    the candidate (default: the default mapping)\n"
+           "  --candidate NAME    the candidate (default: the planner's choice with the defaults,\n"
+           "                      xir_plan_options_default, as `xir plan` shows)\n"
            "  --width W           SIMD width (default: the host's widest)\n"
            "  --emit-llvm FILE    write the optimized LLVM IR text\n"
            "  --emit-obj FILE     write the object code (ELF relocatable); its entry symbol is\n"
@@ -132,9 +133,18 @@ int cmd_compile(int argc, char **argv) {
   const xir_kernel *k;
   xir_compiler_options co = {.force_width = width};
   if (xir_shape_parse(p, shape_spec, &shape, &d) || xir_compiler_create(&co, &cc, &d)) goto fail;
-  if (cand ? xir_candidate_parse(p, &shape, cand, xir_compiler_width(cc), &cd, &d)
-           : native_default_candidate(p, &shape, xir_compiler_width(cc), &cd, &d))
-    goto fail;
+  if (cand) {
+    if (xir_candidate_parse(p, &shape, cand, xir_compiler_width(cc), &cd, &d)) goto fail;
+  } else {
+    /* the planner's choice with the defaults a user gets (xir_plan_options_default) */
+    xir_plan_options po;
+    xir_plan_options_default(&po);
+    po.width = xir_compiler_width(cc);
+    xir_plan *pl;
+    if (xir_plan_make(p, &shape, &po, &pl, &d)) goto fail;
+    cd = pl->entries[0].cand;
+    xir_plan_free(pl);
+  }
   double t0 = xir__now_ns();
   if (xir_compile(cc, p, &shape, &cd, &k, &d)) goto fail;
   double call_ms = (xir__now_ns() - t0) / 1e6;
