@@ -58,6 +58,9 @@ static uint16_t ref_bf16(float x) {
 
 static uint32_t rand_bits(xir_rng *r) { return (uint32_t)xir__rng_u64(r); }
 
+/* Random inputs per scalar conversion test: 2^22, 2^18 under XIR_TEST_QUICK (sanitizers). */
+static size_t n_random(void) { return getenv("XIR_TEST_QUICK") ? 1u << 18 : 1u << 22; }
+
 /* Special f32 inputs: zeros, subnormals (bf16 subnormals too), ties, the overflow edges of f16,
  * infinities and NaNs with payloads. */
 static const uint32_t kSpecial[] = {
@@ -91,7 +94,7 @@ static void test_f16_matches_the_compiler(void **state) {
   /* f32 to f16: the specials and 2^22 random bit patterns */
   xir_rng r;
   xir__rng_seed(&r, 7, 0);
-  for (size_t i = 0; i < (1u << 22) + XIR_ARRAY_LEN(kSpecial); i++) {
+  for (size_t i = 0; i < n_random() + XIR_ARRAY_LEN(kSpecial); i++) {
     uint32_t b = i < XIR_ARRAY_LEN(kSpecial) ? kSpecial[i] : rand_bits(&r);
     float x = xir__bits_f32(b);
     uint16_t got = xir__f32_to_f16(x);
@@ -112,7 +115,7 @@ static void test_bf16_matches_an_independent_rounding(void **state) {
     assert_int_equal(xir__f32_bits(xir__bf16_to_f32((uint16_t)h)), h << 16);
   xir_rng r;
   xir__rng_seed(&r, 8, 0);
-  for (size_t i = 0; i < (1u << 22) + XIR_ARRAY_LEN(kSpecial); i++) {
+  for (size_t i = 0; i < n_random() + XIR_ARRAY_LEN(kSpecial); i++) {
     uint32_t b = i < XIR_ARRAY_LEN(kSpecial) ? kSpecial[i] : rand_bits(&r);
     float x = xir__bits_f32(b);
     uint16_t got = xir__f32_to_bf16(x);
@@ -551,7 +554,7 @@ static void test_case_inputs_from_npy(void **state) {
 }
 
 /* The tolerance of a 16-bit output: the f32 bound plus half an ulp of the type at y. */
-static void test_half_ulp(void **state) {
+static void test_half_ulp_and_compare(void **state) {
   (void)state;
   assert_true(xir__half_ulp(XIR_BF16, 1.0) == 0x1p-8);
   assert_true(xir__half_ulp(XIR_BF16, 1.99) == 0x1p-8);
@@ -561,6 +564,38 @@ static void test_half_ulp(void **state) {
   assert_true(xir__half_ulp(XIR_F16, 0x1p-20) == 0x1p-25); /* subnormal: the fixed spacing */
   assert_true(xir__half_ulp(XIR_F16, 0.0) == 0x1p-25);
   assert_true(xir__half_ulp(XIR_F32, 1.0) == 0);
+  /* the comparison: the rounded oracle passes, one ulp off fails, f16 overflow to inf passes */
+  for (int e = 0; e < 2; e++) {
+    const char *txt = e ? "kernel k[N](x: f32[N], y: out f16[N])\nroot n in N {\n  store y[n] = load x[n] * 3.0\n}\n"
+                        : "kernel k[N](x: f32[N], y: out bf16[N])\nroot n in N {\n  store y[n] = load x[n] * 3.0\n}\n";
+    xir_program *p = parse(txt);
+    xir_shape s;
+    xir_diag d;
+    xir_case c;
+    if (xir_shape_parse(p, "N=64", &s, &d) || xir__case_init(&c, p, &s, 5, &d)) die(&d);
+    c.data[0][7] = 30000.0f; /* 90000: beyond f16 */
+    c.data[0][3] = 1.0f;     /* 3.0: exact, so one ulp off is a whole ulp */
+    if (xir__case_oracle(&c, &d)) die(&d);
+    xir_tolerance tol = {1e-4, 1e-5};
+    for (int i = 0; i < 64; i++) {
+      float f = (float)c.ref[1][i];
+      c.hdata[1][i] = e ? xir__f32_to_f16(f) : xir__f32_to_bf16(f);
+    }
+    assert_true(xir__case_compare(&c, 1, tol).pass);
+    if (e) assert_int_equal(c.hdata[1][7], 0x7c00);
+    c.hdata[1][3] = (uint16_t)(c.hdata[1][3] + 1);
+    xir_compare r = xir__case_compare(&c, 1, tol);
+    assert_false(r.pass);
+    assert_int_equal(r.bad, 1);
+    assert_int_equal(r.first_bad, 3);
+    c.hdata[1][3] = (uint16_t)(c.hdata[1][3] - 1);
+    if (e) {
+      c.hdata[1][7] = 0x7bff; /* 65504 for 90000 */
+      assert_false(xir__case_compare(&c, 1, tol).pass);
+    }
+    xir__case_free(&c);
+    xir_program_free(p);
+  }
 }
 
 /* ---- every built-in kernel in bf16, f16 and mixed, every candidate ---- */
@@ -610,7 +645,9 @@ static void test_kernel_in_every_dtype(void **state) {
     if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
     assert_true(n > 0);
     double worst = 0;
-    for (size_t i = 0; i < n; i++) {
+    /* XIR_TEST_QUICK (the sanitizer runs): every third candidate */
+    size_t step = getenv("XIR_TEST_QUICK") ? 3 : 1;
+    for (size_t i = 0; i < n; i += step) {
       char name[160];
       xir_candidate_name(p, &cands[i], name, sizeof name);
       const xir_kernel *k;
@@ -650,7 +687,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_f16_matches_the_compiler),
       cmocka_unit_test(test_bf16_matches_an_independent_rounding),
-      cmocka_unit_test(test_half_ulp),
+      cmocka_unit_test(test_half_ulp_and_compare),
       cmocka_unit_test(test_text_round_trip_and_rules),
       cmocka_unit_test(test_retype),
       cmocka_unit_test(test_cache_key_has_the_types),

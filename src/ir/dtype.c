@@ -77,7 +77,7 @@ static xir_program *clone(const xir_program *p) {
   q->reqs = xir__malloc(sizeof(int32_t) * ((size_t)p->nreq + 1));
   if (!q->nodes || !q->reqs) oom = 1;
   if (!oom) {
-    memcpy(q->reqs, p->reqs, sizeof(int32_t) * (size_t)p->nreq);
+    if (p->nreq) memcpy(q->reqs, p->reqs, sizeof(int32_t) * (size_t)p->nreq);
     for (int i = 0; i < p->nnodes && !oom; i++) {
       xir_node *n = &q->nodes[i];
       *n = p->nodes[i];
