@@ -323,6 +323,178 @@ static void test_math_part(void **state) {
   xir_program_free(p);
 }
 
+static int dim_named(const xir_program *p, const char *name) {
+  for (int i = 0; i < p->ndims; i++)
+    if (!strcmp(p->dims[i], name)) return i;
+  fail_msg("no dim '%s'", name);
+  return -1;
+}
+
+/* The two causal kernels' masks: softmax_causal's `iota(C) > r` ends at r + 1; attention_causal's
+ * `iota(K) > i + (K - Q)` at i + K − Q + 1; both fill −inf and keep the other operand live. */
+static void test_prefix_mask_of_causal_kernels(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("softmax_causal", "R=5,C=7", &s);
+  int z = node_named(p, "z");
+  xir__prefix_mask m;
+  assert_true(xir__prefix_mask_of(p, z, &m));
+  assert_int_equal(m.axis_dim, dim_named(p, "C"));
+  assert_int_equal(m.c0, 1);
+  assert_int_equal(m.root_coef[0], 1);
+  for (int d = 0; d < XIR_MAX_DIMS; d++) assert_int_equal(m.dim_coef[d], 0);
+  assert_true(isinf(m.fill) && m.fill < 0);
+  assert_int_equal(m.live, p->nodes[z].args[2]);
+  assert_int_equal(p->nodes[m.live].op, XIR_OP_MUL);
+  int64_t root[XIR_MAX_ROOT] = {3};
+  assert_int_equal(xir__prefix_mask_end(&m, root, s.dims, 7), 4);
+  root[0] = 6;
+  assert_int_equal(xir__prefix_mask_end(&m, root, s.dims, 7), 7); /* clamped to the extent */
+  for (int i = 0; i < p->nnodes; i++) /* nothing else is a mask */
+    if (i != z) assert_false(xir__prefix_mask_of(p, i, &m));
+  xir_program_free(p);
+
+  p = load("attention_causal", "B=1,HQ=2,HKV=1,Q=3,K=8,D=4,DV=4", &s);
+  int sm = node_named(p, "s");
+  assert_true(xir__prefix_mask_of(p, sm, &m));
+  assert_int_equal(m.axis_dim, dim_named(p, "K"));
+  assert_int_equal(m.c0, 1);
+  assert_int_equal(m.root_coef[0], 0);
+  assert_int_equal(m.root_coef[1], 0);
+  assert_int_equal(m.root_coef[2], 1);
+  assert_int_equal(m.dim_coef[dim_named(p, "K")], 1);
+  assert_int_equal(m.dim_coef[dim_named(p, "Q")], -1);
+  assert_int_equal(m.dim_coef[dim_named(p, "D")], 0);
+  assert_int_equal(m.live, node_named(p, "s0"));
+  int64_t rt[XIR_MAX_ROOT] = {0, 1, 0};
+  assert_int_equal(xir__prefix_mask_end(&m, rt, s.dims, 8), 6); /* 0 + 8 − 3 + 1 */
+  xir_program_free(p);
+  /* Q > K: the first queries see no key (end clamped to 0) */
+  p = load("attention_causal", "B=1,HQ=1,HKV=1,Q=6,K=2,D=4,DV=4", &s);
+  assert_true(xir__prefix_mask_of(p, node_named(p, "s"), &m));
+  assert_int_equal(xir__prefix_mask_end(&m, rt, s.dims, 2), 0); /* 0 + 2 − 6 + 1 < 0 */
+  rt[2] = 5;
+  assert_int_equal(xir__prefix_mask_end(&m, rt, s.dims, 2), 2);
+  xir_program_free(p);
+}
+
+/* Every recognised spelling, with the end it gives at r = 2 (C = 10, R = 4), checked against the
+ * positions where the select's condition picks the fill (evaluated here by hand). */
+static void test_prefix_mask_forms(void **state) {
+  (void)state;
+  static const struct {
+    const char *expr;
+    int64_t end_at_2; /* r = 2 */
+  } forms[] = {
+      {"select(c > r, -inf, t)", 3},
+      {"select(c >= r, -inf, t)", 2},
+      {"select(r < c, -inf, t)", 3},
+      {"select(r <= c, -inf, t)", 2},
+      {"select(c <= r, t, -inf)", 3},
+      {"select(c < r + 2, t, -inf)", 4},
+      {"select(r + 3 >= c, t, -inf)", 6},
+      {"select(r + 3 > c, t, -inf)", 5},
+      {"select(!(c > r), t, -inf)", 3},
+      {"select(!(c <= r), -inf, t)", 3},
+      {"select(c - r > 1, 0.0, t)", 4},
+      {"select(2 * r - C + 9 < c, -inf, t)", 4},   /* 2·2 − 10 + 9 = 3 < c */
+      {"select(-c < -r, -inf, t)", 3},             /* c > r */
+      {"select(c + (R - 1) * 2 > r * 3 + 1, -inf, t)", 2}, /* c > 3r + 1 − 6 = 1 */
+  };
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+             "root r in R {\n"
+             "  c = iota(C)\n"
+             "  t = load x[r, :]\n"
+             "  z = %s\n"
+             "  store y[r, :] = z\n"
+             "}\n",
+             forms[f].expr);
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+    xir_shape s;
+    if (xir_shape_parse(p, "R=4,C=10", &s, &d)) die(&d);
+    xir__prefix_mask m;
+    int ok = xir__prefix_mask_of(p, node_named(p, "z"), &m);
+    if (!ok) fail_msg("not recognised: %s", forms[f].expr);
+    assert_int_equal(m.axis_dim, 1);
+    assert_int_equal(m.live, node_named(p, "t"));
+    int64_t root[XIR_MAX_ROOT] = {2};
+    int64_t e = xir__prefix_mask_end(&m, root, s.dims, 10);
+    if (e != forms[f].end_at_2) fail_msg("%s: end %lld, want %lld", forms[f].expr, (long long)e,
+                                         (long long)forms[f].end_at_2);
+    assert_true(f == 10 ? m.fill == 0.0 : isinf(m.fill) && m.fill < 0);
+    xir_program_free(p);
+  }
+}
+
+/* What must not be a prefix mask: a non-affine bound (r·r, r / 2, a loaded index), a multiple of
+ * iota, an equality, a masked operand that is not a constant, and a "mask" on a root axis (no
+ * tile axis: rank 0) or on an iota of another axis than the tile's. */
+static void test_prefix_mask_rejects(void **state) {
+  (void)state;
+  static const char *bad[] = {
+      "select(c > r * r, -inf, t)",
+      "select(c > r / 2, -inf, t)",
+      "select(c > load n[r], -inf, t)",
+      "select(2 * c > r, -inf, t)",
+      "select(c > c - r, -inf, t)",
+      "select(c == r, -inf, t)",
+      "select(c != r, -inf, t)",
+      "select(c > r, t, -inf)",     /* the masked (suffix) operand is t */
+      "select(c <= r, -inf, t)",    /* the same: the suffix is the else operand */
+      "select(c > r, t * 0.0, t)",  /* not a constant */
+      "select(c > r, load x[r, 0], t)",
+      "select((c > r) && (c > 3), -inf, t)",
+      "select(f32(c) > f32(r), -inf, t)",
+  };
+  for (size_t f = 0; f < sizeof bad / sizeof bad[0]; f++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "kernel k[R, C](x: f32[R, C], n: i64[R], y: out f32[R, C])\n"
+             "root r in R {\n"
+             "  c = iota(C)\n"
+             "  t = load x[r, :]\n"
+             "  z = %s\n"
+             "  store y[r, :] = z\n"
+             "}\n",
+             bad[f]);
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+    xir__prefix_mask m;
+    if (xir__prefix_mask_of(p, node_named(p, "z"), &m)) fail_msg("recognised: %s", bad[f]);
+    xir_program_free(p);
+  }
+  /* a comparison of root indices: no tile axis */
+  const char *elem =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R, c in C {\n"
+      "  z = select(c > r, -inf, load x[r, c])\n"
+      "  store y[r, c] = z\n"
+      "}\n";
+  /* an iota of an axis the tile does not have: w is a [C] tile masked along D */
+  const char *other =
+      "kernel k[R, C, D](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  m = reduce.max(select(iota(D) > r, -inf, 1.0))\n"
+      "  z = select(r > 2, -inf, load x[r, :] + m)\n"
+      "  store y[r, :] = z\n"
+      "}\n";
+  const char *texts[2] = {elem, other};
+  for (int i = 0; i < 2; i++) {
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(texts[i], strlen(texts[i]), "k.xir", &p, &d)) die(&d);
+    xir__prefix_mask m;
+    assert_false(xir__prefix_mask_of(p, node_named(p, "z"), &m));
+    xir_program_free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
@@ -335,6 +507,9 @@ int main(void) {
       cmocka_unit_test(test_byte_rate),
       cmocka_unit_test(test_math_part),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
+      cmocka_unit_test(test_prefix_mask_of_causal_kernels),
+      cmocka_unit_test(test_prefix_mask_forms),
+      cmocka_unit_test(test_prefix_mask_rejects),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -254,3 +254,129 @@ int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned
   if (pt_out) *pt_out = pt;
   return 1;
 }
+
+/* ---- prefix masks ---- */
+
+/* An affine i64 expression: k·iota(X) + c0 + Σ root_coef·root + Σ dim_coef·dim. */
+typedef struct maff {
+  int X;      /* the iota's dim, -1 while none */
+  int64_t k;  /* coefficient of iota(X) */
+  int64_t c0;
+  int64_t rc[XIR_MAX_ROOT];
+  int64_t dc[XIR_MAX_DIMS];
+} maff;
+
+static int maff_is_const(const maff *a) {
+  if (a->k) return 0;
+  for (int i = 0; i < XIR_MAX_ROOT; i++)
+    if (a->rc[i]) return 0;
+  for (int i = 0; i < XIR_MAX_DIMS; i++)
+    if (a->dc[i]) return 0;
+  return 1;
+}
+
+/* a := a + sg·b (sg = ±1); 0 when the two use iotas of different axes. */
+static int maff_add(maff *a, const maff *b, int64_t sg) {
+  if (b->k && a->k && a->X != b->X) return 0;
+  if (b->k) a->X = b->X;
+  a->k = xir__iadd(a->k, xir__imul(sg, b->k));
+  a->c0 = xir__iadd(a->c0, xir__imul(sg, b->c0));
+  for (int i = 0; i < XIR_MAX_ROOT; i++) a->rc[i] = xir__iadd(a->rc[i], xir__imul(sg, b->rc[i]));
+  for (int i = 0; i < XIR_MAX_DIMS; i++) a->dc[i] = xir__iadd(a->dc[i], xir__imul(sg, b->dc[i]));
+  return 1;
+}
+
+static int maff_of(const xir_program *p, int id, int depth, maff *o) {
+  memset(o, 0, sizeof *o);
+  o->X = -1;
+  if (id < 0 || depth > 32) return 0;
+  const xir_node *n = &p->nodes[id];
+  if (n->type.elem != XIR_I64) return 0;
+  maff a, b;
+  switch (n->op) {
+    case XIR_OP_CONST: o->c0 = n->imm.i; return 1;
+    case XIR_OP_DIM: o->dc[n->ref] = 1; return 1;
+    case XIR_OP_ROOT: o->rc[n->ref] = 1; return 1;
+    case XIR_OP_IOTA: o->X = n->ref; o->k = 1; return 1;
+    case XIR_OP_NEG:
+      if (!maff_of(p, n->args[0], depth + 1, &a)) return 0;
+      return maff_add(o, &a, -1);
+    case XIR_OP_ADD:
+    case XIR_OP_SUB:
+      if (!maff_of(p, n->args[0], depth + 1, &a) || !maff_of(p, n->args[1], depth + 1, &b))
+        return 0;
+      *o = a;
+      return maff_add(o, &b, n->op == XIR_OP_ADD ? 1 : -1);
+    case XIR_OP_MUL: {
+      if (!maff_of(p, n->args[0], depth + 1, &a) || !maff_of(p, n->args[1], depth + 1, &b))
+        return 0;
+      const maff *k = maff_is_const(&b) ? &b : maff_is_const(&a) ? &a : NULL;
+      if (!k) return 0;
+      return maff_add(o, k == &b ? &a : &b, k->c0);
+    }
+    default: return 0;
+  }
+}
+
+int xir__prefix_mask_of(const xir_program *p, int id, xir__prefix_mask *out) {
+  memset(out, 0, sizeof *out);
+  if (id < 0 || id >= p->nnodes) return 0;
+  const xir_node *n = &p->nodes[id];
+  if (n->op != XIR_OP_SELECT || n->type.elem != XIR_F32 || n->type.rank < 1) return 0;
+  /* the condition, under any number of `not` */
+  int cid = n->args[0], neg = 0;
+  while (p->nodes[cid].op == XIR_OP_NOT) {
+    cid = p->nodes[cid].args[0];
+    neg ^= 1;
+  }
+  const xir_node *c = &p->nodes[cid];
+  int op = c->op;
+  if (op != XIR_OP_LT && op != XIR_OP_LE && op != XIR_OP_GT && op != XIR_OP_GE) return 0;
+  maff a, b;
+  if (!maff_of(p, c->args[0], 0, &a) || !maff_of(p, c->args[1], 0, &b) || !maff_add(&a, &b, -1))
+    return 0;
+  /* cond ⇔ s·d > 0 (strict) or s·d >= 0, d = a − b */
+  int strict = op == XIR_OP_LT || op == XIR_OP_GT;
+  int64_t s = (op == XIR_OP_GT || op == XIR_OP_GE) ? 1 : -1;
+  if (neg) { /* not(d > 0) ⇔ −d >= 0; not(d >= 0) ⇔ −d > 0 */
+    strict = !strict;
+    s = -s;
+  }
+  maff d = {.X = -1};
+  if (!maff_add(&d, &a, s)) return 0;
+  if (d.k != 1 && d.k != -1) return 0; /* no iota, or a multiple of it */
+  int X = d.X, on_axis = 0;
+  for (int i = 0; i < n->type.rank; i++) on_axis |= n->type.axes[i] == X;
+  if (!on_axis) return 0;
+  /* d = k·x + r: with k = 1 the condition holds at x >= −r (+1 if strict); with k = −1 it holds
+   * at x <= r (x < r if strict), so it fails exactly at x >= r + 1 (x >= r if strict) */
+  int fill_arg;
+  int64_t sg;
+  if (d.k == 1) {
+    sg = -1;
+    out->c0 = xir__iadd(xir__imul(-1, d.c0), strict);
+    fill_arg = 1;
+  } else {
+    sg = 1;
+    out->c0 = xir__iadd(d.c0, !strict);
+    fill_arg = 2;
+  }
+  for (int i = 0; i < XIR_MAX_ROOT; i++) out->root_coef[i] = xir__imul(sg, d.rc[i]);
+  for (int i = 0; i < XIR_MAX_DIMS; i++) out->dim_coef[i] = xir__imul(sg, d.dc[i]);
+  const xir_node *f = &p->nodes[n->args[fill_arg]];
+  if (f->op != XIR_OP_CONST || f->type.elem != XIR_F32 || f->type.rank != 0) return 0;
+  out->axis_dim = X;
+  out->fill = f->imm.f;
+  out->live = n->args[3 - fill_arg];
+  return 1;
+}
+
+int64_t xir__prefix_mask_end(const xir__prefix_mask *m, const int64_t *root, const int64_t *dims,
+                             int64_t extent) {
+  int64_t e = m->c0;
+  for (int i = 0; i < XIR_MAX_ROOT; i++)
+    if (m->root_coef[i]) e = xir__iadd(e, xir__imul(m->root_coef[i], root[i]));
+  for (int i = 0; i < XIR_MAX_DIMS; i++)
+    if (m->dim_coef[i]) e = xir__iadd(e, xir__imul(m->dim_coef[i], dims[i]));
+  return e < 0 ? 0 : e > extent ? extent : e;
+}
