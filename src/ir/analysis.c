@@ -380,3 +380,119 @@ int64_t xir__prefix_mask_end(const xir__prefix_mask *m, const int64_t *root, con
     if (m->dim_coef[i]) e = xir__iadd(e, xir__imul(m->dim_coef[i], dims[i]));
   return e < 0 ? 0 : e > extent ? extent : e;
 }
+
+/* ---- masked-work skipping ---- */
+
+static int is_reduce_op(int op) {
+  return op == XIR_OP_REDUCE_SUM || op == XIR_OP_REDUCE_MAX || op == XIR_OP_REDUCE_MIN;
+}
+
+static int is_1d_over(const xir_type *t, int X) { return t->rank == 1 && t->axes[0] == X; }
+
+/* The expensive 1-D tiles reached from consumer `root` (the walk of lower.c's count_mat_uses:
+ * through tile nodes, stopping at rank-0 values, leaves and reductions) get `mark` in seen[];
+ * each newly reached expensive node is appended to users[node] as consumer `cons`. */
+static void mask_walk(const xir_program *p, int root, unsigned mark, unsigned *seen, int *stack,
+                      int cons, int *first, int *later_bad, const uint8_t *skip) {
+  int sp = 0;
+  stack[sp++] = root;
+  while (sp) {
+    int id = stack[--sp];
+    if (id < 0 || seen[id] == mark) continue;
+    const xir_node *m = &p->nodes[id];
+    if (m->type.rank == 0 || xir__is_inline_leaf(m->op) || is_reduce_op(m->op)) continue;
+    seen[id] = mark;
+    if (xir__op_is_transcendental(m->op)) {
+      if (first[id] < 0) first[id] = cons;
+      else if (!(skip[cons] && p->nodes[cons].op == XIR_OP_STORE)) later_bad[id] = 1;
+    }
+    for (int a = 0; a < m->nargs; a++)
+      if (m->args[a] >= 0) stack[sp++] = m->args[a];
+  }
+}
+
+int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *mout) {
+  memset(skip, 0, (size_t)p->nnodes);
+  size_t nn = (size_t)p->nnodes + 1;
+  uint8_t *inv = xir__calloc(nn, 1), *mv = xir__calloc(nn, 1);
+  int *stack = xir__malloc(sizeof(int) * ((size_t)p->nnodes * (XIR_MAX_RANK + 2) + 1));
+  int *first = xir__malloc(sizeof(int) * nn);
+  int *later_bad = xir__calloc(nn, sizeof(int));
+  unsigned *seen = xir__calloc(nn, sizeof(unsigned));
+  int M = -1;
+  if (!inv || !mv || !stack || !first || !later_bad || !seen) {
+    M = -2;
+    goto done;
+  }
+  xir__root_invariant(p, inv);
+  xir__prefix_mask pm;
+  for (int i = p->body_begin; i < p->nnodes && M < 0; i++) {
+    if (inv[i] || !xir__prefix_mask_of(p, i, &pm)) continue;
+    int rootdep = 0;
+    for (int k = 0; k < p->nroot; k++) rootdep |= pm.root_coef[k] != 0;
+    if (rootdep && is_1d_over(&p->nodes[i].type, pm.axis_dim)) M = i;
+  }
+  if (M < 0) goto done;
+  int X = pm.axis_dim;
+  /* mv[i]: node i is, at the masked positions, a function of the fill and rank-0 values */
+  mv[M] = 1;
+  for (int i = M + 1; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (!is_1d_over(&n->type, X) || n->op < XIR_OP_NEG || n->op == XIR_OP_LOAD ||
+        n->op == XIR_OP_STORE || n->op == XIR_OP_IOTA || is_reduce_op(n->op))
+      continue;
+    int ok = 1, any = 0;
+    for (int a = 0; a < n->nargs && ok; a++) {
+      const xir_node *q = &p->nodes[n->args[a]];
+      if (mv[n->args[a]]) any = 1;
+      else ok = q->type.rank == 0;
+    }
+    mv[i] = (uint8_t)(ok && any);
+  }
+  int any_skip = 0;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (is_reduce_op(n->op) && n->type.rank == 0) {
+      skip[i] = mv[n->args[0]];
+    } else if (n->op == XIR_OP_STORE) {
+      int v = n->args[n->nargs - 1], ok = mv[v], slices = 0;
+      const xir_param *q = &p->params[n->ref];
+      for (int k = 0; k < n->nargs - 1 && ok; k++) {
+        if (n->args[k] < 0) ok = q->dims[k] == X && !slices++;
+        else ok = p->nodes[n->args[k]].type.rank == 0;
+      }
+      skip[i] = (uint8_t)(ok && slices == 1);
+    }
+    any_skip |= skip[i];
+  }
+  /* shared expensive tiles: their first consumer covers every later one's range */
+  for (int changed = 1; changed && any_skip;) {
+    changed = 0;
+    for (size_t i = 0; i < nn; i++) first[i] = -1;
+    memset(later_bad, 0, sizeof(int) * nn);
+    unsigned mark = 0;
+    for (int i = p->body_begin; i < p->nnodes; i++) {
+      const xir_node *n = &p->nodes[i];
+      if (n->op != XIR_OP_STORE && !is_reduce_op(n->op)) continue;
+      mask_walk(p, n->op == XIR_OP_STORE ? n->args[n->nargs - 1] : n->args[0], ++mark, seen, stack,
+                i, first, later_bad, skip);
+    }
+    for (int i = 0; i < p->nnodes; i++)
+      if (first[i] >= 0 && later_bad[i] && skip[first[i]]) {
+        skip[first[i]] = 0;
+        changed = 1;
+      }
+  }
+  any_skip = 0;
+  for (int i = 0; i < p->nnodes; i++) any_skip |= skip[i];
+  if (!any_skip) M = -1;
+  else if (mout) *mout = pm;
+done:
+  xir__free(inv);
+  xir__free(mv);
+  xir__free(stack);
+  xir__free(first);
+  xir__free(later_bad);
+  xir__free(seen);
+  return M;
+}

@@ -172,6 +172,21 @@ int xir__prefix_mask_of(const xir_program *p, int id, xir__prefix_mask *out);
 int64_t xir__prefix_mask_end(const xir__prefix_mask *m, const int64_t *root, const int64_t *dims,
                              int64_t extent);
 
+/* Masked-work skipping (lower.c emits it, work.c counts it). Finds the program's first prefix
+ * mask M (xir__prefix_mask_of) whose end depends on a root coordinate, and marks in skip[] (one
+ * byte per node) the consumers whose loop over the mask's axis X runs over [0, end) only:
+ *  - a reduction with a rank-0 result, or a store, whose tile is 1-D over X, and
+ *  - whose expression, at the masked positions, is a per-root-program value: every 1-D node on the
+ *    way from the consumer to M is an elementwise op whose other operands are rank-0 values (M
+ *    itself is the constant fill there), so that value can be computed once per unit.
+ * A skipped store writes that value over [end, extent); a skipped reduction leaves [end, extent)
+ * out when the value is its identity (sum ±0, max −inf, min +inf), checked at run time, else runs
+ * over the whole axis. An expensive tile that several consumers share (lower.c stores it in the
+ * first one and reloads it in the others) keeps its first consumer unskipped unless every later
+ * one is a skipped store. Returns M, or -1 (skip[] all 0) when nothing is skipped; *m (may be
+ * NULL) receives the mask. Returns -2 when out of memory. */
+int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *m);
+
 /* Typing rules of the op table. */
 enum {
   XIR_TY_LEAF, XIR_TY_IOTA, XIR_TY_LOAD, XIR_TY_STORE, XIR_TY_REDUCE, XIR_TY_TOF32,
