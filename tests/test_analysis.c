@@ -495,6 +495,88 @@ static void test_prefix_mask_rejects(void **state) {
   }
 }
 
+static xir_execution_work work_of(const xir_program *p, const xir_shape *s, uint32_t W,
+                                   uint32_t B, uint32_t l, uint32_t G, uint32_t H) {
+  uint8_t perm[XIR_MAX_ROOT] = {0, 1, 2, 3};
+  xir_candidate c;
+  xir_execution_work w;
+  xir_diag d;
+  if (xir_candidate_make(p, s, W, B, l, perm, &c, &d) ||
+      xir_execution_work_make(p, s, &c, G, H, &w, &d))
+    die(&d);
+  return w;
+}
+
+/* The triangle's counts, exactly: softmax_causal R=40, C=64 (row r has r + 1 live columns).
+ * ℓ = 16 (one row a unit): Σ ceil((r+1)/16) = 16·1 + 16·2 + 8·3 = 72 chunks of 160; with G = 8
+ * (5 tasks of 8 rows, round-robin on 2 workers) worker 0 has rows 0-7, 16-23, 32-39: 8 + 16 + 24
+ * = 48 live chunks, worker 1 24 — its 24 packets carry more than 24 packets of average work,
+ * while with G = 1 (alternate rows) both hold 36 and the work is balanced. ℓ = 1 (16 rows a
+ * packet, the loop runs to the packet's largest end): 16 + 32 + 40 = 88 of 3·64. ℓ = 4 (4 rows
+ * a packet): Σ_j (j + 1) = 55 chunks of 10·16. ℓ = 32 multi-packet at R = 100 > C: 32·1 + 31·2
+ * + 37·2 = 168 of 200. A kernel without a mask has no mask counts. */
+static void test_mask_work_counts(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("softmax_causal", "R=40,C=64", &s);
+  xir_execution_work w = work_of(p, &s, 16, 16, 16, 8, 2);
+  assert_int_equal(w.grain_used, 8);
+  assert_int_equal(w.tasks, 5);
+  assert_int_equal(w.mask_live_iterations, 72);
+  assert_int_equal(w.mask_full_iterations, 160);
+  assert_int_equal(w.mask_critical_live_iterations, 48);
+  assert_int_equal(w.critical_packets, 24);
+  assert_true(w.critical_arith_packets > 24.5 && w.critical_memory_packets > 24.5);
+  xir_execution_work w1 = work_of(p, &s, 16, 16, 16, 1, 2);
+  assert_int_equal(w1.mask_critical_live_iterations, 36);
+  assert_true(fabs(w1.critical_arith_packets - 20) < 1e-9);
+  assert_true(fabs(w1.critical_memory_packets - 20) < 1e-9);
+  /* the average packet: less work than the full rows */
+  xir_execution_work wl1 = work_of(p, &s, 16, 16, 1, 1, 2);
+  assert_int_equal(wl1.mask_live_iterations, 88);
+  assert_int_equal(wl1.mask_full_iterations, 192);
+  assert_int_equal(wl1.mask_critical_live_iterations, 56); /* blocks 0 and 2 on worker 0 */
+  xir_execution_work w4 = work_of(p, &s, 16, 16, 4, 1, 1);
+  assert_int_equal(w4.mask_live_iterations, 55);
+  assert_int_equal(w4.mask_full_iterations, 160);
+  assert_int_equal(w4.mask_critical_live_iterations, 55); /* one worker */
+  xir_program_free(p);
+  p = load("softmax_causal", "R=100,C=64", &s);
+  xir_execution_work w32 = work_of(p, &s, 16, 32, 32, 1, 1);
+  assert_int_equal(w32.mask_live_iterations, 168);
+  assert_int_equal(w32.mask_full_iterations, 200);
+  xir_program_free(p);
+  p = load("softmax_mask", "R=40,C=64", &s);
+  xir_execution_work wm = work_of(p, &s, 16, 16, 16, 8, 2);
+  assert_int_equal(wm.mask_live_iterations, 0);
+  assert_true(wm.critical_arith_packets == (double)wm.critical_packets);
+  xir_program_free(p);
+}
+
+/* Skipping shows in the priors: a causal row costs less than the same row of softmax_mask, and
+ * the grain choice sees the triangle — at 1024×4096 two tasks (rows 0-511 on one worker, the
+ * heavy 512-1023 on the other) pay an imbalance term, alternating blocks do not. */
+static void test_mask_work_priors_and_imbalance(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("softmax_causal", "R=1024,C=4096", &s), *q = load("softmax_mask", "R=1024,C=4096", &s);
+  xir_execution_work wc = work_of(p, &s, 16, 128, 32, 1, 2), wm = work_of(q, &s, 16, 128, 32, 1, 2);
+  assert_true(wc.arith_per_packet < 0.3 * wm.arith_per_packet);
+  assert_true(wc.memory_per_packet < 0.8 * wm.memory_per_packet); /* the zeros are still written */
+  xir_execution_work halves = work_of(p, &s, 16, 128, 32, 128, 2);
+  assert_int_equal(halves.tasks, 2);
+  xir_cost_coefficients k;
+  xir_cost_coefficients_default(&k);
+  xir_cost_terms t1, t2;
+  xir_diag d;
+  if (xir_cost_evaluate(NULL, &wc, &k, &t1, &d) || xir_cost_evaluate(NULL, &halves, &k, &t2, &d)) die(&d);
+  assert_true(t1.term[XIR_TERM_IMBALANCE] < 1e-9 * t1.total);
+  assert_true(t2.term[XIR_TERM_IMBALANCE] > 0.2 * t2.term[XIR_TERM_ARITH]);
+  assert_true(halves.critical_arith_packets > 1.3 * (double)halves.critical_packets); /* 74% of the live chunks */
+  xir_program_free(p);
+  xir_program_free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
@@ -510,6 +592,8 @@ int main(void) {
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),
       cmocka_unit_test(test_prefix_mask_forms),
       cmocka_unit_test(test_prefix_mask_rejects),
+      cmocka_unit_test(test_mask_work_counts),
+      cmocka_unit_test(test_mask_work_priors_and_imbalance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
