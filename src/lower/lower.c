@@ -96,9 +96,13 @@ typedef struct lw {
   int mask_id;
   xir__prefix_mask mask;
   uint8_t *skip;
-  LLVMValueRef mask_end;
+  LLVMValueRef mask_end, mask_end_min; /* the largest and the smallest end of the unit */
   LLVMValueRef rng_lo, rng_hi; /* when set: the mask axis' loop covers only these chunks (ℓ > 1)
                                   or elements (ℓ = 1) */
+  LLVMValueRef rng_live;       /* when set: the range's chunks below it are live in every lane:
+                                  they run as a loop of their own, where the mask is its live
+                                  operand (no comparison, no select) */
+  int mask_live;               /* in that loop */
   const val *fill_val;         /* when set: store_body stores it instead of evaluating the value */
 } lw;
 
@@ -237,6 +241,10 @@ static LLVMValueRef int_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
 
 static LLVMValueRef smin(lw *L, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef smax(lw *L, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a, b, ""), a, b, "");
 }
 
 static int const_of(LLVMValueRef v, int64_t *out) {
@@ -675,6 +683,7 @@ static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
 static val eval_uncached(lw *L, int id);
 
 static val eval(lw *L, int id) {
+  if (L->mask_live && id == L->mask_id) return eval(L, L->mask.live); /* every lane is live */
   if (L->top_ok[id]) return L->top[id];
   if (L->memo_gen[id] == L->gen) return L->memo[id];
   val r;
@@ -773,57 +782,71 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
     for (int part = 0; part < 2; part++) {
       if (part == 0 && full_chunks == 0) continue;
       if (part == 1 && N % ell == 0) continue;
-      loop lp;
-      LLVMBasicBlockRef tail_done = NULL;
-      if (part == 0) {
-        LLVMValueRef from = ci64(L, 0), to = ci64(L, full_chunks);
-        if (ranged) {
-          from = smin(L, L->rng_lo, to);
-          to = smin(L, L->rng_hi, to);
+      /* part 0 is one loop over the full chunks, or two for a range with a live prefix */
+      int nseg = part == 0 && ranged && L->rng_live ? 2 : 1;
+      LLVMValueRef from = ci64(L, 0), to = ci64(L, full_chunks), mid = NULL;
+      if (part == 0 && ranged) {
+        from = smin(L, L->rng_lo, to);
+        to = smin(L, L->rng_hi, to);
+        if (nseg == 2) mid = smax(L, from, smin(L, L->rng_live, to));
+      }
+      for (int seg = 0; seg < nseg; seg++) {
+        loop lp;
+        LLVMBasicBlockRef tail_done = NULL;
+        if (part == 0) {
+          loop_begin(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+        } else if (ranged) {
+          /* the tail chunk (index full_chunks), when it lies in the range */
+          LLVMValueRef fc = ci64(L, full_chunks);
+          LLVMValueRef in = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntSLE, L->rng_lo, fc, ""),
+                                         LLVMBuildICmp(L->b, LLVMIntSLT, fc, L->rng_hi, ""), "");
+          LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail");
+          tail_done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail.done");
+          LLVMBuildCondBr(L->b, in, yes, tail_done);
+          LLVMPositionBuilderAtEnd(L->b, yes);
         }
-        loop_begin(L, &lp, from, to);
-      } else if (ranged) {
-        /* the tail chunk (index full_chunks), when it lies in the range */
-        LLVMValueRef fc = ci64(L, full_chunks);
-        LLVMValueRef in = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntSLE, L->rng_lo, fc, ""),
-                                       LLVMBuildICmp(L->b, LLVMIntSLT, fc, L->rng_hi, ""), "");
-        LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail");
-        tail_done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail.done");
-        LLVMBuildCondBr(L->b, in, yes, tail_done);
-        LLVMPositionBuilderAtEnd(L->b, yes);
+        LLVMValueRef t0 = part == 0 ? LLVMBuildMul(L->b, lp.i, ci64(L, ell), "") : ci64(L, full_chunks * ell);
+        val base = vaff(t0, 0);
+        val c = int_binop(L, XIR_OP_ADD, &base, &L->jlane);
+        L->tail = part;
+        L->mask_live = nseg == 2 && seg == 0;
+        L->env_set[dim] = 1;
+        if (part == 1) {
+          /* the lane's element c, clamped for loads; validity kept in env validity */
+          L->env[dim] = clamp(L, &c, N - 1);
+        } else {
+          L->env[dim] = c;
+        }
+        if (part == 1) L->inner_c = c;
+        L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
+        tile_loops_at(L, t, depth + 1, body, id, ud);
+        if (part == 0) {
+          loop_end(L, &lp);
+        } else if (tail_done) {
+          LLVMBuildBr(L->b, tail_done);
+          LLVMPositionBuilderAtEnd(L->b, tail_done);
+        }
+        L->tail = 0;
+        L->mask_live = 0;
       }
-      LLVMValueRef t0 = part == 0 ? LLVMBuildMul(L->b, lp.i, ci64(L, ell), "") : ci64(L, full_chunks * ell);
-      val base = vaff(t0, 0);
-      val c = int_binop(L, XIR_OP_ADD, &base, &L->jlane);
-      L->tail = part;
-      L->env_set[dim] = 1;
-      if (part == 1) {
-        /* the lane's element c, clamped for loads; validity kept in env validity */
-        L->env[dim] = clamp(L, &c, N - 1);
-      } else {
-        L->env[dim] = c;
-      }
-      if (part == 1) L->inner_c = c;
-      L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
-      tile_loops_at(L, t, depth + 1, body, id, ud);
-      if (part == 0) {
-        loop_end(L, &lp);
-      } else if (tail_done) {
-        LLVMBuildBr(L->b, tail_done);
-        LLVMPositionBuilderAtEnd(L->b, tail_done);
-      }
-      L->tail = 0;
     }
     return;
   }
-  loop lp;
-  if (L->rng_hi && dim == L->mask.axis_dim) loop_begin(L, &lp, L->rng_lo, L->rng_hi);
-  else loop_begin(L, &lp, ci64(L, 0), ci64(L, N));
-  L->env[dim] = vaff(lp.i, 0);
-  L->env_set[dim] = 1;
-  L->mat_index = lp.i;
-  tile_loops_at(L, t, depth + 1, body, id, ud);
-  loop_end(L, &lp);
+  int ranged = L->rng_hi && dim == L->mask.axis_dim;
+  int nseg = ranged && L->rng_live ? 2 : 1;
+  LLVMValueRef from = ranged ? L->rng_lo : ci64(L, 0), to = ranged ? L->rng_hi : ci64(L, N);
+  LLVMValueRef mid = nseg == 2 ? smax(L, from, smin(L, L->rng_live, to)) : NULL;
+  for (int seg = 0; seg < nseg; seg++) {
+    loop lp;
+    loop_begin(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+    L->mask_live = ranged && nseg == 2 && seg == 0;
+    L->env[dim] = vaff(lp.i, 0);
+    L->env_set[dim] = 1;
+    L->mat_index = lp.i;
+    tile_loops_at(L, t, depth + 1, body, id, ud);
+    loop_end(L, &lp);
+    L->mask_live = 0;
+  }
 }
 
 /* The lanes that hold a real element at this point: root program exists, inner element exists,
@@ -934,8 +957,8 @@ static void reduce_tile_body(lw *L, int id, void *ud) {
 /* ---- masked-work skipping (xir__mask_skips; docs/lowering.md) ---- */
 
 /* The unit's live end along the mask axis: the largest end of its root programs (inactive lanes
- * are clamped duplicates), each clamped to [0, extent]. */
-static LLVMValueRef unit_mask_end(lw *L) {
+ * are clamped duplicates), each clamped to [0, extent]; *lo the smallest. */
+static LLVMValueRef unit_mask_end(lw *L, LLVMValueRef *lo) {
   const xir__prefix_mask *m = &L->mask;
   int64_t c0 = m->c0;
   for (int d = 0; d < L->p->ndims; d++)
@@ -948,14 +971,26 @@ static LLVMValueRef unit_mask_end(lw *L) {
       e = int_binop(L, XIR_OP_ADD, &e, &t);
     }
   e = clamp(L, &e, L->sh->dims[m->axis_dim]);
-  if (e.aff && e.s == 0) return e.u;
-  LLVMValueRef v[MAXK], mx = NULL;
+  if (e.aff && e.s == 0) {
+    *lo = e.u;
+    return e.u;
+  }
+  LLVMValueRef v[MAXK], mx = NULL, mn = NULL;
   ivecs(L, &e, v);
   for (unsigned q = 0; q < L->k; q++) {
     LLVMValueRef r = intrinsic(L, "llvm.vector.reduce.smax", &L->vi, 1, &v[q], 1);
-    mx = mx ? LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, r, mx, ""), r, mx, "") : r;
+    LLVMValueRef rn = intrinsic(L, "llvm.vector.reduce.smin", &L->vi, 1, &v[q], 1);
+    mx = mx ? smax(L, r, mx) : r;
+    mn = mn ? smin(L, rn, mn) : rn;
   }
+  *lo = mn;
   return mx;
+}
+
+/* The chunks (ℓ > 1) or elements (ℓ = 1) live in every lane of the unit. */
+static LLVMValueRef mask_live_chunks(lw *L) {
+  if (L->ell == 1) return L->mask_end_min;
+  return LLVMBuildUDiv(L->b, L->mask_end_min, ci64(L, L->ell), "");
 }
 
 /* Elements [0, end) of the mask axis as a loop range: chunks for ℓ > 1 (the last one partly
@@ -1029,10 +1064,11 @@ static void emit_reduce(lw *L, int id) {
                                        ci64(L, L->sh->dims[L->mask.axis_dim]), "");
     L->rng_lo = ci64(L, 0);
     L->rng_hi = mask_chunks(L, end);
+    L->rng_live = mask_live_chunks(L);
   }
   for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R.acc[q]);
   tile_loops(L, in, 0, reduce_body, id, &R);
-  L->rng_lo = L->rng_hi = NULL;
+  L->rng_lo = L->rng_hi = L->rng_live = NULL;
   LLVMValueRef acc[MAXK];
   for (unsigned q = 0; q < L->k; q++) acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
   if (L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim) {
@@ -1068,7 +1104,9 @@ static void emit_store(lw *L, int id) {
   LLVMValueRef hi = mask_chunks(L, L->mask_end);
   L->rng_lo = ci64(L, 0);
   L->rng_hi = hi;
+  L->rng_live = mask_live_chunks(L);
   tile_loops(L, &tile, 0, store_body, id, &tile);
+  L->rng_live = NULL;
   L->rng_lo = hi;
   L->rng_hi = ci64(L, axis_chunks(L));
   L->fill_val = &u;
@@ -1081,7 +1119,7 @@ static void emit_store(lw *L, int id) {
 static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
-  if (L->mask_id >= 0) L->mask_end = unit_mask_end(L);
+  if (L->mask_id >= 0) L->mask_end = unit_mask_end(L, &L->mask_end_min);
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
