@@ -523,6 +523,8 @@ static void test_prefix_mask_rejects(void **state) {
       "select(c > r, load x[r, 0], t)",
       "select((c > r) && (c > 3), -inf, t)",
       "select(f32(c) > f32(r), -inf, t)",
+      "select(c > r * 100000, -inf, t)",             /* a coefficient above 2^16 */
+      "select(c > r + 4000000000000000000, -inf, t)", /* a bound that could wrap */
   };
   for (size_t f = 0; f < sizeof bad / sizeof bad[0]; f++) {
     char text[512];

@@ -405,6 +405,14 @@ int xir__prefix_mask_of(const xir_program *p, int id, xir__prefix_mask *out) {
   }
   for (int i = 0; i < XIR_MAX_ROOT; i++) out->root_coef[i] = xir__imul(sg, d.rc[i]);
   for (int i = 0; i < XIR_MAX_DIMS; i++) out->dim_coef[i] = xir__imul(sg, d.dc[i]);
+  /* The form is exact modulo 2^64 (i64 arithmetic wraps); with small coefficients (dims and
+   * root coordinates are below 2^40) the end never wraps, so it equals the program's bound + 0/1. */
+  const int64_t kMaxCoef = (int64_t)1 << 16, kMaxC0 = (int64_t)1 << 50;
+  if (out->c0 > kMaxC0 || out->c0 < -kMaxC0) return 0;
+  for (int i = 0; i < XIR_MAX_ROOT; i++)
+    if (out->root_coef[i] > kMaxCoef || out->root_coef[i] < -kMaxCoef) return 0;
+  for (int i = 0; i < XIR_MAX_DIMS; i++)
+    if (out->dim_coef[i] > kMaxCoef || out->dim_coef[i] < -kMaxCoef) return 0;
   const xir_node *f = &p->nodes[n->args[fill_arg]];
   if (f->op != XIR_OP_CONST || f->type.elem != XIR_F32 || f->type.rank != 0) return 0;
   out->axis_dim = X;

@@ -162,7 +162,8 @@ int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned
  * select(iota(X) <= e, t, fill) and the like (lt, le, gt, ge, either side, under `not`), e affine
  * in root coordinates and dims (built from i64 constants, dims, root indices, + − neg and × by a
  * constant); the comparison may be any `a cmp b` where a − b is ±iota(X) + e. The select must be
- * an f32 tile with X among its axes and `fill` an f32 constant. */
+ * an f32 tile with X among its axes and `fill` an f32 constant; coefficients above 2^16 and
+ * constants above 2^50 in magnitude are not recognised (so that the end cannot wrap). */
 typedef struct xir__prefix_mask {
   int axis_dim;
   int64_t c0;
