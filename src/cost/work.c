@@ -67,6 +67,11 @@ typedef struct wctx {
   uint8_t *inv;          /* root-invariant nodes (xir__root_invariant) */
   uint8_t *loaded;       /* loads an earlier consumer loop of the unit already made */
   double arith, bytes, math;
+  /* Masked-work skipping: the consumers bounded by the mask (xir__mask_skips), their costs per
+   * live iteration (sk_*) and per masked iteration (fl_*: a skipped store writes the masked
+   * value there); the unit's cost is arith + n·sk_a + (I − n)·fl_a for n live iterations of I. */
+  uint8_t *skip;
+  double sk_a, sk_b, sk_m, fl_a, fl_b;
 } wctx;
 
 static int lane_dep(const wctx *w, int id) {
@@ -283,6 +288,20 @@ static void unit_cost(wctx *w) {
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
       access_cost(w, access_kind(w, n, n->nargs - 1), 4, &a, &b); /* outputs are f32 */
       double it = iterations(w, &tile);
+      if (w->skip && w->skip[i]) {
+        /* live iterations as usual; the masked ones store the masked value, computed once */
+        double fa = 0, fb = 0;
+        access_cost(w, access_kind(w, n, n->nargs - 1), 4, &fa, &fb);
+        w->sk_a += k * a;
+        w->sk_b += k * b;
+        w->sk_m += k * w->m_cur;
+        w->fl_a += k * fa;
+        w->fl_b += k * fb;
+        w->arith += k * (a - fa) + k * w->once_a;
+        w->math += k * w->m_cur + k * w->m_once;
+        w->bytes += k * w->once_b;
+        continue;
+      }
       w->arith += it * k * a + k * w->once_a;
       w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += it * k * b + k * w->once_b;
@@ -295,8 +314,17 @@ static void unit_cost(wctx *w) {
       a += n->type.rank > 0 ? 3 : 1;
       double it = iterations(w, in);
       w->arith += k * w->once_a;
-      w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += k * w->once_b;
+      if (w->skip && w->skip[i]) {
+        /* live iterations only (the masked value, computed once per unit, is the identity) */
+        w->math += k * w->m_cur + k * w->m_once;
+        w->sk_m += k * w->m_cur;
+        w->sk_a += fmax(k * a, kAccumulateLatency);
+        w->sk_b += k * b;
+        w->arith += k * a + (k - 1) + 2 * log2((double)(w->c->local < w->c->W ? w->c->local : w->c->W));
+        continue;
+      }
+      w->math += it * k * w->m_cur + k * w->m_once;
       /* Each iteration's accumulation depends on the previous one: a unit cannot go faster
        * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
        * independently, so they share the chain). */
@@ -319,6 +347,71 @@ static void unit_cost(wctx *w) {
   }
 }
 
+/* The mask's live iterations: per unit (the lowering's: one root program for ℓ ≥ W, a packet of
+ * W/ℓ for ℓ < W; units never straddle blocks), the chunks (ℓ > 1) or elements (ℓ = 1) up to the
+ * largest end of its root programs; summed over all units (*live) and per home worker of the
+ * round-robin task assignment. Fills w's mask counts and critical_*_packets. Returns 0, or -1
+ * when there are too many root programs to walk (the counts then stay those of equal rows). */
+enum { MASK_WALK_MAX = 1 << 26 };
+static int mask_counts(wctx *x, const xir__prefix_mask *m, const xir_launch_shape *ls,
+                       xir_execution_work *w) {
+  const xir_program *p = x->p;
+  const xir_candidate *c = x->c;
+  uint64_t P = c->root_programs, ell = c->local, W = c->W;
+  if (P > MASK_WALK_MAX || P == 0) return -1;
+  int64_t N = x->s->dims[m->axis_dim];
+  uint64_t I = ell > 1 ? (uint64_t)(N + (int64_t)ell - 1) / ell : (uint64_t)N;
+  uint64_t rpu = ell >= W ? 1 : W / ell, rpb = c->B / ell, upb = rpb / rpu;
+  uint32_t h = ls->active > 1 ? ls->active : 1;
+  uint64_t units_w[XIR_RUNTIME_MAX_WORKERS] = {0}, live_w[XIR_RUNTIME_MAX_WORKERS] = {0};
+  uint64_t total = 0, units = 0;
+  for (uint64_t b = 0; b < c->blocks; b++) {
+    uint32_t hw = h > 1 ? (uint32_t)((b / ls->grain) % h) : 0; /* task b / G′, home task mod h */
+    for (uint64_t u = 0; u < upb; u++) {
+      uint64_t p0 = b * rpb + u * rpu;
+      if (p0 >= P) break;
+      int64_t end = 0;
+      for (uint64_t q = p0; q < p0 + rpu && q < P; q++) {
+        int64_t coord[XIR_MAX_ROOT] = {0};
+        uint64_t r = q;
+        for (int i = c->nperm - 1; i >= 0; i--) {
+          uint64_t E = (uint64_t)x->s->dims[p->root[c->perm[i]].dim];
+          coord[c->perm[i]] = (int64_t)(r % E);
+          r /= E;
+        }
+        int64_t e = xir__prefix_mask_end(m, coord, x->s->dims, N);
+        if (e > end) end = e;
+      }
+      uint64_t n = ell > 1 ? ((uint64_t)end + ell - 1) / ell : (uint64_t)end;
+      total += n;
+      units++;
+      units_w[hw]++;
+      live_w[hw] += n;
+    }
+  }
+  w->mask_live_iterations = total;
+  w->mask_full_iterations = units * I;
+  double nbar = (double)total / (double)units, k = x->k;
+  double unit_a = x->arith + nbar * x->sk_a + ((double)I - nbar) * x->fl_a;
+  double unit_b = x->bytes + nbar * x->sk_b + ((double)I - nbar) * x->fl_b;
+  double ca = 0, cb = 0;
+  for (uint32_t i = 0; i < h; i++) {
+    double nw = (double)live_w[i], uw = (double)units_w[i];
+    double a = uw * (x->arith + (double)I * x->fl_a) + nw * (x->sk_a - x->fl_a);
+    double by = uw * (x->bytes + (double)I * x->fl_b) + nw * (x->sk_b - x->fl_b);
+    if (a > ca) ca = a;
+    if (by > cb) cb = by;
+    if (live_w[i] > w->mask_critical_live_iterations) w->mask_critical_live_iterations = live_w[i];
+  }
+  w->critical_arith_packets = unit_a > 0 ? ca / unit_a * k : (double)w->critical_packets;
+  w->critical_memory_packets = unit_b > 0 ? cb / unit_b * k : (double)w->critical_packets;
+  /* the average unit, as unit_cost leaves it without a mask */
+  x->arith = unit_a;
+  x->bytes = unit_b;
+  x->math += nbar * x->sk_m;
+  return 0;
+}
+
 static void wctx_free(wctx *x) {
   xir__free(x->mark);
   xir__free(x->stored);
@@ -326,6 +419,7 @@ static void wctx_free(wctx *x) {
   xir__free(x->cinv);
   xir__free(x->inv);
   xir__free(x->loaded);
+  xir__free(x->skip);
 }
 
 /* Distinct bytes the launch touches: every buffer once. */
@@ -392,12 +486,34 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   }
   xir__hoisted_tiles(p, s, x.hoist);
   xir__root_invariant(p, x.inv);
+  xir__prefix_mask mask;
+  int mask_id = -1;
+  x.skip = xir__calloc((size_t)p->nnodes + 1, 1);
+  if (x.skip) mask_id = xir__mask_skips(p, x.skip, &mask);
+  if (!x.skip || mask_id < -1) {
+    wctx_free(&x);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  }
+  if (mask_id >= 0 && c->local > 1 && mask.axis_dim != c->inner_dim) mask_id = -1; /* lower.c */
+  if (mask_id < 0) {
+    xir__free(x.skip);
+    x.skip = NULL;
+  }
   if (c->local >= c->W && c->inner_dim >= 0 &&
       chunk_invariant_tiles(&x, &x.cinv) != XIR_OK) {
     wctx_free(&x);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   unit_cost(&x);
+  w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
+  if (x.skip && mask_counts(&x, &mask, &ls, w)) {
+    /* too many root programs to walk: every unit counted with all its iterations */
+    double I = (double)(c->local > 1 ? (s->dims[mask.axis_dim] + c->local - 1) / c->local
+                                     : s->dims[mask.axis_dim]);
+    x.arith += I * x.sk_a;
+    x.bytes += I * x.sk_b;
+    x.math += I * x.sk_m;
+  }
   /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
    * on the caller path, one per task on the pool) — spread over the packets */
   double pre = 0, pre_b = 0, pre_m = 0;
@@ -489,8 +605,13 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
     case XIR_TERM_MEMORY: return byte * w->memory_per_packet * (double)w->packets / h;
     case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
     case XIR_TERM_IMBALANCE: {
-      double extra = (double)w->critical_packets - (double)w->packets / h;
-      return c->c[t] * (extra > 0 ? extra : 0) * per_packet;
+      /* packets of average work; with equal packets both counts are critical_packets */
+      double ea = w->critical_arith_packets - (double)w->packets / h;
+      double em = w->critical_memory_packets - (double)w->packets / h;
+      ea = ea > 0 ? ea : 0;
+      em = em > 0 ? em : 0;
+      if (ea == em) return c->c[t] * ea * per_packet;
+      return c->c[t] * (ea * arith + em * byte * w->memory_per_packet);
     }
     case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
     case XIR_TERM_ACTIVATION: return c->c[t] * (h - 1);
