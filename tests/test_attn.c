@@ -46,6 +46,13 @@ static const char *kShapes[] = {
 /* Every attention-mapping candidate of kernel × spec at the compiler's width: the whole output
  * matches the oracle, sentinels intact; the tiles run as one call and as three calls give the
  * same bits. Returns the number of candidates. */
+static const char *kCausalShapes[] = {
+    "B=1,HQ=4,HKV=2,Q=9,K=5,D=3,DV=5",        /* Q > K: the first rows see no key (zeros) */
+    "B=2,HQ=4,HKV=1,Q=70,K=130,D=17,DV=19",   /* three key blocks, the last tiles skip none */
+    "B=1,HQ=3,HKV=3,Q=33,K=33,D=20,DV=33",    /* Q = K: the triangle */
+    "B=1,HQ=6,HKV=2,Q=1,K=67,D=24,DV=8",      /* one query sees every key */
+};
+
 static size_t check_shape(xir_compiler *cc, const char *kernel, const char *spec) {
   xir_program *p = load(kernel);
   xir_shape s = shape_of(p, spec);
@@ -126,6 +133,11 @@ static void run_widths(const char *kernel, const char **shapes, size_t ns) {
 static void test_attention_candidates_match_oracle(void **state) {
   (void)state;
   run_widths("attention", kShapes, sizeof kShapes / sizeof *kShapes);
+}
+
+static void test_attention_causal_candidates_match_oracle(void **state) {
+  (void)state;
+  run_widths("attention_causal", kCausalShapes, sizeof kCausalShapes / sizeof *kCausalShapes);
 }
 
 /* Legality: the rules and their messages; the mapping is not offered to other programs. */
@@ -233,6 +245,34 @@ static void test_attention_work_counts(void **state) {
   xir_program_free(p);
 }
 
+/* attention_causal: tile t runs the keys up to the largest end of its rows, so the work is a
+ * triangle, and the longest home assignment is summed tile by tile. */
+static void test_attention_causal_counts_the_triangle(void **state) {
+  (void)state;
+  xir_program *p = load("attention_causal");
+  xir_shape s = shape_of(p, "B=1,HQ=1,HKV=1,Q=128,K=128,D=8,DV=8");
+  xir_execution_work w = work_of(p, &s, XIR_ATTN_VEC_Q, 1, 1, 1);
+  assert_int_equal(w.packets, 128);
+  /* query i sees keys 0..i: 16 floats per key (K and V), 16 per row of q and o, and the V rows
+   * of the other 127 − i keys once (0·v) */
+  double tri = 4.0 * (16 * (128.0 * 129 / 2) + 128 * 16 + 8 * (127.0 * 128 / 2));
+  assert_true(fabs(w.memory_per_packet * 128 - tri) <= 1e-9 * tri);
+  /* G = 1 on 2 workers: worker 1 holds the odd queries, 2 + 4 + … + 128 = 4160 keys seen and
+   * 126 + 124 + … + 0 = 4032 masked */
+  double w1 = 4.0 * (16 * 4160 + 64 * 16 + 8 * 4032);
+  assert_true(fabs(w.critical_memory_packets * w.memory_per_packet - w1) <= 1e-9 * w1);
+  assert_true(w.critical_arith_packets > 64.0); /* the odd queries do more than half the work */
+  /* the triangle halves the work of the non-causal kernel at Q = K */
+  xir_program *pn = load("attention");
+  s = shape_of(p, "B=1,HQ=32,HKV=8,Q=512,K=512,D=64,DV=64");
+  xir_execution_work wc = work_of(p, &s, XIR_ATTN_VEC_Q, 8, 4, 0);
+  xir_execution_work wn = work_of(pn, &s, XIR_ATTN_VEC_Q, 8, 4, 0);
+  assert_true(wc.arith_per_packet < 0.6 * wn.arith_per_packet);
+  assert_true(wc.arith_per_packet > 0.4 * wn.arith_per_packet);
+  xir_program_free(pn);
+  xir_program_free(p);
+}
+
 /* The cost policy ranks the mapping first where it is much cheaper (the large report shape). */
 static void test_attention_mapping_is_chosen(void **state) {
   (void)state;
@@ -253,6 +293,8 @@ static void test_attention_mapping_is_chosen(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attention_candidates_match_oracle),
+      cmocka_unit_test(test_attention_causal_candidates_match_oracle),
+      cmocka_unit_test(test_attention_causal_counts_the_triangle),
       cmocka_unit_test(test_attention_legality),
       cmocka_unit_test(test_attention_work_counts),
       cmocka_unit_test(test_attention_mapping_is_chosen),

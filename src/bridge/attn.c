@@ -35,6 +35,10 @@ xir_status xir_candidate_make_attn(const xir_program *p, const xir_shape *shape,
     return xir__err(d, XIR_ERR_NOT_FOUND,
                     "hb = %u query heads do not share one K/V head: hb must divide HQ/HKV = %lld "
                     "(a power of two, or HQ/HKV itself)", hb, (long long)f.group);
+  if (f.mask >= 0 && (shape->dims[f.dim_dv] + W - 1) / W > 64)
+    return xir__err(d, XIR_ERR_NOT_FOUND,
+                    "with a mask, DV = %lld is above the mapping's %u vectors of columns",
+                    (long long)shape->dims[f.dim_dv], 64 * W);
   uint64_t rows = (uint64_t)qb * hb, cap = vec == XIR_ATTN_VEC_Q ? 2u * W : W;
   if (rows > cap)
     return xir__err(d, XIR_ERR_NOT_FOUND,

@@ -469,8 +469,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   w->full_packet_path = c->full_packet_path;
   w->ragged_packets = c->ragged_packets;
   w->ragged_inner = c->ragged_inner;
-  if (c->attn_vec &&
-      xir__attn_work(p, s, c, &w->arith_per_packet, &w->math_per_packet, &w->memory_per_packet)) {
+  if (c->attn_vec && xir__attn_work(p, s, c, ls.grain, ls.active, w)) {
     w->footprint_bytes = footprint(p, s);
     return XIR_OK; /* the attention mapping: one tile per packet (work_attn.c) */
   }

@@ -160,8 +160,17 @@ int xir__attn_form_of(const xir_program *p, const xir_shape *s, xir__attn_form *
       !is_const_f(p, ceq->args[1], -INFINITY) || !is_const_f(p, safe->args[1], 0.0) || !mn ||
       mn->op != XIR_OP_REDUCE_MAX || mn->args[0] != sm || mn->ref != f->dim_k)
     return 0;
-  /* the mask (attention_causal): not recognised yet — the general lowering keeps it */
+  /* the mask (attention_causal): a prefix mask along K with fill −inf over s, whose end
+   * depends on the query coordinate and dims only (every head and batch of a tile shares it) */
   f->n_s = sm;
+  const xir_node *smn = node(p, sm);
+  if (smn && smn->op == XIR_OP_SELECT) {
+    if (!xir__prefix_mask_of(p, sm, &f->pm) || f->pm.axis_dim != f->dim_k ||
+        f->pm.fill != -INFINITY || f->pm.root_coef[f->ax_b] != 0 || f->pm.root_coef[f->ax_h] != 0)
+      return 0;
+    f->mask = sm;
+    f->n_s = f->pm.live;
+  }
   /* s = sdot * sc (either order), sdot = reduce.sum(load k[...] * load q[rb, rh, ri, :], D) */
   if (!mul_pair(p, f->n_s, &x, &y)) return 0;
   const xir_node *nx = node(p, x);
@@ -212,6 +221,12 @@ int xir__attn_form_of(const xir_program *p, const xir_shape *s, xir__attn_form *
                  vload, f->n_p, pn->args[0], sub->args[1], safe->args[0], f->n_m, f->n_s,
                  f->n_sdot, nx->args[0], kx, qx, gk, gv};
   for (size_t r = 0; r < sizeof roles / sizeof *roles; r++) used[roles[r]] = 1;
+  if (f->mask >= 0) { /* the select and its condition (iota, the root index, dims) */
+    used[f->mask] = 1;
+    mark_expr(p, p->nodes[f->mask].args[0], used);
+    for (int a = 1; a < 3; a++)
+      if (p->nodes[f->mask].args[a] != f->n_s) mark_expr(p, p->nodes[f->mask].args[a], used);
+  }
   mark_expr(p, f->scale, used);
   mark_expr(p, f->group_expr, used);
   if (gv != gk) mark_expr(p, p->nodes[gv].args[1], used);

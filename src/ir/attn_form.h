@@ -7,7 +7,8 @@
  *   root b in B, h in HQ, i in Q {            (three root axes, any names, any order)
  *     g   = h / E                             E: a rank-0 i64 expression over dims only
  *     s   = reduce.sum(load k[b, g, :, :] * load q[b, h, i, :], D) * sc   (either operand order)
- *     [s  = select(mask, -inf, s)]            causal only (a prefix mask: ir/program.h)
+ *     [s  = select(mask, -inf, s)]            a prefix mask along K (xir__prefix_mask_of) whose
+ *                                             end depends on i and dims only (attention_causal)
  *     m   = reduce.max(s, K)
  *     p   = exp(s - select(m == -inf, 0.0, m))
  *     l   = reduce.sum(p, K)
@@ -34,6 +35,8 @@ typedef struct xir__attn_form {
   int64_t group;               /* E's value for the shape (≥ 1) */
   int scale;                   /* node id of sc */
   int mask;                    /* node id of the mask select, or -1 */
+  xir__prefix_mask pm;         /* the mask (mask ≥ 0): keys j ≥ end(i) of query i are −inf,
+                                  end affine in i and dims only (xir__prefix_mask_of) */
   int n_sdot, n_s, n_m, n_p, n_l, n_acc, n_store; /* node ids of the chain */
 } xir__attn_form;
 

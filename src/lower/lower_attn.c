@@ -234,6 +234,13 @@ static LLVMValueRef scalar(al *A, int id) {
   return r;
 }
 
+/* The mask: lanes whose end ≤ key j get −inf (ends NULL: no mask). */
+static LLVMValueRef mask_scores(al *A, LLVMValueRef s, LLVMValueRef ends, LLVMValueRef j) {
+  if (!ends) return s;
+  LLVMValueRef dead = LLVMBuildICmp(A->b, LLVMIntSGE, splat(A, j), ends, "");
+  return LLVMBuildSelect(A->b, dead, splat(A, cf32(A, -INFINITY)), s, "");
+}
+
 /* m ≤ W vectors a[0..m) → one vector whose lane i is the sum of a[i]'s lanes: log2(W) levels of
  * "fold each lane group in half and pair two vectors" (2 shuffles and an add per pair), then one
  * shuffle that puts the sums in order. The tree is fixed by W: the same order every run. */
@@ -363,6 +370,25 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     qrow[lam] = LLVMBuildMul(A.b, row, ci64(&A, Dd), "");
     orow[lam] = LLVMBuildMul(A.b, row, ci64(&A, DV), "");
   }
+  /* the mask (causal): keys j ≥ end[λ] are −inf for row λ; the tile runs over [0, kmax) only,
+   * kmax the largest end of its rows that exist — keys past it are never loaded */
+  LLVMValueRef endl[MAXROWS], kmax = Kv;
+  if (F->mask >= 0) {
+    LLVMValueRef base = ci64(&A, F->pm.c0);
+    for (int dd = 0; dd < XIR_MAX_DIMS; dd++)
+      if (F->pm.dim_coef[dd])
+        base = LLVMBuildAdd(A.b, base, LLVMBuildMul(A.b, dim_value(&A, dd), ci64(&A, F->pm.dim_coef[dd]), ""), "");
+    kmax = ci64(&A, 0);
+    for (unsigned lam = 0; lam < n; lam++) {
+      LLVMValueRef i = imin(&A, LLVMBuildAdd(A.b, i0, ci64(&A, lam % qb), ""), Qm1);
+      LLVMValueRef e = LLVMBuildAdd(A.b, base, LLVMBuildMul(A.b, i, ci64(&A, F->pm.root_coef[F->ax_i]), ""), "");
+      e = imin(&A, e, Kv);
+      e = LLVMBuildSelect(A.b, LLVMBuildICmp(A.b, LLVMIntSLT, e, ci64(&A, 0), ""), ci64(&A, 0), e, "");
+      endl[lam] = e;
+      LLVMValueRef live = LLVMBuildSelect(A.b, valid[lam], e, ci64(&A, 0), "");
+      kmax = LLVMBuildSelect(A.b, LLVMBuildICmp(A.b, LLVMIntSGT, live, kmax, ""), live, kmax, "");
+    }
+  }
   /* pack q transposed (vec q) */
   if (qT)
     for (unsigned lam = 0; lam < n; lam++) {
@@ -384,12 +410,23 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   }
   /* key blocks */
   loop kl;
-  loop_begin(&A, &kl, ci64(&A, 0), Kv, KB);
+  loop_begin(&A, &kl, ci64(&A, 0), kmax, KB);
   LLVMValueRef k0 = kl.i;
-  LLVMValueRef kn = imin(&A, ci64(&A, KB), LLVMBuildSub(A.b, Kv, k0, ""));
-  LLVMValueRef kend = LLVMBuildAdd(A.b, k0, kn, ""), Km1 = LLVMBuildSub(A.b, Kv, ci64(&A, 1), "");
-  /* S: scores of keys [k0, kend) in groups of JR (the last group's keys clamped onto K − 1; their
-   * rows of s past kn are never read) */
+  LLVMValueRef kn = imin(&A, ci64(&A, KB), LLVMBuildSub(A.b, kmax, k0, ""));
+  LLVMValueRef kend = LLVMBuildAdd(A.b, k0, kn, ""), Km1 = LLVMBuildSub(A.b, kend, ci64(&A, 1), "");
+  /* the ends as vectors over the lanes of a score row (vec d: lane λ holds row λ mod npad) */
+  LLVMValueRef endv[2] = {NULL, NULL};
+  if (F->mask >= 0)
+    for (unsigned v = 0; v < NV; v++) {
+      LLVMValueRef e = LLVMGetPoison(LLVMVectorType(A.i64, W));
+      for (unsigned l = 0; l < W; l++) {
+        unsigned lam = G.vec_d ? l % G.npad : v * W + l;
+        e = LLVMBuildInsertElement(A.b, e, lam < n ? endl[lam] : ci64(&A, 0), ci32(&A, l), "");
+      }
+      endv[v] = e;
+    }
+  /* S: scores of keys [k0, kend) in groups of JR (the last group's keys clamped onto kend − 1:
+   * no key past the block is loaded; their rows of s past kn are never read) */
   {
     loop jl;
     loop_begin(&A, &jl, k0, kend, JR);
@@ -423,6 +460,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       for (unsigned r = 0; r < JR; r++)
         for (unsigned v = 0; v < NV; v++) {
           LLVMValueRef s = LLVMBuildFMul(A.b, LLVMBuildLoad2(A.b, A.vf, slot[r * NV + v], ""), sc, "");
+          s = mask_scores(&A, s, endv[v], LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""));
           store(&A, s, gepc(&A, sbuf, srow, (int64_t)(r * NVL + v * W)));
         }
     } else {
@@ -459,6 +497,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
         LLVMValueRef ix[16];
         for (unsigned lam = 0; lam < W; lam++) ix[lam] = ci32(&A, r * np + lam % np);
         LLVMValueRef row = LLVMBuildShuffleVector(A.b, sums, LLVMGetPoison(A.vf), LLVMConstVector(ix, W), "");
+        row = mask_scores(&A, row, endv[0], LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""));
         store(&A, row, gepc(&A, sbuf, srow, (int64_t)(r * NVL)));
       }
     }
@@ -538,6 +577,31 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     loop_end(&A, &rl);
   }
   loop_end(&A, &kl);
+  /* the keys past kmax (a mask): every row of the tile sees them masked, p = 0, and the oracle
+   * still adds 0·v[j] — NaN where v[j] is ±inf or NaN. z = Σ_{j ≥ kmax} 0·v[j] carries exactly
+   * that (V rows only: no K row past kmax is loaded, nothing is scored or exponentiated) */
+  LLVMValueRef z[64];
+  unsigned ncz = G.cv < 64 ? G.cv : 64;
+  if (F->mask >= 0 && G.cv <= 64) {
+    LLVMValueRef zs[64];
+    for (unsigned cc = 0; cc < ncz; cc++) {
+      zs[cc] = entry_alloca(&A, A.vf, "z");
+      LLVMBuildStore(A.b, zero, zs[cc]);
+    }
+    loop zl;
+    loop_begin(&A, &zl, kmax, Kv, 1);
+    LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, zl.i, ci64(&A, DV), ""), "");
+    for (unsigned cc = 0; cc < ncz; cc++) {
+      int64_t e0 = (int64_t)(cc * W);
+      unsigned nval = DV - e0 >= (int64_t)W ? W : (unsigned)(DV - e0);
+      LLVMValueRef t = LLVMBuildFMul(A.b, zero, vload_n(&A, gepc(&A, vbuf, vrow, e0), nval), "");
+      LLVMBuildStore(A.b, LLVMBuildFAdd(A.b, LLVMBuildLoad2(A.b, A.vf, zs[cc], ""), t, ""), zs[cc]);
+    }
+    loop_end(&A, &zl);
+    for (unsigned cc = 0; cc < ncz; cc++) z[cc] = LLVMBuildLoad2(A.b, A.vf, zs[cc], "");
+  } else {
+    for (unsigned cc = 0; cc < ncz; cc++) z[cc] = NULL;
+  }
   /* o = l == 0 ? 0 : acc / l, for the rows that exist */
   for (unsigned lam = 0; lam < n; lam++) {
     LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(A.ctx, A.fn, "row");
@@ -551,6 +615,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       int64_t e0 = (int64_t)(cc * W);
       unsigned nval = DV - e0 >= (int64_t)W ? W : (unsigned)(DV - e0);
       LLVMValueRef a = load(&A, A.vf, gepc(&A, accb, ci64(&A, 0), (int64_t)(lam * DVP) + e0));
+      if (cc < ncz && z[cc]) a = LLVMBuildFAdd(A.b, a, z[cc], "");
       LLVMValueRef y = LLVMBuildSelect(A.b, lz, zero, LLVMBuildFDiv(A.b, a, lv, ""), "");
       vstore_n(&A, y, gepc(&A, obuf, orow[lam], e0), nval);
     }
