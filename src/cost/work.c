@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cost/work_attn.h"
 #include "ir/program.h"
 #include "xir_plan.h"
 #include "xir_runtime.h"
@@ -480,6 +481,15 @@ static void wctx_free(wctx *x) {
   xir__free(x->snap);
 }
 
+/* Distinct bytes the launch touches: every buffer once. */
+static double footprint(const xir_program *p, const xir_shape *s) {
+  double b = 0;
+  for (int i = 0; i < p->nparams; i++)
+    if (p->params[i].kind == XIR_PARAM_BUFFER)
+      b += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
+  return b;
+}
+
 xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
                                    const xir_candidate *c, uint32_t grain, uint32_t workers,
                                    xir_execution_work *w, xir_diag *d) {
@@ -518,6 +528,10 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   w->full_packet_path = c->full_packet_path;
   w->ragged_packets = c->ragged_packets;
   w->ragged_inner = c->ragged_inner;
+  if (c->attn_vec && xir__attn_work(p, s, c, ls.grain, ls.active, w)) {
+    w->footprint_bytes = footprint(p, s);
+    return XIR_OK; /* the attention mapping: one tile per packet (work_attn.c) */
+  }
   wctx x = {.p = p, .s = s, .c = c, .k = c->local > c->W ? c->local / c->W : 1};
   x.mark = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
   x.stored = xir__calloc((size_t)p->nnodes + 1, 1);
@@ -592,9 +606,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
   wctx_free(&x);
-  for (int i = 0; i < p->nparams; i++)
-    if (p->params[i].kind == XIR_PARAM_BUFFER)
-      w->footprint_bytes += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
+  w->footprint_bytes = footprint(p, s);
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);
   w->math_per_packet = x.math / x.k + (w->packets ? pre_m * calls / (double)w->packets : 0);
   if (w->math_per_packet > w->arith_per_packet) w->math_per_packet = w->arith_per_packet;

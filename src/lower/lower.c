@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ir/program.h"
+#include "lower/irutil.h"
 #include "lower/lower.h"
 #include "lower/vmath.h"
 
@@ -109,14 +110,7 @@ typedef struct lw {
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
 static LLVMValueRef cf32(lw *L, double v) { return LLVMConstReal(L->f32, v); }
 
-static LLVMValueRef splat(lw *L, LLVMValueRef x) {
-  LLVMTypeRef t = LLVMTypeOf(x);
-  LLVMTypeRef vt = LLVMVectorType(t, L->W);
-  LLVMValueRef undef = LLVMGetPoison(vt);
-  LLVMValueRef ins = LLVMBuildInsertElement(L->b, undef, x, LLVMConstInt(L->i32, 0, 0), "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(L->i32, L->W));
-  return LLVMBuildShuffleVector(L->b, ins, LLVMGetPoison(vt), zeros, "");
-}
+static LLVMValueRef splat(lw *L, LLVMValueRef x) { return xir__ir_splat(L->b, x, L->W); }
 
 /* <W x i64> constant: base + step·lane */
 static LLVMValueRef lane_consts(lw *L, int64_t base, int64_t step) {
@@ -160,10 +154,7 @@ static val vsplat(lw *L, LLVMValueRef x) {
 
 static LLVMValueRef intrinsic(lw *L, const char *name, LLVMTypeRef *tys, unsigned ntys,
                               LLVMValueRef *args, unsigned nargs) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, tys, ntys);
-  LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, tys, ntys);
-  return LLVMBuildCall2(L->b, ft, f, args, nargs, "");
+  return xir__ir_intrinsic(L->b, L->mod, name, tys, ntys, args, nargs);
 }
 
 /* ---- control flow helpers: counted loops over i64 with the counter in an alloca ---- */
@@ -175,14 +166,7 @@ typedef struct loop {
 } loop;
 
 static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef t, const char *name) {
-  LLVMBuilderRef eb = LLVMCreateBuilderInContext(L->ctx);
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(L->fn);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first) LLVMPositionBuilderBefore(eb, first);
-  else LLVMPositionBuilderAtEnd(eb, entry);
-  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
-  LLVMDisposeBuilder(eb);
-  return a;
+  return xir__ir_entry_alloca(L->ctx, L->fn, t, name);
 }
 
 static void loop_begin(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
@@ -208,17 +192,8 @@ static void loop_end(lw *L, loop *lp) {
 /* ---- integer arithmetic with affine tracking ---- */
 
 static LLVMValueRef floordiv(lw *L, LLVMValueRef a, LLVMValueRef b, int rem) {
-  LLVMTypeRef t = LLVMTypeOf(a);
-  LLVMValueRef zero = LLVMConstNull(t);
   LLVMValueRef one = LLVMTypeOf(a) == L->i64 ? ci64(L, 1) : splat(L, ci64(L, 1));
-  LLVMValueRef bs = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, b, zero, ""), one, b, "");
-  LLVMValueRef q = LLVMBuildSDiv(L->b, a, bs, "");
-  LLVMValueRef r = LLVMBuildSRem(L->b, a, bs, "");
-  LLVMValueRef adj = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntNE, r, zero, ""),
-                                  LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildXor(L->b, r, bs, ""),
-                                                zero, ""), "");
-  if (rem) return LLVMBuildSelect(L->b, adj, LLVMBuildAdd(L->b, r, bs, ""), r, "");
-  return LLVMBuildSelect(L->b, adj, LLVMBuildSub(L->b, q, one, ""), q, "");
+  return xir__ir_floordiv(L->b, a, b, one, rem);
 }
 
 static LLVMValueRef int_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
@@ -1250,6 +1225,7 @@ static void emit_hoisted(lw *L) {
 
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d) {
+  if (c->attn_vec) return xir__lower_attn(p, shape, c, mod, entry, d); /* lower_attn.c */
   lw L;
   memset(&L, 0, sizeof L);
   L.p = p;
