@@ -176,6 +176,14 @@ int cmd_plan(int argc, char **argv) {
       cJSON_AddNumberToObject(o, "critical_packets", (double)e->work.critical_packets);
       cJSON_AddNumberToObject(o, "critical_blocks", (double)e->work.critical_blocks);
       cJSON_AddNumberToObject(o, "critical_tasks", (double)e->work.critical_tasks);
+      cJSON_AddNumberToObject(o, "critical_arith_packets", e->work.critical_arith_packets);
+      cJSON_AddNumberToObject(o, "critical_memory_packets", e->work.critical_memory_packets);
+      if (e->work.mask_full_iterations) {
+        cJSON_AddNumberToObject(o, "mask_live_iterations", (double)e->work.mask_live_iterations);
+        cJSON_AddNumberToObject(o, "mask_full_iterations", (double)e->work.mask_full_iterations);
+        cJSON_AddNumberToObject(o, "mask_critical_live_iterations",
+                                (double)e->work.mask_critical_live_iterations);
+      }
       cJSON_AddNumberToObject(o, "arith_per_packet", e->work.arith_per_packet);
       cJSON_AddNumberToObject(o, "memory_per_packet", e->work.memory_per_packet);
       for (int t = 0; t < XIR_TERM_COUNT; t++)

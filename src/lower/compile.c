@@ -161,7 +161,10 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   if ((s = xir__jit_check_width(cc->jit, cand->W, d))) return s;
   /* Re-derive the candidate: legality is the bridge's, never the caller's. */
   xir_candidate legal;
-  if ((s = xir_candidate_make(p, shape, cand->W, cand->B, cand->local, cand->perm, &legal, d)))
+  if ((s = cand->attn_vec ? xir_candidate_make_attn(p, shape, cand->W, cand->attn_vec,
+                                                    cand->attn_qb, cand->attn_hb, &legal, d)
+                          : xir_candidate_make(p, shape, cand->W, cand->B, cand->local, cand->perm,
+                                               &legal, d)))
     return s;
   char *text = NULL;
   if ((s = xir_program_print(p, &text, d))) return s;

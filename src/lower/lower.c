@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ir/program.h"
+#include "lower/irutil.h"
 #include "lower/lower.h"
 #include "lower/vmath.h"
 
@@ -92,19 +93,25 @@ typedef struct lw {
   LLVMValueRef *hoist_buf;
   int precompute;          /* evaluating hoisted tiles at the entry */
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
+  /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
+   * per unit the end of the live range (the largest over the unit's root programs). */
+  int mask_id;
+  xir__prefix_mask mask;
+  uint8_t *skip;
+  LLVMValueRef mask_end, mask_end_min; /* the largest and the smallest end of the unit */
+  LLVMValueRef rng_lo, rng_hi; /* when set: the mask axis' loop covers only these chunks (ℓ > 1)
+                                  or elements (ℓ = 1) */
+  LLVMValueRef rng_live;       /* when set: the range's chunks below it are live in every lane:
+                                  they run as a loop of their own, where the mask is its live
+                                  operand (no comparison, no select) */
+  int mask_live;               /* in that loop */
+  const val *fill_val;         /* when set: store_body stores it instead of evaluating the value */
 } lw;
 
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
 static LLVMValueRef cf32(lw *L, double v) { return LLVMConstReal(L->f32, v); }
 
-static LLVMValueRef splat(lw *L, LLVMValueRef x) {
-  LLVMTypeRef t = LLVMTypeOf(x);
-  LLVMTypeRef vt = LLVMVectorType(t, L->W);
-  LLVMValueRef undef = LLVMGetPoison(vt);
-  LLVMValueRef ins = LLVMBuildInsertElement(L->b, undef, x, LLVMConstInt(L->i32, 0, 0), "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(L->i32, L->W));
-  return LLVMBuildShuffleVector(L->b, ins, LLVMGetPoison(vt), zeros, "");
-}
+static LLVMValueRef splat(lw *L, LLVMValueRef x) { return xir__ir_splat(L->b, x, L->W); }
 
 /* <W x i64> constant: base + step·lane */
 static LLVMValueRef lane_consts(lw *L, int64_t base, int64_t step) {
@@ -148,10 +155,7 @@ static val vsplat(lw *L, LLVMValueRef x) {
 
 static LLVMValueRef intrinsic(lw *L, const char *name, LLVMTypeRef *tys, unsigned ntys,
                               LLVMValueRef *args, unsigned nargs) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, tys, ntys);
-  LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, tys, ntys);
-  return LLVMBuildCall2(L->b, ft, f, args, nargs, "");
+  return xir__ir_intrinsic(L->b, L->mod, name, tys, ntys, args, nargs);
 }
 
 /* ---- control flow helpers: counted loops over i64 with the counter in an alloca ---- */
@@ -163,14 +167,7 @@ typedef struct loop {
 } loop;
 
 static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef t, const char *name) {
-  LLVMBuilderRef eb = LLVMCreateBuilderInContext(L->ctx);
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(L->fn);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first) LLVMPositionBuilderBefore(eb, first);
-  else LLVMPositionBuilderAtEnd(eb, entry);
-  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
-  LLVMDisposeBuilder(eb);
-  return a;
+  return xir__ir_entry_alloca(L->ctx, L->fn, t, name);
 }
 
 static void loop_begin(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
@@ -196,17 +193,8 @@ static void loop_end(lw *L, loop *lp) {
 /* ---- integer arithmetic with affine tracking ---- */
 
 static LLVMValueRef floordiv(lw *L, LLVMValueRef a, LLVMValueRef b, int rem) {
-  LLVMTypeRef t = LLVMTypeOf(a);
-  LLVMValueRef zero = LLVMConstNull(t);
   LLVMValueRef one = LLVMTypeOf(a) == L->i64 ? ci64(L, 1) : splat(L, ci64(L, 1));
-  LLVMValueRef bs = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, b, zero, ""), one, b, "");
-  LLVMValueRef q = LLVMBuildSDiv(L->b, a, bs, "");
-  LLVMValueRef r = LLVMBuildSRem(L->b, a, bs, "");
-  LLVMValueRef adj = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntNE, r, zero, ""),
-                                  LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildXor(L->b, r, bs, ""),
-                                                zero, ""), "");
-  if (rem) return LLVMBuildSelect(L->b, adj, LLVMBuildAdd(L->b, r, bs, ""), r, "");
-  return LLVMBuildSelect(L->b, adj, LLVMBuildSub(L->b, q, one, ""), q, "");
+  return xir__ir_floordiv(L->b, a, b, one, rem);
 }
 
 static LLVMValueRef int_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
@@ -225,6 +213,14 @@ static LLVMValueRef int_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
     }
     default: return NULL;
   }
+}
+
+static LLVMValueRef smin(lw *L, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef smax(lw *L, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a, b, ""), a, b, "");
 }
 
 static int const_of(LLVMValueRef v, int64_t *out) {
@@ -688,6 +684,7 @@ static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
 static val eval_uncached(lw *L, int id);
 
 static val eval(lw *L, int id) {
+  if (L->mask_live && id == L->mask_id) return eval(L, L->mask.live); /* every lane is live */
   if (L->top_ok[id]) return L->top[id];
   if (L->memo_gen[id] == L->gen) return L->memo[id];
   val r;
@@ -782,37 +779,75 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
   int64_t N = L->sh->dims[dim];
   if (L->ell > 1 && dim == L->c->inner_dim) {
     int64_t ell = L->ell, full_chunks = N / ell;
+    int ranged = L->rng_hi && dim == L->mask.axis_dim;
     for (int part = 0; part < 2; part++) {
       if (part == 0 && full_chunks == 0) continue;
       if (part == 1 && N % ell == 0) continue;
-      loop lp;
-      if (part == 0) loop_begin(L, &lp, ci64(L, 0), ci64(L, full_chunks));
-      LLVMValueRef t0 = part == 0 ? LLVMBuildMul(L->b, lp.i, ci64(L, ell), "") : ci64(L, full_chunks * ell);
-      val base = vaff(t0, 0);
-      val c = int_binop(L, XIR_OP_ADD, &base, &L->jlane);
-      L->tail = part;
-      L->env_set[dim] = 1;
-      if (part == 1) {
-        /* the lane's element c, clamped for loads; validity kept in env validity */
-        L->env[dim] = clamp(L, &c, N - 1);
-      } else {
-        L->env[dim] = c;
+      /* part 0 is one loop over the full chunks, or two for a range with a live prefix */
+      int nseg = part == 0 && ranged && L->rng_live ? 2 : 1;
+      LLVMValueRef from = ci64(L, 0), to = ci64(L, full_chunks), mid = NULL;
+      if (part == 0 && ranged) {
+        from = smin(L, L->rng_lo, to);
+        to = smin(L, L->rng_hi, to);
+        if (nseg == 2) mid = smax(L, from, smin(L, L->rng_live, to));
       }
-      if (part == 1) L->inner_c = c;
-      L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
-      tile_loops_at(L, t, depth + 1, body, id, ud);
-      if (part == 0) loop_end(L, &lp);
-      L->tail = 0;
+      for (int seg = 0; seg < nseg; seg++) {
+        loop lp;
+        LLVMBasicBlockRef tail_done = NULL;
+        if (part == 0) {
+          loop_begin(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+        } else if (ranged) {
+          /* the tail chunk (index full_chunks), when it lies in the range */
+          LLVMValueRef fc = ci64(L, full_chunks);
+          LLVMValueRef in = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntSLE, L->rng_lo, fc, ""),
+                                         LLVMBuildICmp(L->b, LLVMIntSLT, fc, L->rng_hi, ""), "");
+          LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail");
+          tail_done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail.done");
+          LLVMBuildCondBr(L->b, in, yes, tail_done);
+          LLVMPositionBuilderAtEnd(L->b, yes);
+        }
+        LLVMValueRef t0 = part == 0 ? LLVMBuildMul(L->b, lp.i, ci64(L, ell), "") : ci64(L, full_chunks * ell);
+        val base = vaff(t0, 0);
+        val c = int_binop(L, XIR_OP_ADD, &base, &L->jlane);
+        L->tail = part;
+        L->mask_live = nseg == 2 && seg == 0;
+        L->env_set[dim] = 1;
+        if (part == 1) {
+          /* the lane's element c, clamped for loads; validity kept in env validity */
+          L->env[dim] = clamp(L, &c, N - 1);
+        } else {
+          L->env[dim] = c;
+        }
+        if (part == 1) L->inner_c = c;
+        L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
+        tile_loops_at(L, t, depth + 1, body, id, ud);
+        if (part == 0) {
+          loop_end(L, &lp);
+        } else if (tail_done) {
+          LLVMBuildBr(L->b, tail_done);
+          LLVMPositionBuilderAtEnd(L->b, tail_done);
+        }
+        L->tail = 0;
+        L->mask_live = 0;
+      }
     }
     return;
   }
-  loop lp;
-  loop_begin(L, &lp, ci64(L, 0), ci64(L, N));
-  L->env[dim] = vaff(lp.i, 0);
-  L->env_set[dim] = 1;
-  L->mat_index = lp.i;
-  tile_loops_at(L, t, depth + 1, body, id, ud);
-  loop_end(L, &lp);
+  int ranged = L->rng_hi && dim == L->mask.axis_dim;
+  int nseg = ranged && L->rng_live ? 2 : 1;
+  LLVMValueRef from = ranged ? L->rng_lo : ci64(L, 0), to = ranged ? L->rng_hi : ci64(L, N);
+  LLVMValueRef mid = nseg == 2 ? smax(L, from, smin(L, L->rng_live, to)) : NULL;
+  for (int seg = 0; seg < nseg; seg++) {
+    loop lp;
+    loop_begin(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+    L->mask_live = ranged && nseg == 2 && seg == 0;
+    L->env[dim] = vaff(lp.i, 0);
+    L->env_set[dim] = 1;
+    L->mat_index = lp.i;
+    tile_loops_at(L, t, depth + 1, body, id, ud);
+    loop_end(L, &lp);
+    L->mask_live = 0;
+  }
 }
 
 /* The lanes that hold a real element at this point: root program exists, inner element exists,
@@ -844,7 +879,7 @@ static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
 static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *tile = ud;
-  val v = eval(L, n->args[n->nargs - 1]);
+  val v = L->fill_val ? *L->fill_val : eval(L, n->args[n->nargs - 1]);
   val off = access_offset(L, n, n->nargs - 1);
   LLVMValueRef m[MAXK], base = L->buf[n->ref];
   lane_mask(L, L->ell > 1 && type_has(tile, L->c->inner_dim), m);
@@ -924,6 +959,72 @@ static void reduce_tile_body(lw *L, int id, void *ud) {
   LLVMSetAlignment(LLVMBuildStore(L->b, red_op(L, n->op, a, v.v[0]), ptr), 4);
 }
 
+/* ---- masked-work skipping (xir__mask_skips; docs/lowering.md) ---- */
+
+/* The unit's live end along the mask axis: the largest end of its root programs (inactive lanes
+ * are clamped duplicates), each clamped to [0, extent]; *lo the smallest. */
+static LLVMValueRef unit_mask_end(lw *L, LLVMValueRef *lo) {
+  const xir__prefix_mask *m = &L->mask;
+  int64_t c0 = m->c0;
+  for (int d = 0; d < L->p->ndims; d++)
+    if (m->dim_coef[d]) c0 = xir__iadd(c0, xir__imul(m->dim_coef[d], L->sh->dims[d]));
+  val e = vaff(ci64(L, c0), 0);
+  for (int a = 0; a < L->p->nroot; a++)
+    if (m->root_coef[a]) {
+      val k = vaff(ci64(L, m->root_coef[a]), 0);
+      val t = int_binop(L, XIR_OP_MUL, &L->coord[a], &k);
+      e = int_binop(L, XIR_OP_ADD, &e, &t);
+    }
+  e = clamp(L, &e, L->sh->dims[m->axis_dim]);
+  if (e.aff && e.s == 0) {
+    *lo = e.u;
+    return e.u;
+  }
+  LLVMValueRef v[MAXK], mx = NULL, mn = NULL;
+  ivecs(L, &e, v);
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef r = intrinsic(L, "llvm.vector.reduce.smax", &L->vi, 1, &v[q], 1);
+    LLVMValueRef rn = intrinsic(L, "llvm.vector.reduce.smin", &L->vi, 1, &v[q], 1);
+    mx = mx ? smax(L, r, mx) : r;
+    mn = mn ? smin(L, rn, mn) : rn;
+  }
+  *lo = mn;
+  return mx;
+}
+
+/* The chunks (ℓ > 1) or elements (ℓ = 1) live in every lane of the unit. */
+static LLVMValueRef mask_live_chunks(lw *L) {
+  if (L->ell == 1) return L->mask_end_min;
+  return LLVMBuildUDiv(L->b, L->mask_end_min, ci64(L, L->ell), "");
+}
+
+/* Elements [0, end) of the mask axis as a loop range: chunks for ℓ > 1 (the last one partly
+ * masked: its lanes at or past the end compute the fill's value, as without skipping). */
+static LLVMValueRef mask_chunks(lw *L, LLVMValueRef end) {
+  if (L->ell == 1) return end;
+  return LLVMBuildUDiv(L->b, LLVMBuildAdd(L->b, end, ci64(L, L->ell - 1), ""), ci64(L, L->ell), "");
+}
+
+static int64_t axis_chunks(lw *L) {
+  int64_t N = L->sh->dims[L->mask.axis_dim];
+  return L->ell > 1 ? (N + L->ell - 1) / L->ell : N;
+}
+
+/* The value of tile expression `id` at the masked positions: the mask is the constant fill there
+ * and every other operand on the way is a rank-0 value (xir__mask_skips), so it is computed once
+ * per unit, without the loop nest. */
+static val masked_value(lw *L, int id) {
+  int nest = L->nest_dim;
+  L->nest_dim = -1; /* no materialized slot */
+  L->gen++;
+  L->memo[L->mask_id] = vsplat(L, cf32(L, L->mask.fill));
+  L->memo_gen[L->mask_id] = L->gen;
+  val u = eval(L, id);
+  L->gen++;
+  L->nest_dim = nest;
+  return u;
+}
+
 /* Emits a reduction: rank-0 results go to top[], tile results to scratch. */
 static void emit_reduce(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
@@ -953,8 +1054,26 @@ static void emit_reduce(lw *L, int id) {
     tile_loops(L, in, 0, reduce_tile_body, id, NULL);
     return;
   }
+  if (L->skip[id]) {
+    /* positions past the end hold the masked value: left out when it is the identity (in every
+     * lane), else the loop covers the whole axis */
+    val u = masked_value(L, n->args[0]);
+    LLVMTypeRef bt = LLVMVectorType(L->i1, L->W);
+    LLVMValueRef neutral = NULL;
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef eq = LLVMBuildFCmp(L->b, LLVMRealOEQ, u.v[q], red_identity(L, n->op), "");
+      LLVMValueRef all = intrinsic(L, "llvm.vector.reduce.and", &bt, 1, &eq, 1);
+      neutral = neutral ? LLVMBuildAnd(L->b, neutral, all, "") : all;
+    }
+    LLVMValueRef end = LLVMBuildSelect(L->b, neutral, L->mask_end,
+                                       ci64(L, L->sh->dims[L->mask.axis_dim]), "");
+    L->rng_lo = ci64(L, 0);
+    L->rng_hi = mask_chunks(L, end);
+    L->rng_live = mask_live_chunks(L);
+  }
   for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R.acc[q]);
   tile_loops(L, in, 0, reduce_body, id, &R);
+  L->rng_lo = L->rng_hi = L->rng_live = NULL;
   LLVMValueRef acc[MAXK];
   for (unsigned q = 0; q < L->k; q++) acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
   if (L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim) {
@@ -981,13 +1100,31 @@ static void emit_store(lw *L, int id) {
   xir_type tile = {.elem = XIR_F32};
   for (int kd = 0; kd < n->nargs - 1; kd++)
     if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)L->p->params[n->ref].dims[kd];
+  if (!L->skip[id]) {
+    tile_loops(L, &tile, 0, store_body, id, &tile);
+    return;
+  }
+  /* [0, end) computed; [end, extent) written with the masked value */
+  val u = masked_value(L, n->args[n->nargs - 1]);
+  LLVMValueRef hi = mask_chunks(L, L->mask_end);
+  L->rng_lo = ci64(L, 0);
+  L->rng_hi = hi;
+  L->rng_live = mask_live_chunks(L);
   tile_loops(L, &tile, 0, store_body, id, &tile);
+  L->rng_live = NULL;
+  L->rng_lo = hi;
+  L->rng_hi = ci64(L, axis_chunks(L));
+  L->fill_val = &u;
+  tile_loops(L, &tile, 0, store_body, id, &tile);
+  L->fill_val = NULL;
+  L->rng_lo = L->rng_hi = NULL;
 }
 
 /* The body for one unit (full or masked). */
 static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
+  if (L->mask_id >= 0) L->mask_end = unit_mask_end(L, &L->mask_end_min);
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
@@ -1115,6 +1252,7 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
 xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                           const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
                           xir_diag *d) {
+  if (c->attn_vec) return xir__lower_attn(p, shape, c, mod, entry, d); /* lower_attn.c: f32 only (the bridge) */
   lw L;
   memset(&L, 0, sizeof L);
   L.cvt = *t;
@@ -1152,6 +1290,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.mat_state = xir__calloc(nn, 1);
   L.hoist = xir__calloc(nn, 1);
   L.hoist_buf = xir__calloc(nn, sizeof(LLVMValueRef));
+  L.skip = xir__calloc(nn, 1);
   if (c->local > 1 && c->inner_dim >= 0) {
     L.period = xir__calloc(nn, sizeof(int64_t));
     if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
@@ -1159,12 +1298,17 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.nest_dim = -1;
   xir_status st = XIR_OK;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
-      !L.mat_state || !L.hoist || !L.hoist_buf || (c->local > 1 && !L.period)) {
+      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || (c->local > 1 && !L.period)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
   xir__hoisted_tiles(p, shape, L.hoist);
-  if (count_mat_uses(&L)) {
+  L.mask_id = xir__mask_skips(p, L.skip, &L.mask);
+  if (L.mask_id >= 0 && c->local > 1 && L.mask.axis_dim != c->inner_dim) {
+    memset(L.skip, 0, nn); /* the chunked axis is another one: nothing to bound */
+    L.mask_id = -1;
+  }
+  if (L.mask_id < -1 || count_mat_uses(&L)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
@@ -1242,5 +1386,6 @@ done:
   xir__free(L.hoist);
   xir__free(L.hoist_buf);
   xir__free(L.period);
+  xir__free(L.skip);
   return st;
 }

@@ -17,4 +17,9 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
                           const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
                           xir_diag *d);
 
+/* The attention mapping (candidates with attn_vec set; docs/lowering.md): the same entry, one
+ * tile of query rows per block, online softmax. xir__lower calls it for those candidates. */
+xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
+                           LLVMModuleRef mod, const char *entry, xir_diag *d);
+
 #endif
