@@ -174,13 +174,14 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
 /* A load whose bytes come from L1 (see expr_cost). */
 static int near_load(const wctx *w, int id) {
   const xir_node *n = &w->p->nodes[id];
-  double tile = n->type.elem == XIR_I64 ? 8 : 4;
+  double tile = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
   for (int i = 0; i < n->type.rank; i++) tile *= (double)w->s->dims[n->type.axes[i]];
   if (w->c->local < w->c->W) tile *= (double)w->c->W / (double)w->c->local; /* root programs a packet holds */
   if (w->loaded[id] && tile <= kNearBytes) return 1;
   int shared = 1;
   for (int a = 0; a < n->nargs && shared; a++) shared = n->args[a] < 0 || w->inv[n->args[a]];
-  return shared && (n->type.elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
+  return shared && (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem) *
+                        (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
 }
 
 /* Cost of evaluating tile expression `id` once (distinct nodes, rank-0 values excluded). */
@@ -226,7 +227,7 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     w->stored[id] = 1;
   }
   if (n->op == XIR_OP_LOAD) {
-    double esize = w->p->params[n->ref].elem == XIR_I64 ? 8 : 4;
+    double esize = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem); /* 8, 4 or 2 */
     int near = near_load(w, id);
     w->loaded[id] = 1;
     access_cost(w, access_kind(w, n, n->nargs), esize, arith, near ? &dummy : bytes);
@@ -321,15 +322,16 @@ static void unit_cost(wctx *w) {
       w->nest_rank = tile.rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
-      access_cost(w, access_kind(w, n, n->nargs - 1), 4, &a, &b); /* outputs are f32 */
+      access_cost(w, access_kind(w, n, n->nargs - 1),
+                  (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b); /* f32, bf16, f16 */
       double it = iterations(w, &tile);
       if (w->skip && w->skip[i]) {
         /* live iterations as usual; the masked ones store the masked value, computed once */
-        double fa = 0, fb = 0;
-        access_cost(w, access_kind(w, n, n->nargs - 1), 4, &fa, &fb);
+        double fa = 0, fb = 0, es = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
+        access_cost(w, access_kind(w, n, n->nargs - 1), es, &fa, &fb);
         double la, lb, lm;
         live_cost(w, n->args[n->nargs - 1], &la, &lb, &lm);
-        access_cost(w, access_kind(w, n, n->nargs - 1), 4, &la, &lb);
+        access_cost(w, access_kind(w, n, n->nargs - 1), es, &la, &lb);
         w->sk_a += k * a;
         w->sk_b += k * b;
         w->sk_m += k * w->m_cur;
@@ -384,8 +386,8 @@ static void unit_cost(wctx *w) {
       }
     } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
       if (n->op == XIR_OP_LOAD)
-        access_cost(w, access_kind(w, n, n->nargs), w->p->params[n->ref].elem == XIR_I64 ? 8 : 4,
-                    &a, &b);
+        access_cost(w, access_kind(w, n, n->nargs),
+                    (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b);
       else a = op_weight(n->op);
       w->arith += k * a;
       if (n->op != XIR_OP_LOAD && a > 1) w->math += k * a;
@@ -486,7 +488,7 @@ static double footprint(const xir_program *p, const xir_shape *s) {
   double b = 0;
   for (int i = 0; i < p->nparams; i++)
     if (p->params[i].kind == XIR_PARAM_BUFFER)
-      b += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
+      b += (double)xir_elem_size((xir_elem)p->params[i].elem) * (double)xir_param_numel(p, i, s);
   return b;
 }
 

@@ -55,6 +55,7 @@ typedef struct lw {
   LLVMModuleRef mod;
   LLVMBuilderRef b;
   xir__vm *vm;
+  xir__cvt_target cvt;     /* hardware f32 <-> bf16/f16 conversions of the target */
   LLVMValueRef fn;
   LLVMTypeRef f32, i64, i32, i1, ptr, vf, vi, vb;
   unsigned W, k, ell;
@@ -413,17 +414,26 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
   return off;
 }
 
-/* The elements base[off] of every lane, f32 or i64 (an i64 input buffer): a scalar load when the
- * offset is uniform (a splat for f32, an affine stride-0 val for i64), contiguous vector loads at
- * stride 1, else a gather. */
-static val load_elems(lw *L, LLVMValueRef base, val off, int i64) {
-  LLVMTypeRef t = i64 ? L->i64 : L->f32, vt = i64 ? L->vi : L->vf;
-  unsigned align = i64 ? 8 : 4;
+/* The in-memory element type of a buffer of elem (f32, i64, or i16 bits for bf16/f16). */
+static LLVMTypeRef mem_type(lw *L, int elem) {
+  return elem == XIR_I64 ? L->i64 : elem == XIR_F32 ? L->f32 : LLVMInt16TypeInContext(L->ctx);
+}
+
+static int is_half(int elem) { return elem == XIR_BF16 || elem == XIR_F16; }
+
+/* The elements base[off] of every lane, of a buffer of elem (f32, i64 for an i64 input buffer,
+ * or bf16/f16 converted to f32 after the load): a scalar load when the offset is uniform (a splat
+ * for f32, an affine stride-0 val for i64), contiguous vector loads at stride 1, else a gather. */
+static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
+  int i64 = elem == XIR_I64, h = is_half(elem);
+  LLVMTypeRef t = mem_type(L, elem), vt = LLVMVectorType(t, L->W);
+  unsigned align = (unsigned)xir_elem_size((xir_elem)elem);
   LLVMValueRef r[MAXK];
   if (off.aff && off.s == 0) {
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &off.u, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(L->b, t, ptr, "");
     LLVMSetAlignment(x, align);
+    if (h) x = xir__cvt_to_f32(L->b, &L->cvt, elem, x);
     return i64 ? vaff(x, 0) : vsplat(L, x);
   }
   if (off.aff && off.s == 1) {
@@ -432,6 +442,7 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int i64) {
       LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
       r[q] = LLVMBuildLoad2(L->b, vt, ptr, "");
       LLVMSetAlignment(r[q], align);
+      if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
     }
     return vvec(L, r);
   }
@@ -444,11 +455,12 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int i64) {
     LLVMTypeRef tys[2] = {vt, vp};
     LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, align, 0), ones, LLVMGetPoison(vt)};
     r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
+    if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
   }
   return vvec(L, r);
 }
 
-static val load_at(lw *L, LLVMValueRef base, val off) { return load_elems(L, base, off, 0); }
+static val load_at(lw *L, LLVMValueRef base, val off) { return load_elems(L, base, off, XIR_F32); }
 
 static int type_has(const xir_type *t, int dim) {
   for (int i = 0; i < t->rank; i++)
@@ -504,13 +516,17 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
       sh[i] = LLVMConstInt(L->i32, (unsigned long long)(pi[q][i] - lo[q]), 0);
     }
     LLVMValueRef o = LLVMBuildAdd(L->b, U[q], ci64(L, lo[q]), "");
-    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->buf[n->ref], &o, 1, "");
-    LLVMTypeRef tys[2] = {L->vf, L->ptr};
-    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, 4, 0), LLVMConstVector(m, L->W),
-                            LLVMGetPoison(L->vf)};
+    int elem = L->p->params[n->ref].elem;
+    LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, L->buf[n->ref], &o, 1, "");
+    LLVMTypeRef tys[2] = {evt, L->ptr};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0),
+                            LLVMConstVector(m, L->W), LLVMGetPoison(evt)};
     LLVMValueRef w = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
-    vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(L->vf), LLVMConstVector(sh, L->W), "");
+    vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
+    if (is_half(elem)) vf[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, vf[q]);
   }
+  LLVMBasicBlockRef fast_end = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
   if (exact) {
     LLVMPositionBuilderAtEnd(L->b, join);
@@ -518,7 +534,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     return 1;
   }
   LLVMPositionBuilderAtEnd(L->b, slow);
-  val g = load_at(L, L->buf[n->ref], *off);
+  val g = load_elems(L, L->buf[n->ref], *off, L->p->params[n->ref].elem);
   for (unsigned q = 0; q < L->k; q++) vs[q] = g.v[q];
   LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
@@ -527,7 +543,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   for (unsigned q = 0; q < L->k; q++) {
     r[q] = LLVMBuildPhi(L->b, L->vf, "");
     LLVMValueRef in[2] = {vf[q], vs[q]};
-    LLVMBasicBlockRef from[2] = {fast, slow_end};
+    LLVMBasicBlockRef from[2] = {fast_end, slow_end};
     LLVMAddIncoming(r[q], in, from, 2);
   }
   *out = vvec(L, r);
@@ -535,11 +551,11 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
 }
 
 static val eval_load(lw *L, const xir_node *n) {
-  if (L->p->params[n->ref].elem == XIR_I64)
-    return load_elems(L, L->buf[n->ref], access_offset(L, n, n->nargs), 1);
+  int elem = L->p->params[n->ref].elem;
+  if (elem == XIR_I64) return load_elems(L, L->buf[n->ref], access_offset(L, n, n->nargs), elem);
   val off = access_offset(L, n, n->nargs), r;
   if (perm_load(L, n, &off, &r)) return r;
-  return load_at(L, L->buf[n->ref], off);
+  return load_elems(L, L->buf[n->ref], off, elem);
 }
 
 /* A vmath call; vmath takes `float` for W = 1, so <1 x float> goes through element 0. */
@@ -868,25 +884,29 @@ static void store_body(lw *L, int id, void *ud) {
   LLVMValueRef m[MAXK], base = L->buf[n->ref];
   lane_mask(L, L->ell > 1 && type_has(tile, L->c->inner_dim), m);
   LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
+  /* a bf16/f16 output stores the f32 values rounded to nearest even (convert.h) */
+  int elem = L->p->params[n->ref].elem;
+  LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
+  LLVMValueRef align = LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0);
   for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef x = is_half(elem) ? xir__cvt_from_f32(L->b, L->fn, &L->cvt, elem, v.v[q]) : v.v[q];
     if (off.aff && off.s == 1) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
-      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &o, 1, "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
       if (!m[q]) {
-        LLVMValueRef s = LLVMBuildStore(L->b, v.v[q], ptr);
-        LLVMSetAlignment(s, 4);
+        LLVMValueRef s = LLVMBuildStore(L->b, x, ptr);
+        LLVMSetAlignment(s, (unsigned)xir_elem_size((xir_elem)elem));
       } else {
-        LLVMTypeRef tys[2] = {L->vf, L->ptr};
-        LLVMValueRef args[4] = {v.v[q], ptr, LLVMConstInt(L->i32, 4, 0), m[q]};
+        LLVMTypeRef tys[2] = {evt, L->ptr};
+        LLVMValueRef args[4] = {x, ptr, align, m[q]};
         intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
       }
     } else {
       LLVMValueRef ov[MAXK];
       ivecs(L, &off, ov);
-      LLVMValueRef ptrs = LLVMBuildGEP2(L->b, L->f32, base, &ov[q], 1, "");
-      LLVMTypeRef tys[2] = {L->vf, vp};
-      LLVMValueRef args[4] = {v.v[q], ptrs, LLVMConstInt(L->i32, 4, 0),
-                              m[q] ? m[q] : LLVMConstAllOnes(L->vb)};
+      LLVMValueRef ptrs = LLVMBuildGEP2(L->b, et, base, &ov[q], 1, "");
+      LLVMTypeRef tys[2] = {evt, vp};
+      LLVMValueRef args[4] = {x, ptrs, align, m[q] ? m[q] : LLVMConstAllOnes(L->vb)};
       intrinsic(L, "llvm.masked.scatter", tys, 2, args, 4);
     }
   }
@@ -1225,9 +1245,17 @@ static void emit_hoisted(lw *L) {
 
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d) {
+  xir__cvt_target t = xir__cvt_host();
+  return xir__lower_for(p, shape, c, &t, mod, entry, d);
+}
+
+xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
+                          const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
+                          xir_diag *d) {
   if (c->attn_vec) return xir__lower_attn(p, shape, c, mod, entry, d); /* lower_attn.c */
   lw L;
   memset(&L, 0, sizeof L);
+  L.cvt = *t;
   L.p = p;
   L.sh = shape;
   L.c = c;
