@@ -27,13 +27,6 @@ xir_status xir_candidate_make_attn(const xir_program *p, const xir_shape *shape,
     return xir__err(d, XIR_ERR_NOT_FOUND,
                     "the attention mapping is not legal for '%s': its body is not the attention "
                     "chain (docs/lowering.md)", p->name);
-  for (int i = 0; i < p->nparams; i++) /* lower_attn.c reads and writes f32 elements only */
-    if (p->params[i].kind == XIR_PARAM_BUFFER && p->params[i].elem != XIR_F32 &&
-        p->params[i].elem != XIR_I64)
-      return xir__err(d, XIR_ERR_NOT_FOUND,
-                      "the attention mapping is not legal for '%s': buffer '%s' is %s (the "
-                      "mapping has f32 buffers only; 16-bit buffers take the row mappings)",
-                      p->name, p->params[i].name, xir_elem_name((xir_elem)p->params[i].elem));
   if (vec != XIR_ATTN_VEC_Q && vec != XIR_ATTN_VEC_D)
     return xir__err(d, XIR_ERR_INVALID_ARG, "vec must be q or d");
   if (!is_pow2(qb) || qb > 64)

@@ -174,7 +174,7 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
 /* A load whose bytes come from L1 (see expr_cost). */
 static int near_load(const wctx *w, int id) {
   const xir_node *n = &w->p->nodes[id];
-  double tile = n->type.elem == XIR_I64 ? 8 : 4;
+  double tile = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
   for (int i = 0; i < n->type.rank; i++) tile *= (double)w->s->dims[n->type.axes[i]];
   if (w->c->local < w->c->W) tile *= (double)w->c->W / (double)w->c->local; /* root programs a packet holds */
   if (w->loaded[id] && tile <= kNearBytes) return 1;
@@ -327,12 +327,11 @@ static void unit_cost(wctx *w) {
       double it = iterations(w, &tile);
       if (w->skip && w->skip[i]) {
         /* live iterations as usual; the masked ones store the masked value, computed once */
-        double fa = 0, fb = 0;
-        double esz = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
-        access_cost(w, access_kind(w, n, n->nargs - 1), esz, &fa, &fb);
+        double fa = 0, fb = 0, es = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
+        access_cost(w, access_kind(w, n, n->nargs - 1), es, &fa, &fb);
         double la, lb, lm;
         live_cost(w, n->args[n->nargs - 1], &la, &lb, &lm);
-        access_cost(w, access_kind(w, n, n->nargs - 1), esz, &la, &lb);
+        access_cost(w, access_kind(w, n, n->nargs - 1), es, &la, &lb);
         w->sk_a += k * a;
         w->sk_b += k * b;
         w->sk_m += k * w->m_cur;
