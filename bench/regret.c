@@ -62,7 +62,9 @@ static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const
   slot *sl = NULL;
   int *reps = NULL, rc = 1;
   xir_batch *b = NULL;
-  if (xir_kernel_load(kname, &p, &d) || xir_shape_parse(p, spec, &s, &d) ||
+  if ((xir_kernel_find(kname) >= 0 ? xir_kernel_load(kname, &p, &d)
+                                    : xir_program_parse_file(kname, &p, &d)) ||
+      xir_shape_parse(p, spec, &s, &d) ||
       xir__case_init(&c, p, &s, 1, &d) || xir_plan_make(p, &s, po, &pl, &d) ||
       xir_batch_create(rt, &b, &d)) {
     fprintf(stderr, "%s %s: %s\n", kname, spec, d.msg);
