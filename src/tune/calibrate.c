@@ -7,8 +7,8 @@
  *               (beyond; its rate applies from the last-level cache's size on): ns per byte
  *   arith       rmsnorm 32×1024 (simple vector ops, in L2): ns per simple arithmetic unit
  *   math        gelu_residual 64×256 (tanh-bound, in L2): ns per unit of the math part
- *   steps       reduce.sum and reduce.max over 64×1024 with ℓ = W (one chain a row, in L2): ns
- *               per dependent accumulation step beyond the throughput rates, by kind
+ *   steps       reduce.sum and reduce.max over 64×1024 (in L2) with ℓ = W (one chain of 64 steps
+ *               a row) and ℓ = 8W (8 steps): the time difference per step, by kind
  *   block       8 arithmetic units (not measured separately)
  * With these, an objective is an estimate of the launch's wall time in ns, and the planner's
  * choice between the caller and the pool follows the machine. Legality is untouched: this only
@@ -159,9 +159,9 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * hierarchy; the middle one is also the flat per-byte figure. */
   static const char *const kCopy[XIR_MEM_LEVELS] = {"R=32,C=1024", "R=512,C=4096", "R=4096,C=2048"};
   double ta = INFINITY, ts = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
-  double tc[XIR_CHAIN_KINDS] = {INFINITY, INFINITY};
+  double tc[XIR_CHAIN_KINDS][2] = {{INFINITY, INFINITY}, {INFINITY, INFINITY}};
   static const char *const kChain[XIR_CHAIN_KINDS] = {"sum_probe", "max_probe"};
-  xir_execution_work wa, ws, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS];
+  xir_execution_work wa, ws, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS][2];
   for (int rep = 0; rep < 3; rep++) {
     double x;
     if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &x, &wa, d))) goto out;
@@ -172,10 +172,15 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
       if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], d))) goto out;
       tm[l] = fmin(tm[l], x);
     }
-    for (int k = 0; k < XIR_CHAIN_KINDS; k++) { /* 64 rows of 64 steps, 256 KiB (in L2) */
-      if ((st = time_kernel(cc, rt, b, kChain[k], "R=64,C=1024", 0, 4, &x, &wc[k], d))) goto out;
-      tc[k] = fmin(tc[k], x);
-    }
+    /* 64 rows of 1024 (256 KiB, in L2) with ℓ = W (64 steps a row) and ℓ = 8W (8 packets share
+     * 8 steps): the same bytes and ops, only the chain differs */
+    for (int k = 0; k < XIR_CHAIN_KINDS; k++)
+      for (int v = 0; v < 2; v++) {
+        uint32_t ell = v ? 8 * xir_compiler_width(cc) : 0;
+        if ((st = time_kernel(cc, rt, b, kChain[k], "R=64,C=1024", ell, 8, &x, &wc[k][v], d)))
+          goto out;
+        tc[k][v] = fmin(tc[k][v], x);
+      }
   }
   /* t = a·A + μ·Aμ + m·M (A: simple units, Aμ: math units, M: bytes), solved triangularly (a
    * full solve is unstable: every probe has every kind of work). The copy probe is almost pure
@@ -202,12 +207,13 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   double mu = Am > 0 ? (ta - out->mem_ns[0] * M1 - a * A1) / Am : 0;
   if (!(mu > 0)) mu = a;
   out->ns_per_math = mu;
-  /* the chain probes last: what memory and the simple ops (without the prior's floor) leave */
+  /* a chain step: the time the longer chain adds, per step it adds (a difference of two runs
+   * of the same work, so no rate above enters it) */
   for (int k = 0; k < XIR_CHAIN_KINDS; k++) {
-    double Q = (double)wc[k].packets, S = wc[k].steps_per_packet[k] * Q;
-    double rest = tc[k] - out->mem_ns[0] * wc[k].memory_per_packet * Q -
-                  a * (wc[k].arith_per_packet - wc[k].chain_floor_per_packet) * Q;
-    out->ns_per_step[k] = S > 0 && rest > 0 ? rest / S : 0;
+    double S0 = wc[k][0].steps_per_packet[k] * (double)wc[k][0].packets;
+    double S1 = wc[k][1].steps_per_packet[k] * (double)wc[k][1].packets;
+    double dt = tc[k][0] - tc[k][1];
+    out->ns_per_step[k] = S0 > S1 && dt > 0 ? dt / (S0 - S1) : 0;
   }
   out->ns_per_arith = a;
   out->ns_per_byte = m;
