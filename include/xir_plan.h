@@ -54,8 +54,8 @@ typedef struct xir_cost_coefficients {
    * vector ops and math-function internals run at different rates. 0 = one rate for all. */
   double ns_per_math;
   /* Optionally (> 0), the cost of one dependent step of a reduction's accumulation chain, by
-   * kind (steps_per_packet), beyond what its ops cost as throughput; the prior's own chain floor
-   * (chain_floor_per_packet) is then dropped from the arithmetic. 0 = the prior's floor. */
+   * kind (steps_per_packet), beyond what the arithmetic prior (its latency floor included)
+   * charges for it. 0 = the prior alone. */
   double ns_per_step[XIR_CHAIN_KINDS];
 } xir_cost_coefficients;
 
@@ -77,7 +77,7 @@ typedef struct xir_calibration {
   double mem_bytes[XIR_MEM_LEVELS]; /* the footprints of the copy probes (in L2, in L3, beyond) */
   double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
   double ns_per_step[XIR_CHAIN_KINDS]; /* per dependent reduction step (sum, max/min) that the
-                                          throughput rates do not explain (probes with ℓ = W) */
+                                          prior does not explain (probes with ℓ = W and 8W) */
 } xir_calibration;
 
 /* Measures the figures above with the given compiler and runtime (≥ 2 workers); takes about a
@@ -114,8 +114,6 @@ typedef struct xir_execution_work {
   double footprint_bytes;    /* distinct bytes the launch touches: every buffer once */
   double steps_per_packet[XIR_CHAIN_KINDS]; /* dependent accumulation steps of the rank-0
                                                reductions, by kind, per packet */
-  double chain_floor_per_packet; /* the part of arith_per_packet that is the prior's chain floor
-                                    (a reduction loop's latency bound above its throughput) */
 } xir_execution_work;
 
 /* ns (or prior units) of arithmetic per packet of w, from c[ARITH], the optional ns_per_math and

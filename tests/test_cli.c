@@ -251,7 +251,8 @@ static void test_bench_regret_suite(void **state) {
   assert_non_null(strstr(out, "regret over 2 cases: geomean "));
   assert_non_null(strstr(out, ", worst "));
   assert_non_null(strstr(out, "failures 0"));
-  rc = xir_cli_run("bench --suite regret --cases 'rmsnorm:R=2,C=17' --rounds 1 --all", out, sizeof out);
+  rc = xir_cli_run("bench --suite regret --cases 'rmsnorm:R=2,C=17' --rounds 2 --stat min --all", out,
+                   sizeof out);
   if (rc) fail_msg("%s", out);
   assert_non_null(strstr(out, " model "));
   assert_non_null(strstr(out, "regret over 1 cases"));
@@ -259,6 +260,7 @@ static void test_bench_regret_suite(void **state) {
   xir_cli_expect_fail("bench --suite regret --cases 'nosuch:R=2,C=3'", "unknown kernel");
   xir_cli_expect_fail("bench --suite regret --cases 'rmsnorm'", "not KERNEL:SHAPE");
   xir_cli_expect_fail("bench --suite regret --rounds 0", "--rounds");
+  xir_cli_expect_fail("bench --suite regret --stat mean", "--stat");
 }
 
 static int setup(void **state) {

@@ -78,8 +78,15 @@ static void grain_name(uint32_t G, char *out, size_t cap) {
 }
 
 /* One shape: 0 and *regret, or 1 after printing the error. */
+static double entry_time(const slot *s, int rounds, int use_min) {
+  if (!use_min) return xir__median(s->t, (size_t)rounds);
+  double m = s->t[0];
+  for (int r = 1; r < rounds; r++) m = fmin(m, s->t[r]);
+  return m;
+}
+
 static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const char *spec,
-                     const xir_plan_options *po, int rounds, int all, double *regret) {
+                     const xir_plan_options *po, int rounds, int use_min, int all, double *regret) {
   xir_diag d;
   xir_program *p = NULL;
   xir_shape s;
@@ -114,7 +121,7 @@ static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const
   size_t best = 0;
   double tb = INFINITY, t0 = 0;
   for (size_t i = 0; i < pl->count; i++) {
-    double t = xir__median(sl[i].t, (size_t)rounds);
+    double t = entry_time(&sl[i], rounds, use_min);
     if (!(t > 0)) {
       xir__err(&d, XIR_ERR_RUNTIME, "entry %zu could not be timed", i + 1);
       goto fail;
@@ -140,7 +147,7 @@ static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const
       const xir_execution_work *w = &pl->entries[i].work;
       printf("  %4zu %-28s G=%-4s C=%-6llu h=%u  model %11.0f  measured %11.0f ns  [", i + 1, nm, g,
              (unsigned long long)w->tasks, w->active, pl->entries[i].cost.total,
-             xir__median(sl[i].t, (size_t)rounds));
+             entry_time(&sl[i], rounds, use_min));
       for (int t = 0; t < XIR_TERM_COUNT; t++) printf(" %.0f", pl->entries[i].cost.term[t]);
       printf(" ]\n");
     }
@@ -186,6 +193,8 @@ static void help(void) {
       "  --kernels a,b     only the set's cases of these kernels\n"
       "  --workers N       runtime workers incl. the caller (default 2)\n"
       "  --rounds N        timing rounds per entry (default 5, at most 64)\n"
+      "  --stat S          an entry's time over the rounds: median (default) or min (on a\n"
+      "                    shared machine: interference only adds)\n"
       "  --all             also print every entry: model vs measured ns and the model's terms\n");
 }
 
@@ -209,10 +218,11 @@ int bench_regret_main(int argc, char **argv) {
       {"suite", required_argument, 0, 's'},   {"set", required_argument, 0, 'S'},
       {"cases", required_argument, 0, 'c'},   {"kernels", required_argument, 0, 'k'},
       {"workers", required_argument, 0, 'w'}, {"rounds", required_argument, 0, 'r'},
-      {"all", no_argument, 0, 'a'},           {0, 0, 0, 0}};
+      {"all", no_argument, 0, 'a'},           {"stat", required_argument, 0, 't'},
+      {0, 0, 0, 0}};
   const char *set = "report", *cases = NULL, *kernels = NULL;
   uint64_t H = 2, rounds = 5;
-  int all = 0, c;
+  int all = 0, use_min = 0, c;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -234,6 +244,13 @@ int bench_regret_main(int argc, char **argv) {
         }
         break;
       case 'a': all = 1; break;
+      case 't':
+        if (strcmp(optarg, "median") && strcmp(optarg, "min")) {
+          fprintf(stderr, "xir bench: --stat is median or min\n");
+          return 2;
+        }
+        use_min = !strcmp(optarg, "min");
+        break;
       default:
         fprintf(stderr, "xir bench: unknown or incomplete option '%s' for the regret suite\n",
                 argv[optind - 1]);
@@ -268,8 +285,8 @@ int bench_regret_main(int argc, char **argv) {
   po.workers = (uint32_t)H;
   po.width = xir_compiler_width(cc);
   po.budget = 1 << 16;
-  printf("regret of the default plan, %u workers, W = %u, %d rounds\n", (unsigned)H, po.width,
-         (int)rounds);
+  printf("regret of the default plan, %u workers, W = %u, %d rounds, %s per entry\n", (unsigned)H,
+         po.width, (int)rounds, use_min ? "min" : "median");
   double lsum = 0, worst = 0;
   int n = 0, bad = 0;
   char *list = strdup(cases), *save = NULL;
@@ -283,7 +300,7 @@ int bench_regret_main(int argc, char **argv) {
     *colon = 0;
     if (kernels && !in_list(kernels, t)) continue;
     double r = 1;
-    if (run_shape(cc, rt, t, colon + 1, &po, (int)rounds, all, &r)) {
+    if (run_shape(cc, rt, t, colon + 1, &po, (int)rounds, use_min, all, &r)) {
       bad++;
       continue;
     }

@@ -68,7 +68,6 @@ typedef struct wctx {
   double once_a, once_b;
   double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
   double steps[XIR_CHAIN_KINDS]; /* dependent accumulation steps per unit, by kind */
-  double floor;                  /* the chain floor's part of arith */
   uint8_t *inv;          /* root-invariant nodes (xir__root_invariant) */
   uint8_t *loaded;       /* loads an earlier consumer loop of the unit already made */
   double arith, bytes, math;
@@ -307,7 +306,6 @@ static void unit_cost(wctx *w) {
        * independently, so they share the chain). */
       double chain = n->type.rank > 0 ? 0 : it * kAccumulateLatency;
       w->arith += fmax(it * k * a, chain);
-      w->floor += fmax(0, chain - it * k * a);
       if (n->type.rank == 0) w->steps[maxmin] += it;
       w->bytes += it * k * b;
       if (w->c->local > 1) {
@@ -423,7 +421,6 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   if (w->math_per_packet > w->arith_per_packet) w->math_per_packet = w->arith_per_packet;
   w->memory_per_packet = x.bytes / x.k;
   for (int i = 0; i < XIR_CHAIN_KINDS; i++) w->steps_per_packet[i] = x.steps[i] / x.k;
-  w->chain_floor_per_packet = x.floor / x.k;
   return XIR_OK;
 }
 
@@ -471,15 +468,10 @@ double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_c
 }
 
 double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execution_work *w) {
-  double arith = w->arith_per_packet, chain = 0;
-  int steps = 0;
-  for (int i = 0; i < XIR_CHAIN_KINDS; i++) steps |= c->ns_per_step[i] > 0;
-  if (steps) { /* measured step costs replace the prior's floor */
-    arith = fmax(0, arith - w->chain_floor_per_packet);
-    for (int i = 0; i < XIR_CHAIN_KINDS; i++) chain += c->ns_per_step[i] * w->steps_per_packet[i];
-  }
-  if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * arith + chain;
-  return c->c[XIR_TERM_ARITH] * fmax(0, arith - w->math_per_packet) +
+  double chain = 0; /* measured step costs beyond the prior (its floor included) */
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++) chain += c->ns_per_step[i] * w->steps_per_packet[i];
+  if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * w->arith_per_packet + chain;
+  return c->c[XIR_TERM_ARITH] * (w->arith_per_packet - w->math_per_packet) +
          c->ns_per_math * w->math_per_packet + chain;
 }
 

@@ -207,12 +207,15 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   double mu = Am > 0 ? (ta - out->mem_ns[0] * M1 - a * A1) / Am : 0;
   if (!(mu > 0)) mu = a;
   out->ns_per_math = mu;
-  /* a chain step: the time the longer chain adds, per step it adds (a difference of two runs
-   * of the same work, so no rate above enters it) */
+  /* a chain step: what the longer chain adds beyond what the prior charges for it (its latency
+   * floor), per step — a difference of two runs of the same bytes and ops, so the memory rate
+   * does not enter it */
   for (int k = 0; k < XIR_CHAIN_KINDS; k++) {
     double S0 = wc[k][0].steps_per_packet[k] * (double)wc[k][0].packets;
     double S1 = wc[k][1].steps_per_packet[k] * (double)wc[k][1].packets;
-    double dt = tc[k][0] - tc[k][1];
+    double dA = wc[k][0].arith_per_packet * (double)wc[k][0].packets -
+                wc[k][1].arith_per_packet * (double)wc[k][1].packets;
+    double dt = tc[k][0] - tc[k][1] - a * dA;
     out->ns_per_step[k] = S0 > S1 && dt > 0 ? dt / (S0 - S1) : 0;
   }
   out->ns_per_arith = a;
