@@ -78,7 +78,7 @@ static void grain_name(uint32_t G, char *out, size_t cap) {
 }
 
 /* One shape: 0 and *regret, or 1 after printing the error. */
-static double entry_time(const slot *s, int rounds, int use_min) {
+static double entry_time(slot *s, int rounds, int use_min) {
   if (!use_min) return xir__median(s->t, (size_t)rounds);
   double m = s->t[0];
   for (int r = 1; r < rounds; r++) m = fmin(m, s->t[r]);
