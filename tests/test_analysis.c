@@ -396,6 +396,51 @@ static void test_math_part(void **state) {
   xir_program_free(p);
 }
 
+/* A rank-0 reduction's accumulation chain is counted in steps by kind (sum 0, max/min 1): ℓ = 16
+ * on rows of 1024 is 64 steps a packet, ℓ = 64 four packets sharing 16 steps. ns_per_step adds
+ * its cost per step to the prior's arithmetic; a max step weighs more ops than a sum's
+ * (llvm.maximum's expansion). */
+static void test_reduction_chain_steps(void **state) {
+  (void)state;
+  static const char *src[2] = {
+      "kernel s[R, C](x: f32[R, C], y: out f32[R])\nroot r in R {\n"
+      "  store y[r] = reduce.sum(load x[r, :])\n}\n",
+      "kernel m[R, C](x: f32[R, C], y: out f32[R])\nroot r in R {\n"
+      "  store y[r] = reduce.max(load x[r, :])\n}\n"};
+  xir_execution_work w[2][2];
+  for (int k = 0; k < 2; k++) {
+    xir_program *p;
+    xir_shape s;
+    xir_diag d;
+    if (xir_program_parse(src[k], strlen(src[k]), "chain", &p, &d) ||
+        xir_shape_parse(p, "R=8,C=1024", &s, &d))
+      die(&d);
+    uint8_t perm[1] = {0};
+    for (int l = 0; l < 2; l++) {
+      xir_candidate c;
+      if (xir_candidate_make(p, &s, 16, 64, l ? 64 : 16, perm, &c, &d) ||
+          xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w[k][l], &d))
+        die(&d);
+      assert_true(w[k][l].steps_per_packet[k] == (l ? 16.0 / 4 : 64.0));
+      assert_true(w[k][l].steps_per_packet[1 - k] == 0);
+    }
+    xir_program_free(p);
+  }
+  assert_true(w[1][1].arith_per_packet > w[0][1].arith_per_packet); /* 6 ops a max step */
+  xir_cost_coefficients k;
+  xir_cost_coefficients_default(&k);
+  assert_true(xir_cost_arith_per_packet(&k, &w[0][0]) == w[0][0].arith_per_packet);
+  k.ns_per_step[0] = 0.5;
+  k.ns_per_step[1] = 3;
+  for (int i = 0; i < 2; i++)
+    for (int l = 0; l < 2; l++)
+      assert_true(fabs(xir_cost_arith_per_packet(&k, &w[i][l]) -
+                       (w[i][l].arith_per_packet + k.ns_per_step[i] * w[i][l].steps_per_packet[i])) <
+                  1e-9);
+  /* a max step at ℓ = 16 costs more than four max packets' throughput at ℓ = 64 */
+  assert_true(xir_cost_arith_per_packet(&k, &w[1][0]) > xir_cost_arith_per_packet(&k, &w[1][1]));
+}
+
 static int dim_named(const xir_program *p, const char *name) {
   for (int i = 0; i < p->ndims; i++)
     if (!strcmp(p->dims[i], name)) return i;
@@ -664,6 +709,7 @@ int main(void) {
       cmocka_unit_test(test_near_bytes),
       cmocka_unit_test(test_byte_rate),
       cmocka_unit_test(test_math_part),
+      cmocka_unit_test(test_reduction_chain_steps),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
       cmocka_unit_test(test_window_load_without_check),
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),

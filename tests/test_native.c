@@ -234,6 +234,37 @@ static void test_shared_exp_is_computed_once(void **state) {
   xir_program_free(p);
 }
 
+/* rope's pow(theta, …) has a scalar base: the lowering computes log|theta| once
+ * (xir.vpowlog, the uniform-base pow) and never emits the general pow; every candidate of a rope
+ * shape still matches the oracle (pow with a uniform base is bit-identical to pow). */
+static void test_rope_pow_uses_uniform_base(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rope") != 0) return;
+  xir_program *p;
+  xir_diag d;
+  xir_shape s;
+  if (xir_kernel_load("rope", &p, &d) || xir_shape_parse(p, "R=5,C=96,HD=32", &s, &d)) die(&d);
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  uint8_t perm[1] = {0};
+  for (uint32_t ell = 1; ell <= 2 * W; ell *= 2) {
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, 2 * W, ell, perm, &c, &d)) die(&d);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    assert_non_null(strstr(info.ir_text, "@xir.vpowlog"));
+    assert_null(strstr(info.ir_text, "@xir.vpow."));
+  }
+  assert_true(check_all(cc, "rope", "R=5,C=96,HD=32") > 0);
+  assert_true(check_all(cc, "rope", "R=3,C=12,HD=4") > 0);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* rope_cache: native code clamps a position outside [0, P) into it (memory safety; the oracle
  * reports it as an error): every candidate computes exactly what the in-range clamped positions
  * give. */
@@ -324,6 +355,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compile_twice_reuses_result),
       cmocka_unit_test(test_narrow_widths),
       cmocka_unit_test(test_shared_exp_is_computed_once),
+      cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_rope_cache_clamps_positions),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);

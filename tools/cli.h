@@ -19,6 +19,8 @@ int cmd_suite(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `xir bench --suite regret` (tools/bench_regret.c): the planner's regret, measured. */
+int bench_regret_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 

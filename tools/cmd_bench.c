@@ -41,7 +41,8 @@ static void help(void) {
       "usage: xir bench --suite NAME [options]\n\n"
       "Runs a benchmark suite with the measurement protocol of SPEC.md and writes raw records\n"
       "(gzip'd JSON), tables.md and ratios.svg into the output folder; `xir audit DIR` checks\n"
-      "them. Suites: pilot, validation, fixed-grain, peers, dtype, smoke.\n\n"
+      "them. Suites: pilot, validation, fixed-grain, peers, dtype, smoke; and regret (the\n"
+      "planner's regret, its own options: `xir bench --suite regret --help`).\n\n"
       "options:\n"
       "  --suite NAME          the suite (required)\n"
       "  --kernels a,b         only these kernels\n"
@@ -433,6 +434,8 @@ static cJSON *grain_identity(bcase *cs, int n) {
 int bench_start_peers(bench_env *e, bench_opts *o, xir_diag *d);
 
 int cmd_bench(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++) /* the regret suite has its own options */
+    if (!strcmp(argv[i], "--suite") && !strcmp(argv[i + 1], "regret")) return bench_regret_main(argc, argv);
   if (cli_wants_help(argc, argv)) {
     help();
     return 0;

@@ -30,6 +30,10 @@ static const double kGatherBytesPerLane = 16; /* a gathered lane touches part of
 /* Latency of one dependent vector accumulation, in the same units (an add's throughput cost is 1;
  * its latency is several cycles at two adds per cycle). */
 static const double kAccumulateLatency = 8;
+/* reduce.max/min accumulate with llvm.maximum/minimum (NaN-propagating, −0 < +0), which x86
+ * expands to about six vector ops a step (sign test, blend, merge, NaN compare, max, merge; see
+ * docs/planner.md), where a sum's step is one add. */
+static const double kMaxAccumulateOps = 6;
 /* What a unit's repeated or shared tiles may hold and still come from L1. */
 static const double kNearBytes = 32768;
 
@@ -64,6 +68,7 @@ typedef struct wctx {
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
   double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
+  double steps[XIR_CHAIN_KINDS]; /* dependent accumulation steps per unit, by kind */
   uint8_t *inv;          /* root-invariant nodes (xir__root_invariant) */
   uint8_t *loaded;       /* loads an earlier consumer loop of the unit already made */
   double arith, bytes, math;
@@ -354,7 +359,8 @@ static void unit_cost(wctx *w) {
       w->nest_rank = in->rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[0], &a, &b);
-      a += n->type.rank > 0 ? 3 : 1;
+      int maxmin = n->op != XIR_OP_REDUCE_SUM;
+      a += n->type.rank > 0 ? 3 : maxmin ? kMaxAccumulateOps : 1;
       double it = iterations(w, in);
       w->arith += k * w->once_a;
       w->bytes += k * w->once_b;
@@ -379,6 +385,7 @@ static void unit_cost(wctx *w) {
        * independently, so they share the chain). */
       double chain = n->type.rank > 0 ? 0 : it * kAccumulateLatency;
       w->arith += fmax(it * k * a, chain);
+      if (n->type.rank == 0) w->steps[maxmin] += it;
       w->bytes += it * k * b;
       if (w->c->local > 1) {
         unsigned g = w->c->local < w->c->W ? w->c->local : w->c->W;
@@ -613,6 +620,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   w->math_per_packet = x.math / x.k + (w->packets ? pre_m * calls / (double)w->packets : 0);
   if (w->math_per_packet > w->arith_per_packet) w->math_per_packet = w->arith_per_packet;
   w->memory_per_packet = x.bytes / x.k;
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++) w->steps_per_packet[i] = x.steps[i] / x.k;
   return XIR_OK;
 }
 
@@ -660,9 +668,11 @@ double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_c
 }
 
 double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execution_work *w) {
-  if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * w->arith_per_packet;
+  double chain = 0; /* measured step costs beyond the prior (its floor included) */
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++) chain += c->ns_per_step[i] * w->steps_per_packet[i];
+  if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * w->arith_per_packet + chain;
   return c->c[XIR_TERM_ARITH] * (w->arith_per_packet - w->math_per_packet) +
-         c->ns_per_math * w->math_per_packet;
+         c->ns_per_math * w->math_per_packet + chain;
 }
 
 static double default_term(int t, const xir_execution_work *w, const xir_cost_coefficients *c) {

@@ -568,6 +568,20 @@ static LLVMValueRef vm(lw *L, xir__vm_fn fn, LLVMValueRef a, LLVMValueRef b) {
   return r ? LLVMBuildInsertElement(L->b, LLVMGetPoison(L->vf), r, zero, "") : NULL;
 }
 
+/* pow(base, y) with a base every lane shares (an f32 constant or scalar parameter): log|base| is
+ * computed once (xir__vm_pow_uniform_base, bit-identical to pow with the base splat). NULL when
+ * the base is not such a value. */
+static LLVMValueRef pow_uniform(lw *L, const xir_node *base, LLVMValueRef y) {
+  if (base->type.rank != 0 || base->type.elem != XIR_F32) return NULL;
+  LLVMValueRef b = base->op == XIR_OP_CONST ? cf32(L, base->imm.f)
+                   : base->op == XIR_OP_PARAM ? L->scal[base->ref] : NULL;
+  if (!b) return NULL;
+  if (L->W != 1) return xir__vm_pow_uniform_base(L->vm, b, y);
+  LLVMValueRef zero = LLVMConstInt(L->i32, 0, 0);
+  LLVMValueRef r = xir__vm_pow_uniform_base(L->vm, b, LLVMBuildExtractElement(L->b, y, zero, ""));
+  return r ? LLVMBuildInsertElement(L->b, LLVMGetPoison(L->vf), r, zero, "") : NULL;
+}
+
 static LLVMValueRef f_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   LLVMTypeRef t = LLVMTypeOf(a);
   switch (op) {
@@ -638,6 +652,10 @@ static val eval_elementwise(lw *L, const xir_node *n) {
       case XIR_OP_OR: r[q] = LLVMBuildOr(L->b, x, y, ""); break;
       case XIR_OP_NOT: r[q] = LLVMBuildNot(L->b, x, ""); break;
       case XIR_OP_SELECT: r[q] = LLVMBuildSelect(L->b, x, y, z, ""); break;
+      case XIR_OP_POW:
+        r[q] = pow_uniform(L, n0, y);
+        if (!r[q]) r[q] = f_op(L, n->op, x, y, z);
+        break;
       default: r[q] = f_op(L, n->op, x, y, z);
     }
     if (!r[q]) {
