@@ -352,6 +352,11 @@ static void test_attention(void **state) {
       {"attention_causal", {1, 8, 2, 19, 19, 11, 13}, {0}, MASK_NONE},  /* Q = K, 4 */
       {"attention_causal", {1, 4, 1, 70, 3, 8, 8}, {0}, MASK_NONE},     /* Q >> K, 4 */
       {"attention_causal", {1, 4, 1, 3, 130, 8, 8}, {0}, MASK_NONE},    /* Q << K, 4 */
+      /* DV a multiple of the 32-column tile (V read in place), with one row tile (decode: the
+       * scores as dot products) and with several */
+      {"attention", {1, 8, 2, 1, 130, 64, 64}, {0}, MASK_NONE},
+      {"attention", {1, 4, 2, 20, 70, 16, 64}, {0}, MASK_NONE},
+      {"attention_causal", {2, 2, 1, 33, 47, 24, 32}, {0}, MASK_NONE},
   };
   run_all(cases, sizeof cases / sizeof cases[0]);
 }
