@@ -93,8 +93,24 @@ typedef struct xir_kernel_info {
   const char *disk_cache; /* "hit", "miss" or "off" */
   const char *cache_note; /* "" or what went wrong with it: a damaged entry rebuilt, an entry
                              that could not be written (the compile itself succeeded) */
+  /* The entry's symbol in the object: "xir_<program>_<16 hex digits of the SHA-256 of the
+   * canonical program text, shape and candidate>" — unique per (program, shape, candidate), the
+   * same in every process and for every grain (docs/aot.md). */
+  const char *entry_symbol;
 } xir_kernel_info;
 void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info);
+
+/* The C header of kernel k (compiled by cc from program p for shape): the entry's prototype
+ * (symbol S = xir_kernel_info.entry_symbol), a struct S_args for its argument block, the block
+ * count S_BLOCKS, the strings S_SYMBOL, S_KERNEL, S_SHAPE, S_CANDIDATE, and S_run(...) that runs
+ * every block on the calling thread — what a C program needs to call the object code
+ * (xir_kernel_info.obj, `xir compile --emit-obj`) without LLVM or libxir (docs/aot.md). With an
+ * alias A (a C identifier; NULL = none) the header also defines A, A_args, A_run, A_BLOCKS, ...
+ * as those names. *out is freed with xir_free. Errors: XIR_ERR_INVALID_ARG (NULL, k not compiled
+ * from p, a bad alias), XIR_ERR_UNSUPPORTED (a parameter named like a C/C++ keyword). */
+xir_status xir_kernel_c_header(const xir_compiler *cc, const xir_kernel *k, const xir_program *p,
+                               const xir_shape *shape, const char *alias, char **out,
+                               xir_diag *d);
 
 #ifdef __cplusplus
 }

@@ -221,6 +221,79 @@ static void test_window_load_falls_back_when_clamped(void **state) {
   xir_program_free(p);
 }
 
+/* Window loads whose indices never clamp (every X-dependent index known and inside its dim over
+ * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
+ * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
+ * check. The IR of rope_cache at l = 64 has the window path and no gather at all. */
+static void test_window_load_without_check(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=5,C=256,HD=64,P=16,H2=32", &s);
+  int C = 1, n_in = 0, n_loads = 0;
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_LOAD && p->nodes[i].type.rank == 1) {
+      n_loads++;
+      n_in += xir__access_in_bounds(p, &s, C, i);
+    }
+  assert_int_equal(n_loads, 4); /* x[r, :], the partner, cos[p, i], sin[p, i] */
+  assert_int_equal(n_in, 4);
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  if (xir_compiler_width(cc) == 16) {
+    uint8_t perm[1] = {0};
+    xir_candidate c;
+    const xir_kernel *k;
+    if (xir_candidate_make(p, &s, 16, 64, 64, perm, &c, &d) || xir_compile(cc, p, &s, &c, &k, &d))
+      die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    assert_non_null(strstr(info.ir_text, "masked.load"));
+    assert_null(strstr(info.ir_text, "masked.gather"));
+  }
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+
+  static const struct {
+    const char *text, *shape;
+    int in_bounds;
+  } kCases[] = {
+      /* past the row's end at c = C - 1 */
+      {"kernel k[R, C](x: f32[R, C], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
+       "  store y[r, :] = load x[r, c + 2 - 2 * (c % 2)]\n}\n", "R=3,C=128", 0},
+      /* a pair swap stays in the row */
+      {"kernel k[R, C](x: f32[R, C], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
+       "  store y[r, :] = load x[r, c + 1 - 2 * (c % 2)]\n}\n", "R=3,C=128", 1},
+      /* a table of T columns read at (c % 64) / 2: in bounds when T >= 32, not when smaller */
+      {"kernel k[R, C, T](x: f32[R, T], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
+       "  store y[r, :] = load x[r, (c % 64) / 2]\n}\n", "R=3,C=128,T=32", 1},
+      {"kernel k[R, C, T](x: f32[R, T], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
+       "  store y[r, :] = load x[r, (c % 64) / 2]\n}\n", "R=3,C=128,T=31", 0},
+      /* c / 2 has no pattern (a division of a lane-varying value): never "in bounds" */
+      {"kernel k[R, C, T](x: f32[R, T], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
+       "  store y[r, :] = load x[r, c / 2]\n}\n", "R=3,C=128,T=64", 0},
+      /* the row index mixed into the column: clamps differ per lane, per root */
+      {"kernel k[R, C](x: f32[R, C], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
+       "  store y[r, :] = load x[r, (c + r) % C]\n}\n", "R=3,C=128", 0},
+  };
+  for (size_t t = 0; t < sizeof kCases / sizeof kCases[0]; t++) {
+    xir_program *q;
+    if (xir_program_parse(kCases[t].text, strlen(kCases[t].text), "k.xir", &q, &d) ||
+        xir_shape_parse(q, kCases[t].shape, &s, &d))
+      die(&d);
+    int load_id = -1;
+    for (int i = 0; i < q->nnodes; i++)
+      if (q->nodes[i].op == XIR_OP_LOAD) load_id = i;
+    assert_true(load_id >= 0);
+    int X = xir_program_find_dim(q, "C");
+    int got = xir__access_in_bounds(q, &s, X, load_id);
+    if (got != kCases[t].in_bounds)
+      fail_msg("case %zu (%s): in bounds %d, expected %d", t, kCases[t].shape, got,
+               kCases[t].in_bounds);
+    xir_program_free(q);
+  }
+}
+
 /* A contiguous slice is one vector load (1 unit), never charged as a window load: a row copy
  * with l = 64 costs load + store = 2 units per chunk and packet (the first version of window
  * loads charged every slice the shuffle too, and moved softmax_mask to l = 16). */
@@ -335,6 +408,7 @@ int main(void) {
       cmocka_unit_test(test_byte_rate),
       cmocka_unit_test(test_math_part),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
+      cmocka_unit_test(test_window_load_without_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,6 +215,23 @@ static void test_calibrated_policy(void **state) {
   assert_non_null(strstr(out, "policy priors"));
 }
 
+/* xir compile without --candidate compiles the planner's choice (as xir plan shows it). */
+static void test_compile_default_is_the_plan(void **state) {
+  (void)state;
+  char out[16384], want[256];
+  assert_int_equal(xir_cli_run("plan rope_cache --shape R=9,C=256,HD=128,P=64,H2=64", out, sizeof out), 0);
+  const char *c = strstr(out, "): ");
+  assert_non_null(c);
+  c += 3;
+  size_t n = strcspn(c, ",");
+  n += strcspn(c + n + 1, ",") + 1; /* perm=r,l=..., */
+  n += strcspn(c + n + 1, ",") + 1;
+  n += strcspn(c + n + 1, ",") + 1; /* ... B=..,W=.. */
+  snprintf(want, sizeof want, "candidate %.*s ", (int)n, c);
+  assert_int_equal(xir_cli_run("compile rope_cache --shape R=9,C=256,HD=128,P=64,H2=64", out, sizeof out), 0);
+  if (!strstr(out, want)) fail_msg("expected '%s' in: %s", want, out);
+}
+
 /* xir bench creates its output folder with its parents, and refuses an impossible one before it
  * measures anything. */
 static void test_bench_output_folder(void **state) {
@@ -248,6 +265,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_shaped_inputs_and_unwritable_output),
       cmocka_unit_test(test_help_everywhere),
       cmocka_unit_test(test_calibrated_policy),
+      cmocka_unit_test(test_compile_default_is_the_plan),
       cmocka_unit_test(test_bench_output_folder),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -66,10 +66,17 @@ int cmd_compile(int argc, char **argv) {
            "object code, and (with --time) the JIT time.\n\n"
            "options:\n"
            "  --shape D=N,...     value of every dim (required)\n"
-           "  --candidate NAME    the candidate (default: the default mapping)\n"
+           "  --candidate NAME    the candidate (default: the planner's choice with the defaults,\n"
+           "                      xir_plan_options_default, as `xir plan` shows)\n"
            "  --width W           SIMD width (default: the host's widest)\n"
            "  --emit-llvm FILE    write the optimized LLVM IR text\n"
-           "  --emit-obj FILE     write the object code (ELF relocatable)\n"
+           "  --emit-obj FILE     write the object code (ELF relocatable); its entry symbol is\n"
+           "                      printed (xir_<kernel>_<hash>, unique per kernel, shape and\n"
+           "                      candidate)\n"
+           "  --emit-header FILE  write the C header for that object: the entry's prototype, its\n"
+           "                      argument struct, the block count and <symbol>_run() (docs/aot.md)\n"
+           "  --header-alias NAME also define NAME, NAME_args, NAME_run, NAME_BLOCKS, ... in the\n"
+           "                      header, so that code can use a stable name\n"
            "  --time              print the JIT time (lowering+optimization+codegen, or loading\n"
            "                      from the kernel cache), cache hit|miss|off, and the time of\n"
            "                      the whole xir_compile call\n\n"
@@ -82,8 +89,10 @@ int cmd_compile(int argc, char **argv) {
       {"shape", required_argument, 0, 's'},     {"candidate", required_argument, 0, 'c'},
       {"width", required_argument, 0, 'w'},     {"emit-llvm", required_argument, 0, 'l'},
       {"emit-obj", required_argument, 0, 'o'},  {"time", no_argument, 0, 't'},
+      {"emit-header", required_argument, 0, 'h'}, {"header-alias", required_argument, 0, 'a'},
       {0, 0, 0, 0}};
-  const char *shape_spec = NULL, *cand = NULL, *ll = NULL, *obj = NULL;
+  const char *shape_spec = NULL, *cand = NULL, *ll = NULL, *obj = NULL, *hdr = NULL,
+             *alias = NULL;
   uint32_t width = 0;
   int timing = 0, c;
   optind = 1;
@@ -94,6 +103,8 @@ int cmd_compile(int argc, char **argv) {
       case 'c': cand = optarg; break;
       case 'l': ll = optarg; break;
       case 'o': obj = optarg; break;
+      case 'h': hdr = optarg; break;
+      case 'a': alias = optarg; break;
       case 't': timing = 1; break;
       case 'w':
         if (cli_parse_u32(optarg, 0, &width))
@@ -104,6 +115,7 @@ int cmd_compile(int argc, char **argv) {
   }
   if (optind != argc - 1) return cli_usage_error("compile", "needs exactly one KERNEL or FILE");
   if (!shape_spec) return cli_usage_error("compile", "needs --shape");
+  if (alias && !hdr) return cli_usage_error("compile", "--header-alias needs --emit-header");
   xir_diag d;
   xir_program *p = NULL;
   xir_compiler *cc = NULL;
@@ -114,9 +126,18 @@ int cmd_compile(int argc, char **argv) {
   const xir_kernel *k;
   xir_compiler_options co = {.force_width = width};
   if (xir_shape_parse(p, shape_spec, &shape, &d) || xir_compiler_create(&co, &cc, &d)) goto fail;
-  if (cand ? xir_candidate_parse(p, &shape, cand, xir_compiler_width(cc), &cd, &d)
-           : native_default_candidate(p, &shape, xir_compiler_width(cc), &cd, &d))
-    goto fail;
+  if (cand) {
+    if (xir_candidate_parse(p, &shape, cand, xir_compiler_width(cc), &cd, &d)) goto fail;
+  } else {
+    /* the planner's choice with the defaults a user gets (xir_plan_options_default) */
+    xir_plan_options po;
+    xir_plan_options_default(&po);
+    po.width = xir_compiler_width(cc);
+    xir_plan *pl;
+    if (xir_plan_make(p, &shape, &po, &pl, &d)) goto fail;
+    cd = pl->entries[0].cand;
+    xir_plan_free(pl);
+  }
   double t0 = xir__now_ns();
   if (xir_compile(cc, p, &shape, &cd, &k, &d)) goto fail;
   double call_ms = (xir__now_ns() - t0) / 1e6;
@@ -126,14 +147,22 @@ int cmd_compile(int argc, char **argv) {
   xir_candidate_name(p, xir_kernel_candidate(k), name, sizeof name);
   printf("kernel %s  candidate %s  implementation %s  cpu %s\n", xir_program_name(p), name,
          xir_impl_kind_name(xir_kernel_candidate(k)->kind), xir_compiler_cpu(cc));
-  printf("ir sha256 %s (%zu bytes)\nobj sha256 %s (%zu bytes)\n", info.ir_sha256, info.ir_len,
-         info.obj_sha256, info.obj_size);
+  printf("ir sha256 %s (%zu bytes)\nobj sha256 %s (%zu bytes)\nsymbol %s  blocks %llu\n",
+         info.ir_sha256, info.ir_len, info.obj_sha256, info.obj_size, info.entry_symbol,
+         (unsigned long long)xir_kernel_blocks(k));
   if (timing)
     printf("jit %.3f ms  cache %s  (xir_compile call %.3f ms)\n", info.jit_ms, info.disk_cache,
            call_ms);
   if (info.cache_note[0]) fprintf(stderr, "xir compile: warning: %s\n", info.cache_note);
   if (ll && write_file(ll, info.ir_text, info.ir_len, &d)) goto fail;
   if (obj && write_file(obj, info.obj, info.obj_size, &d)) goto fail;
+  if (hdr) {
+    char *text = NULL;
+    if (xir_kernel_c_header(cc, k, p, &shape, alias, &text, &d)) goto fail;
+    int wf = write_file(hdr, text, strlen(text), &d);
+    xir_free(text);
+    if (wf) goto fail;
+  }
   rc = 0;
   goto out;
 fail:

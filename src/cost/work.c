@@ -133,13 +133,14 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
   return 2;
 }
 
-/* A load the lowering would gather may be a window load and a shuffle (lower.c, perm_load). */
+/* A load the lowering would gather may be a window load and a shuffle (lower.c, perm_load):
+ * kind 3 with the run-time offset check, kind 4 without (its indices never clamp). */
 static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   int k = access_kind_base(w, n, nidx);
+  int id = (int)(n - w->p->nodes);
   if (k == 2 && n->op == XIR_OP_LOAD &&
-      xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, (int)(n - w->p->nodes),
-                         NULL))
-    return 3;
+      xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, id, NULL))
+    return xir__access_in_bounds(w->p, w->s, w->c->inner_dim, id) ? 4 : 3;
   return k;
 }
 
@@ -149,8 +150,8 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
   if (kind == 0) {
     *arith += 1;
     *bytes += esize;
-  } else if (kind == 1 || kind == 3) {
-    *arith += kind == 3 ? 3 : 1; /* kind 3: the offset check and the shuffle */
+  } else if (kind == 1 || kind == 3 || kind == 4) {
+    *arith += kind == 3 ? 3 : kind == 4 ? 2 : 1; /* the offset check (3) and the shuffle (3, 4) */
     *bytes += esize * W;
   } else {
     *arith += 1 + kGatherPerLane * W;

@@ -231,6 +231,48 @@ int xir__access_pattern(const xir_program *p, const xir_shape *s, int X, int id,
   return ok;
 }
 
+/* min/max of u + A·c + tab[c mod P] over c in [0, E): for each residue the value is monotone in
+ * c, so its extremes are at the residue's first and last c. */
+static void lpat_range(const xir__lpat *a, int64_t E, int64_t *mn, int64_t *mx) {
+  *mn = INT64_MAX;
+  *mx = INT64_MIN;
+  for (int j = 0; j < a->P && j < E; j++) {
+    int64_t c0 = j, c1 = j + (int64_t)a->P * ((E - 1 - j) / a->P);
+    int64_t v0 = a->u + a->A * c0 + a->tab[j], v1 = a->u + a->A * c1 + a->tab[j];
+    if (v0 < *mn) *mn = v0;
+    if (v1 < *mn) *mn = v1;
+    if (v0 > *mx) *mx = v0;
+    if (v1 > *mx) *mx = v1;
+  }
+}
+
+int xir__access_in_bounds(const xir_program *p, const xir_shape *s, int X, int id) {
+  const xir_node *n = &p->nodes[id];
+  if (X < 0 || (n->op != XIR_OP_LOAD && n->op != XIR_OP_STORE)) return 0;
+  int64_t *period = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+  if (!period) return 0;
+  xir__inner_period(p, s, X, period);
+  const xir_param *q = &p->params[n->ref];
+  int nidx = n->op == XIR_OP_STORE ? n->nargs - 1 : n->nargs, ok = 1;
+  for (int k = 0; k < nidx && ok; k++) {
+    if (n->args[k] < 0) { /* a slice: the element index itself, in [0, dim) */
+      ok = q->dims[k] == X;
+      continue;
+    }
+    if (period[n->args[k]] == 1) continue; /* the same for every element: one clamp for all */
+    xir__lpat a;
+    if (!lpat_rec(p, s, X, period, n->args[k], 0, &a) || !a.u_known) {
+      ok = 0;
+      break;
+    }
+    int64_t mn, mx;
+    lpat_range(&a, s->dims[X], &mn, &mx);
+    ok = mn >= 0 && mx < s->dims[q->dims[k]];
+  }
+  xir__free(period);
+  return ok;
+}
+
 int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, int64_t *lo) {
   int64_t mn = INT64_MAX, mx = INT64_MIN;
   for (unsigned i = 0; i < W; i++) {

@@ -6,41 +6,14 @@
  * the same f32. Printing is deterministic, and parse(print(p)) prints identically. */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ir/program.h"
 #include "util/strmap.h"
 
-typedef struct sbuf {
-  char *s;
-  size_t len, cap;
-  int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->oom = 1;
-      return;
-    }
-    if (b->s && b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    if (xir__grow((void **)&b->s, &b->cap, b->len + (size_t)n + 256, 1)) {
-      b->oom = 1;
-      return;
-    }
-  }
-}
+typedef xir__sbuf sbuf;
+#define put xir__sbuf_put
 
 /* Shortest decimal that reads back as the same float; always looks like a float literal. */
 static void put_f32(sbuf *b, double v) {

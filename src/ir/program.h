@@ -139,6 +139,12 @@ typedef struct xir__lpat {
  * contiguous window (RoPE's pair swap, a table row read twice per pair) into a load and a
  * shuffle — and checks at run time that the offsets are exactly that before using it. */
 int xir__access_pattern(const xir_program *p, const xir_shape *s, int X, int id, xir__lpat *out);
+/* 1 when no index of load/store `id` is ever clamped differently across the elements of X: every
+ * index that varies along X has a fully known pattern (xir__lpat with u known) whose values over
+ * the whole extent of X lie inside its dim, every other index is the same for all elements, and
+ * slices are over X. The offsets are then exactly base + the pattern, and the lowering needs no
+ * run-time check before a window load. */
+int xir__access_in_bounds(const xir_program *p, const xir_shape *s, int X, int id);
 /* Lane i of packet q of a chunk (whose first element is ≡ 0 mod P) reads base + pi[i]; 1 when
  * every pi[i] (i < W) lies in a window of W elements starting at base + *lo. */
 int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, int64_t *lo);

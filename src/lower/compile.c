@@ -29,6 +29,7 @@ struct xir_kernel {
   int cached;
   int disk; /* 0 off, 1 miss, 2 hit */
   char *note;
+  char symbol[80];                  /* the entry's symbol (entry_symbol) */
   struct xir_kernel *next;
 };
 
@@ -108,9 +109,28 @@ const char *xir_compiler_kernel_cache(const xir_compiler *c, const char **why) {
   return c && c->kc.enabled ? c->kc.dir : NULL;
 }
 
+/* The entry's symbol: "xir_" + the program name (characters outside [A-Za-z0-9_] become '_', at
+ * most 48 of them) + "_" + the first 16 hex digits of the SHA-256 of the compile key (canonical
+ * program text, shape, candidate). Unique per (program, shape, candidate), independent of the
+ * grain and of the process: an AOT object can be linked next to others. */
+static void entry_symbol(const char *prog, const char *jkey, char out[80]) {
+  size_t n = 0;
+  memcpy(out, "xir_", 4);
+  n = 4;
+  for (const char *c = prog ? prog : ""; *c && n < 4 + 48; c++) {
+    char ch = *c;
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+    out[n++] = ok ? ch : '_';
+  }
+  out[n++] = '_';
+  memcpy(out + n, jkey, 16);
+  out[n + 16] = 0;
+}
+
 /* The on-disk key of a compile: everything that determines the object bytes (kcache.h). */
 static void disk_key(xir_compiler *cc, const xir_program *p, const xir_candidate *c,
-                     const char *text, const char *shape, const char *name, char out[65]) {
+                     const char *text, const char *shape, const char *name, const char *entry,
+                     char out[65]) {
   char cand[256 + 64], lvl[16];
   int n = snprintf(cand, sizeof cand, "%s W=%u B=%u l=%u perm=", name, c->W, c->B, c->local);
   for (int i = 0; i < c->nperm && n > 0 && (size_t)n < sizeof cand - 4; i++)
@@ -120,7 +140,7 @@ static void disk_key(xir_compiler *cc, const xir_program *p, const xir_candidate
   const char *parts[] = {"xir kernel cache 1", xir_version(), XIR_LLVM_VERSION,
                          xir__kcache_build_id(), xir__jit_triple(cc->jit), xir__jit_cpu(cc->jit),
                          xir__jit_features(cc->jit), xir__jit_pipeline(cc->jit), lvl,
-                         "xir_kernel", cand,
+                         entry, cand,
                          shape, /* the compile-time dims: today every dim of the shape */
                          text};
   xir__kcache_key(parts, XIR_ARRAY_LEN(parts), out);
@@ -153,8 +173,11 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   snprintf(key, klen, "%s\n%s\n%s", text, sh, name);
+  char jkey[65], entry[80];
+  xir__jit_sha256_hex(key, strlen(key), jkey);
+  entry_symbol(p->name, jkey, entry);
   char dkey[65] = "";
-  if (cc->kc.enabled) disk_key(cc, p, &legal, text, sh, name, dkey);
+  if (cc->kc.enabled) disk_key(cc, p, &legal, text, sh, name, entry, dkey);
   xir__free(text);
   pthread_mutex_lock(&cc->mu);
   for (struct xir_kernel *k = cc->kernels; k; k = k->next)
@@ -167,8 +190,6 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     }
   double t0 = (xir__now_ns() / 1e6);
   struct xir_kernel *k = NULL;
-  char jkey[65];
-  xir__jit_sha256_hex(key, strlen(key), jkey);
   const xir__jit_artifact *art = NULL;
   int disk = cc->kc.enabled ? 1 : 0;
   char note[1600] = "";
@@ -177,7 +198,7 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     xir__kcache_load_result r = xir__kcache_load(&cc->kc, dkey, &e, note, sizeof note);
     if (r == XIR__KC_HIT) {
       xir_diag ld;
-      if (xir__jit_add_object(cc->jit, jkey, "xir_kernel", e.ir_text, e.ir_len, e.ir_sha256,
+      if (xir__jit_add_object(cc->jit, jkey, entry, e.ir_text, e.ir_len, e.ir_sha256,
                               e.obj, e.obj_size, e.obj_sha256, &art, &ld) == XIR_OK) {
         disk = 2;
       } else {
@@ -190,12 +211,12 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   if (!art) {
     xir__jit_module m;
     if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
-    if ((s = xir__lower(p, shape, &legal, m.mod, "xir_kernel", d))) {
+    if ((s = xir__lower(p, shape, &legal, m.mod, entry, d))) {
       xir__jit_module_dispose(&m);
       goto fail;
     }
     int cached = 0;
-    if ((s = xir__jit_add(cc->jit, &m, "xir_kernel", jkey, &art, &cached, d))) goto fail;
+    if ((s = xir__jit_add(cc->jit, &m, entry, jkey, &art, &cached, d))) goto fail;
     if (disk && !art->loaded) {
       char wnote[1600];
       if (xir__kcache_store(&cc->kc, dkey, art->ir_text, art->ir_len, art->ir_sha256, art->obj,
@@ -214,6 +235,7 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   }
   k->disk = disk;
   k->key = key;
+  memcpy(k->symbol, entry, sizeof k->symbol);
   k->cand = legal;
   k->nparams = p->nparams;
   for (int i = 0; i < p->nparams; i++) {
@@ -295,4 +317,5 @@ void xir_kernel_get_info(const xir_kernel *k, xir_kernel_info *info) {
   info->from_disk = k->disk == 2;
   info->disk_cache = k->disk == 2 ? "hit" : k->disk == 1 ? "miss" : "off";
   info->cache_note = k->note;
+  info->entry_symbol = k->symbol;
 }

@@ -476,21 +476,26 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   for (unsigned q = 0; q < L->k; q++) xir__lane_window(&pt, L->W, q, pi[q], &lo[q]);
   LLVMValueRef ov[MAXK], U[MAXK], all = NULL;
   ivecs(L, off, ov);
+  /* No index is ever clamped differently across lanes: the offsets are exactly U + pi, so the
+   * window load needs no run-time check (and no gather path). */
+  int exact = xir__access_in_bounds(L->p, L->sh, X, (int)(n - L->p->nodes));
   LLVMTypeRef rty = LLVMVectorType(L->i1, L->W);
   for (unsigned q = 0; q < L->k; q++) {
     LLVMValueRef e[16];
     for (unsigned i = 0; i < L->W; i++) e[i] = ci64(L, pi[q][i]);
     U[q] = LLVMBuildSub(L->b, LLVMBuildExtractElement(L->b, ov[q], LLVMConstInt(L->i32, 0, 0), ""),
                         ci64(L, pi[q][0]), "");
+    if (exact) continue;
     LLVMValueRef want = LLVMBuildAdd(L->b, splat(L, U[q]), LLVMConstVector(e, L->W), "");
     LLVMValueRef eq = LLVMBuildICmp(L->b, LLVMIntEQ, ov[q], want, "");
     LLVMValueRef r = intrinsic(L, "llvm.vector.reduce.and", &rty, 1, &eq, 1);
     all = all ? LLVMBuildAnd(L->b, all, r, "") : r;
   }
   LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.fast");
-  LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.gather");
+  LLVMBasicBlockRef slow = exact ? NULL : LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.gather");
   LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.join");
-  LLVMBuildCondBr(L->b, all, fast, slow);
+  if (exact) LLVMBuildBr(L->b, fast);
+  else LLVMBuildCondBr(L->b, all, fast, slow);
   LLVMValueRef vf[MAXK], vs[MAXK];
   LLVMPositionBuilderAtEnd(L->b, fast);
   for (unsigned q = 0; q < L->k; q++) {
@@ -511,6 +516,11 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(L->vf), LLVMConstVector(sh, L->W), "");
   }
   LLVMBuildBr(L->b, join);
+  if (exact) {
+    LLVMPositionBuilderAtEnd(L->b, join);
+    *out = vvec(L, vf);
+    return 1;
+  }
   LLVMPositionBuilderAtEnd(L->b, slow);
   val g = load_at(L, L->buf[n->ref], *off);
   for (unsigned q = 0; q < L->k; q++) vs[q] = g.v[q];

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,4 +320,26 @@ xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d) {
   else return xir__err(d, XIR_ERR_NOT_FOUND, "no cache directory: XIR_CACHE_DIR, XDG_CACHE_HOME and HOME are unset");
   if (n < 0 || (size_t)n >= cap) return xir__err(d, XIR_ERR_INVALID_ARG, "the cache directory path is too long");
   return XIR_OK;
+}
+
+void xir__sbuf_put(xir__sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = 1;
+      return;
+    }
+    if (b->s && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    if (xir__grow((void **)&b->s, &b->cap, b->len + (size_t)n + 256, 1)) {
+      b->oom = 1;
+      return;
+    }
+  }
 }

@@ -25,6 +25,15 @@ xir_status xir__err_at(xir_diag *d, xir_status s, const char *file, int line, in
  * Returns 0 on success, -1 when out of memory (the old buffer stays valid). */
 int xir__grow(void **buf, size_t *cap, size_t need, size_t esz);
 
+/* A growing string: xir__sbuf_put appends printf-style; on out-of-memory `oom` is set and later
+ * puts do nothing. Zero-initialize; free `s` with xir__free. */
+typedef struct xir__sbuf {
+  char *s;
+  size_t len, cap;
+  int oom;
+} xir__sbuf;
+void xir__sbuf_put(xir__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A bump arena: many small allocations freed in one call. */
 typedef struct xir_arena_chunk xir_arena_chunk;
 typedef struct xir_arena {
