@@ -35,7 +35,8 @@ static const char *kKernels[] = {"rmsnorm", "layernorm", "rope", "softmax_mask",
 /* The peers suite's row shapes: four of the report's (129x768, 257x1538, 1024x4096, 4096x1024;
  * 64x256 and 17x65 are in the validation suite) and odd ones — one row, three rows, row lengths
  * that are not a multiple of 16 (1000, 1538) — six, so that a full run (4 rounds, 250 ms settle
- * before each visit, 152 cases) stays near six minutes on this 2-core machine. */
+ * before each visit, 152 cases; 162 with the attention cases below) stays near six minutes on
+ * this 2-core machine. */
 static const char *kPeerRows[] = {"R=1,C=4096",   "R=3,C=1000",    "R=129,C=768",
                                   "R=257,C=1538", "R=1024,C=4096", "R=4096,C=1024"};
 /* The peers suite's attention cases beyond kAttnShapes (issue 10): the decode step — one new
