@@ -103,6 +103,15 @@ typedef struct xir_execution_work {
   xir_impl_kind kind;        /* from the bridge */
   int full_packet_path, ragged_packets, ragged_inner;
   double footprint_bytes;    /* distinct bytes the launch touches: every buffer once */
+  /* Masked-work skipping (docs/lowering.md): the iterations of the loops over the mask axis that
+   * the units run (chunks for ℓ > 1, elements for ℓ = 1), summed over every unit (live), as they
+   * would be without skipping (full), and the live sum of the home worker that holds the most;
+   * all 0 when the candidate skips nothing. */
+  uint64_t mask_live_iterations, mask_full_iterations, mask_critical_live_iterations;
+  /* The arithmetic and the bytes of the longest home assignment (round-robin tasks, summed block
+   * by block), in packets of the average arith_per_packet and memory_per_packet: equal to
+   * critical_packets when every packet does the same work. The imbalance term uses these. */
+  double critical_arith_packets, critical_memory_packets;
 } xir_execution_work;
 
 /* ns (or prior units) of arithmetic per packet of w, from c[ARITH] and the optional ns_per_math. */

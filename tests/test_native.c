@@ -164,6 +164,15 @@ static void test_block_subrange_writes_exactly_its_part(void **state) {
       for (size_t e = 0; e < c.numel[q]; e++) {
         uint64_t rp = owner(p, &shape, q, cd, e);
         int mine = rp >= b0 * per_block && rp < b1 * per_block;
+        if (cd->attn_vec) {
+          /* the attention mapping: block = tile (b, h / hb, i / qb) of o[b, h, i, :] */
+          const int64_t *D = shape.dims; /* B, HQ, HKV, Q, K, D, DV */
+          uint64_t dv = (uint64_t)D[6], i = e / dv % (uint64_t)D[3];
+          uint64_t h = e / dv / (uint64_t)D[3] % (uint64_t)D[1], b = e / dv / (uint64_t)D[3] / (uint64_t)D[1];
+          uint64_t nqb = ((uint64_t)D[3] + cd->attn_qb - 1) / cd->attn_qb;
+          uint64_t tile = (b * ((uint64_t)D[1] / cd->attn_hb) + h / cd->attn_hb) * nqb + i / cd->attn_qb;
+          mine = tile >= b0 && tile < b1;
+        }
         float y = c.data[q][e];
         if (mine && !(fabs(y - c.ref[q][e]) <= 1e-3 + 1e-3 * fabs(c.ref[q][e])))
           fail_msg("%s: element %zu of its blocks is %g, oracle %g", g_kernel, e, (double)y, c.ref[q][e]);

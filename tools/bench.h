@@ -111,6 +111,10 @@ void bench_set_ext_peers(const char **names, int n);
 /* Case lifecycle. prepare: inputs, oracle, plan/compile or peer setup (outside timing).
  * run: the timed region (n launches + wait), returning wall ns. check: the whole output vs the
  * oracle after timing. */
+/* The program of a case's kernel: a built-in kernel name, or NAME@DTYPE — the kernel retyped
+ * (xir_program_retype: "rmsnorm@bf16" is rmsnorm with every float buffer bf16). The bench and
+ * the audit both load cases through this. */
+xir_status bench_load_kernel(const char *decl_kernel, xir_program **p, xir_diag *d);
 xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d);
 xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d);
 xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_ok, xir_diag *d);

@@ -248,6 +248,18 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
   }
 }
 
+/* The same kernel with 16-bit buffers against f32, both under the default planner: every float
+ * buffer bf16, then f16 (NAME@DTYPE, bench_load_kernel). */
+static void vs_dtypes(builder *b, const char *k, const char *shape) {
+  if (!in_list(b->f->configs, "default", ',')) return;
+  const char *types[] = {"bf16", "f16"};
+  for (int i = 0; i < 2; i++) {
+    char kd[32];
+    snprintf(kd, sizeof kd, "%s@%s", k, types[i]);
+    add_cmp(b, add_case(b, k, shape, "default"), add_case(b, kd, shape, "default"));
+  }
+}
+
 /* Visit orders for n cases: forward, reverse, and for large suites interleaved and shuffled. */
 static int make_orders(bench_suite *s, int four) {
   int n = s->ncases;
@@ -321,6 +333,12 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
         (!b.f->shapes || in_list(b.f->shapes, kLongShape, ';')) && in_list(b.f->configs, "default", ','))
       add_cmp(&b, add_case(&b, "attention", kLongShape, "default"),
               add_case(&b, "attention_causal", kLongShape, "default"));
+  } else if (!strcmp(name, "dtype")) {
+    /* bf16/f16 against f32 at the large shapes, where the bytes moved decide */
+    const char *ks[] = {"rmsnorm", "layernorm", "swiglu", "gelu_residual", "softmax_mask", "rope"};
+    const char *rows[] = {"R=1024,C=4096", "R=2048,C=8192"};
+    each_shape(&b, ks, 6, rows, 2, kAttnShapes, 0, vs_dtypes);
+    s->default_rounds = 2;
   } else if (!strcmp(name, "smoke")) {
     const char *ks[] = {"rmsnorm", "swiglu"};
     const char *rows[] = {"R=3,C=7", "R=17,C=65"};
@@ -331,7 +349,7 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     s->default_rounds = 2;
   } else {
     return xir__err(d, XIR_ERR_NOT_FOUND,
-                    "unknown suite '%s' (pilot, validation, fixed-grain, peers, smoke)", name);
+                    "unknown suite '%s' (pilot, validation, fixed-grain, peers, dtype, smoke)", name);
   }
   if (b.oom || make_orders(s, four)) {
     bench_suite_free(s);

@@ -38,6 +38,9 @@ int cli_make_dir(const char *dir, int parents);
 
 /* Loads a built-in kernel by name, or else parses the file at `spec`. */
 xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d);
+/* Replaces *p by its copy retyped by `spec` (xir_program_retype: "bf16", "x=bf16,w=f32");
+ * nothing happens for a NULL spec. On failure *p is unchanged. */
+xir_status cli_retype(xir_program **p, const char *spec, xir_diag *d);
 
 /* Parses a non-negative 32-bit integer ("max" = UINT32_MAX when allow_max). 0 on success. */
 int cli_parse_u32(const char *s, int allow_max, uint32_t *out);

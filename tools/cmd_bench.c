@@ -42,7 +42,7 @@ static void help(void) {
       "usage: xir bench --suite NAME [options]\n\n"
       "Runs a benchmark suite with the measurement protocol of SPEC.md and writes raw records\n"
       "(gzip'd JSON), tables.md and ratios.svg into the output folder; `xir audit DIR` checks\n"
-      "them. Suites: pilot, validation, fixed-grain, peers, smoke.\n\n"
+      "them. Suites: pilot, validation, fixed-grain, peers, dtype, smoke.\n\n"
       "options:\n"
       "  --suite NAME          the suite (required)\n"
       "  --kernels a,b         only these kernels\n"
@@ -573,7 +573,7 @@ int cmd_bench(int argc, char **argv) {
       default: return cli_usage_error("bench", "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
-  if (!o.suite) return cli_usage_error("bench", "needs --suite (pilot, validation, fixed-grain, peers, smoke)");
+  if (!o.suite) return cli_usage_error("bench", "needs --suite (pilot, validation, fixed-grain, peers, dtype, smoke)");
   if (optind != argc) return cli_usage_error("bench", "unexpected argument '%s'", argv[optind]);
   xir_diag d;
   int rc = 1;
