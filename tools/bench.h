@@ -124,6 +124,8 @@ void bcase_release(bcase *c);
 xir_status ext_peer_start(const char *name, const char *command, ext_peer **out, xir_diag *d);
 xir_status ext_peer_request(ext_peer *p, const char *json_line, cJSON **answer, xir_diag *d);
 void ext_peer_stop(ext_peer *p);
+/* "VERSION: DETAIL" of the peer's hello answer (what it runs, e.g. oneDNN's primitives). */
+const char *ext_peer_hello(const ext_peer *p);
 /* Stops (SIGSTOP) or continues (SIGCONT) the peer's process. */
 void ext_peer_pause(ext_peer *p, int paused);
 
