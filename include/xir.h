@@ -1,7 +1,7 @@
 /* xir.h — the public API of xir: XIR programs (builder, text, verifier), the fp64 reference
- * interpreter, and the built-in LLM kernels. The compiler, runtime and planner extend the API in
- * their own headers (xir_runtime.h, xir_compile.h, xir_plan.h), which this header includes when
- * they exist.
+ * interpreter, and the built-in LLM kernels. The compiler, runtime, planner and the one-call
+ * session extend the API in their own headers (xir_compile.h, xir_runtime.h, xir_plan.h,
+ * xir_session.h); xir_session.h includes all of them (docs/api.md).
  *
  * Handles are opaque; every fallible call returns an xir_status and fills an optional xir_diag.
  * A program is immutable once built and may be shared by threads for reading. */
@@ -22,9 +22,41 @@ extern "C" {
 /* ---------------------------------------------------------------------------------------------
  * Types and ops */
 
-/* Element types. Buffers hold f32, or i64 for input buffers (positions, indices); scalars are f32
- * or i64; bool is the type of comparisons. f16/bf16 will take new values here. */
-typedef enum xir_elem { XIR_ELEM_NONE = 0, XIR_F32, XIR_I64, XIR_BOOL } xir_elem;
+/* Element types. Buffers hold f32, bf16 or f16 (inputs and outputs), or i64 (inputs only:
+ * positions, indices); scalars are f32 or i64; bool is the type of comparisons. A load of a bf16
+ * or f16 buffer gives f32 values (exact), a store to one rounds the f32 value to nearest even:
+ * arithmetic is always f32 (docs/xir.md, "16-bit buffers"). */
+typedef enum xir_elem {
+  XIR_ELEM_NONE = 0,
+  XIR_F32,
+  XIR_I64,
+  XIR_BOOL,
+  XIR_BF16, /* bfloat16: 1 sign, 8 exponent, 7 fraction bits (the upper half of an f32) */
+  XIR_F16,  /* IEEE 754 binary16: 1 sign, 5 exponent, 10 fraction bits */
+} xir_elem;
+
+/* The name of an element type in XIR text ("f32", "i64", "bool", "bf16", "f16"); NULL when out of
+ * range. */
+const char *xir_elem_name(xir_elem e);
+/* The element type named `name` (as above), or XIR_ELEM_NONE. */
+xir_elem xir_elem_from_name(const char *name);
+/* Bytes of one buffer element: 4 (f32), 8 (i64), 2 (bf16, f16); 0 for bool and NONE. */
+size_t xir_elem_size(xir_elem e);
+
+/* Exact conversions between f32 and the 16-bit types, bit for bit what native code does:
+ * to f32 is exact (an f16/bf16 NaN gives an f32 NaN with the same sign and the payload shifted
+ * up; an f16 signalling NaN comes back quiet, a bf16 one keeps its bits); from f32 rounds to
+ * nearest, ties to even, with IEEE overflow to inf (f16: |x| >= 65520), exact subnormals (no
+ * flushing), and NaN kept NaN (quiet, same sign, the top payload bits). */
+uint16_t xir_f32_to_bf16(float x);
+float xir_bf16_to_f32(uint16_t h);
+uint16_t xir_f32_to_f16(float x);
+float xir_f16_to_f32(uint16_t h);
+/* The same over n elements (in and out may not overlap). */
+void xir_f32_to_bf16_n(const float *in, uint16_t *out, size_t n);
+void xir_bf16_to_f32_n(const uint16_t *in, float *out, size_t n);
+void xir_f32_to_f16_n(const float *in, uint16_t *out, size_t n);
+void xir_f16_to_f32_n(const uint16_t *in, float *out, size_t n);
 
 /* The op enum, generated from the op table in xir_ops.h. */
 typedef enum xir_op {
@@ -58,7 +90,8 @@ typedef enum xir_param_kind { XIR_PARAM_BUFFER = 1, XIR_PARAM_SCALAR = 2 } xir_p
 typedef struct xir_param_info {
   const char *name;
   xir_param_kind kind;
-  xir_elem elem;          /* XIR_F32 or XIR_I64 (i64 buffers are always inputs) */
+  xir_elem elem;          /* buffers: XIR_F32, XIR_BF16, XIR_F16 or XIR_I64 (i64 buffers are
+                             always inputs); scalars: XIR_F32 or XIR_I64 */
   int is_output;          /* buffers only: declared `out` */
   int rank;               /* buffers only */
   int dims[XIR_MAX_RANK]; /* buffers only: indices into the program's dims */
@@ -99,6 +132,21 @@ int xir_program_find_param(const xir_program *p, const char *name);
 int xir_program_num_root(const xir_program *p);
 const char *xir_program_root_name(const xir_program *p, int k);
 int xir_program_root_dim(const xir_program *p, int k);
+
+/* A copy of p with some buffers re-typed, so that one kernel text serves every dtype: `spec` is
+ * a comma list of NAME=TYPE items, or one bare TYPE that applies to every floating-point buffer
+ * (f32, bf16 or f16), inputs and outputs; later items win, so "bf16,w=f32" makes every float
+ * buffer bf16 except w. TYPE is f32, bf16 or f16. Only floating-point buffers retype: naming an
+ * i64 buffer or a scalar (scalars stay f32/i64), an unknown type or a malformed item is
+ * XIR_ERR_INVALID_ARG, an unknown parameter name XIR_ERR_NOT_FOUND, each naming it; an empty spec
+ * is a plain copy. The copy is verified again, keeps every name and source
+ * position, and prints with the new types (so the kernel cache keys differ). *out is owned by the
+ * caller (xir_program_free); NULL on failure. */
+xir_status xir_program_retype(const xir_program *p, const char *spec, xir_program **out,
+                              xir_diag *d);
+/* The same for one buffer parameter: a copy with buffer `param` of type `elem`. */
+xir_status xir_program_retype_param(const xir_program *p, int param, xir_elem elem,
+                                    xir_program **out, xir_diag *d);
 
 /* ---------------------------------------------------------------------------------------------
  * Binding dims */
@@ -141,12 +189,13 @@ uint64_t xir_shape_root_count(const xir_program *p, const xir_shape *shape);
  * never read or written); the interpreter takes any strides and reads/writes the same elements.
  * An interpreter output (`out64`) uses the same layout as its native `out`.
  *
- * `in` points at an input buffer's elements, typed by the parameter's element type
- * (xir_param_info.elem): `const float *` for an f32 buffer, `const int64_t *` for an i64 buffer.
- * Outputs are always f32. */
+ * `in` and `out` point at a buffer's elements, typed by the parameter's element type
+ * (xir_param_info.elem): `float` for f32, `uint16_t` bit patterns for bf16 and f16 (see
+ * xir_f32_to_bf16), `int64_t` for i64 (inputs only). The interpreter writes its outputs in fp64
+ * (`out64`) whatever their element type: the unrounded oracle. */
 typedef struct xir_arg {
-  const void *in;       /* input buffers: float* (f32) or int64_t* (i64), by the element type */
-  float *out;           /* output buffers (native code) */
+  const void *in;       /* input buffers: float (f32), uint16_t (bf16, f16), int64_t (i64) */
+  void *out;            /* output buffers (native code): float (f32), uint16_t (bf16, f16) */
   double *out64;        /* output buffers (interpreter: the fp64 oracle writes doubles here) */
   const int64_t *strides; /* NULL = from row_stride / contiguous */
   double scalar;
@@ -172,7 +221,8 @@ xir_status xir_program_alias_ok(const xir_program *p, int out, int in, xir_diag 
 /* ---------------------------------------------------------------------------------------------
  * The fp64 reference interpreter (the oracle) */
 
-/* Evaluates a verified program for every root program, in fp64, reading f32 and i64 inputs and
+/* Evaluates a verified program for every root program, in fp64, reading f32, bf16/f16 (their
+ * stored values, decoded exactly) and i64 inputs and
  * writing fp64 outputs (xir_arg.out64 of every output buffer). Errors: out-of-range computed
  * indices (named with the source line), an element of an i64 input whose magnitude exceeds 2^53
  * (the interpreter holds integers as exact doubles), missing buffers. */

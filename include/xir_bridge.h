@@ -48,7 +48,20 @@ typedef struct xir_candidate {
    * XIR_RUNTIME_TILE_MAX. A caller of xir_compile may set more bits (all of them: a kernel for
    * exactly one shape), never fewer. */
   uint32_t fixed_dims;
+  /* The attention mapping (docs/lowering.md, "The attention mapping"); attn_vec = 0 for every
+   * other candidate. A block is one tile of attn_hb query heads (that share one K/V head) ×
+   * attn_qb query rows; B = W, ℓ = 1, blocks = packets = the tile count, and perm is the tile
+   * order (batch, head block, query block: the order of the root axes in q's indices). */
+  uint32_t attn_vec;          /* XIR_ATTN_VEC_Q or XIR_ATTN_VEC_D, 0 = not this mapping */
+  uint32_t attn_qb;           /* query rows per tile */
+  uint32_t attn_hb;           /* query heads per tile: divides HQ/HKV */
 } xir_candidate;
+
+/* How the attention mapping vectorizes q·kᵀ (p·v is always vectorized along DV). */
+enum {
+  XIR_ATTN_VEC_Q = 1, /* "q": the lanes are the tile's query rows; each k element is broadcast */
+  XIR_ATTN_VEC_D = 2  /* "d": along D, one vector per (row, key), summed across lanes in a tree */
+};
 
 /* The largest value a launch-time dim that is a tile axis may take (it sizes stack buffers of
  * the kernel, e.g. attention's K: the score row and its exponentials); a larger value is made a
@@ -62,7 +75,9 @@ int64_t xir_candidate_dim_max(const xir_program *p, const xir_candidate *c, int 
 
 /* Enumerates every legal candidate for W, in a deterministic order (perms in lexicographic
  * order × B ∈ {W, 2W, 4W, 8W} × ℓ ∈ {1, 2, 4, …, B}, where ℓ > 1 only if the body's cross-lane
- * exchanges are implemented: every tile is 1-D over one inner axis). *out is freed with xir_free. */
+ * exchanges are implemented: every tile is 1-D over one inner axis), then, for the attention
+ * chain, the attention mapping's tiles (vec q, d × hb × qb ascending; xir_candidate_make_attn).
+ * *out is freed with xir_free. */
 xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t W,
                           xir_candidate **out, size_t *count, xir_diag *d);
 
@@ -71,7 +86,17 @@ xir_status xir_candidate_make(const xir_program *p, const xir_shape *shape, uint
                               uint32_t B, uint32_t local, const uint8_t *perm,
                               xir_candidate *c, xir_diag *d);
 
-/* The stable name of a candidate: "perm=r,l=8,B=32,W=16" (perm axes joined by '.'). */
+/* The attention mapping: a tile of hb query heads × qb query rows per block, vectorized as vec
+ * says (XIR_ATTN_VEC_Q or _D). Legal when the program is the attention chain (docs/lowering.md),
+ * hb divides HQ/HKV (a power of two, or HQ/HKV itself), qb is a power of two at most 64, and the
+ * tile's hb·qb rows fit 2 packets (vec q) or one packet (vec d). The message says which rule
+ * fails. */
+xir_status xir_candidate_make_attn(const xir_program *p, const xir_shape *shape, uint32_t W,
+                                   uint32_t vec, uint32_t qb, uint32_t hb, xir_candidate *c,
+                                   xir_diag *d);
+
+/* The stable name of a candidate: "perm=r,l=8,B=32,W=16" (perm axes joined by '.'); the attention
+ * mapping appends ",vec=q,qb=8,hb=4". */
 char *xir_candidate_name(const xir_program *p, const xir_candidate *c, char *buf, size_t cap);
 
 /* Parses a candidate name and checks that it is legal for the program, shape and W. */

@@ -36,6 +36,12 @@ typedef struct xir_compiler_options {
   int no_kernel_cache;            /* 1 = never read or write it */
   const char *kernel_cache_dir;   /* NULL = xir_cache_dir() + "/kernels" */
   uint64_t kernel_cache_max_bytes; /* 0 = $XIR_KERNEL_CACHE_MAX_BYTES, else 256 MiB */
+  /* The target: NULL/"" = the host CPU and its features. A forced CPU name (x86-64, x86-64-v3,
+   * x86-64-v4, haswell, skylake-avx512, znver4, ...) and/or a feature string ("+avx2,+fma") must
+   * be runnable here; code for a narrower target runs on this host (e.g. without F16C or
+   * AVX512_BF16: the 16-bit conversions then use their exact integer form, same bits). */
+  const char *cpu;
+  const char *features;
 } xir_compiler_options;
 
 /* A compiler owns one JIT for the host CPU and a cache: compiling the same candidate of the same

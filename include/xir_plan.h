@@ -36,6 +36,9 @@ typedef enum xir_cost_term {
 } xir_cost_term;
 
 enum { XIR_MEM_LEVELS = 3 };
+/* The kinds of dependent accumulation chains a reduction loop has: 0 = sum (one add per step),
+ * 1 = max/min (llvm.maximum/minimum, NaN-propagating: a several-op sequence per step). */
+enum { XIR_CHAIN_KINDS = 2 };
 
 /* One coefficient per term. Every coefficient must be finite and ≥ 0.
  * Optionally, a memory hierarchy: when mem_bytes[0] > 0, a byte costs mem_ns[i] at a per-core
@@ -50,6 +53,10 @@ typedef struct xir_cost_coefficients {
    * square roots, transcendentals: math_per_packet), which then no longer costs c[ARITH]: simple
    * vector ops and math-function internals run at different rates. 0 = one rate for all. */
   double ns_per_math;
+  /* Optionally (> 0), the cost of one dependent step of a reduction's accumulation chain, by
+   * kind (steps_per_packet), beyond what the arithmetic prior (its latency floor included)
+   * charges for it. 0 = the prior alone. */
+  double ns_per_step[XIR_CHAIN_KINDS];
 } xir_cost_coefficients;
 
 /* Production defaults: arith 1, memory 0.25, block 8, imbalance 1, dispatch 0, activation 0. */
@@ -69,6 +76,8 @@ typedef struct xir_calibration {
   double ns_per_math;   /* per unit of the math part of the prior (gelu probe), one core */
   double mem_bytes[XIR_MEM_LEVELS]; /* the footprints of the copy probes (in L2, in L3, beyond) */
   double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
+  double ns_per_step[XIR_CHAIN_KINDS]; /* per dependent reduction step (sum, max/min) that the
+                                          prior does not explain (probes with ℓ = W and 8W) */
 } xir_calibration;
 
 /* Measures the figures above with the given compiler and runtime (≥ 2 workers); takes about a
@@ -103,9 +112,21 @@ typedef struct xir_execution_work {
   xir_impl_kind kind;        /* from the bridge */
   int full_packet_path, ragged_packets, ragged_inner;
   double footprint_bytes;    /* distinct bytes the launch touches: every buffer once */
+  double steps_per_packet[XIR_CHAIN_KINDS]; /* dependent accumulation steps of the rank-0
+                                               reductions, by kind, per packet */
+  /* Masked-work skipping (docs/lowering.md): the iterations of the loops over the mask axis that
+   * the units run (chunks for ℓ > 1, elements for ℓ = 1), summed over every unit (live), as they
+   * would be without skipping (full), and the live sum of the home worker that holds the most;
+   * all 0 when the candidate skips nothing. */
+  uint64_t mask_live_iterations, mask_full_iterations, mask_critical_live_iterations;
+  /* The arithmetic and the bytes of the longest home assignment (round-robin tasks, summed block
+   * by block), in packets of the average arith_per_packet and memory_per_packet: equal to
+   * critical_packets when every packet does the same work. The imbalance term uses these. */
+  double critical_arith_packets, critical_memory_packets;
 } xir_execution_work;
 
-/* ns (or prior units) of arithmetic per packet of w, from c[ARITH] and the optional ns_per_math. */
+/* ns (or prior units) of arithmetic per packet of w, from c[ARITH], the optional ns_per_math and
+ * the optional ns_per_step (docs/planner.md). */
 double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execution_work *w);
 
 /* The terms and the total of one evaluation. */

@@ -11,7 +11,7 @@ cd "${1:-$(dirname "$0")/..}"
 
 # part: allowed parts and public headers (besides the part's own folder)
 declare -A allow=(
-  [include]="xir.h xir_ops.h xir_status.h xir_bridge.h xir_runtime.h xir_compile.h xir_plan.h"
+  [include]="xir.h xir_ops.h xir_status.h xir_bridge.h xir_runtime.h xir_compile.h xir_plan.h xir_session.h"
   [util]="xir_status.h"
   [ir]="util xir.h xir_ops.h xir_status.h"
   [kernels]="ir util xir.h xir_ops.h xir_status.h"
@@ -22,6 +22,7 @@ declare -A allow=(
   [lower]="ir util xir.h xir_ops.h xir_status.h xir_bridge.h xir_compile.h"
   [runtime]="util xir_status.h xir_runtime.h"
   [tune]="ir util check bridge cost plan lower runtime xir.h xir_ops.h xir_status.h xir_bridge.h xir_compile.h xir_runtime.h xir_plan.h"
+  [session]="ir util check bridge cost plan lower runtime tune xir.h xir_ops.h xir_status.h xir_bridge.h xir_compile.h xir_runtime.h xir_plan.h xir_session.h"
   [bench]="util xir_status.h xir_runtime.h"
 )
 # what each public header may include (the runtime's knows no IR; the bridge's no cost)
@@ -29,6 +30,7 @@ declare -A allow_public=(
   [xir_status.h]="" [xir_ops.h]="" [xir.h]="xir_ops.h xir_status.h"
   [xir_runtime.h]="xir_status.h" [xir_bridge.h]="xir.h"
   [xir_compile.h]="xir.h xir_bridge.h" [xir_plan.h]="xir.h xir_bridge.h xir_runtime.h"
+  [xir_session.h]="xir.h xir_compile.h xir_plan.h xir_runtime.h"
 )
 
 bad=0

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# test.sh — set up, build and run every test: the normal build, then AddressSanitizer +
+# test.sh — set up, build and run every test: the normal build, the Python package (built into
+# build/pyenv by scripts/setup_python.sh, then pytest), then AddressSanitizer +
 # UndefinedBehaviorSanitizer, then ThreadSanitizer (runtime tests). Exits non-zero on any failure.
+# The Python package needs PyPI (numpy, pytest, ml_dtypes, scikit-build-core): when it cannot be
+# reached the run FAILS, saying so; XIR_SKIP_PYTHON=1 skips the Python part knowingly (and says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 bash scripts/setup.sh build
 (cd build && ctest --output-on-failure -j"$jobs")
+if [ "${XIR_SKIP_PYTHON:-0}" = 1 ]; then
+  echo "test.sh: WARNING: XIR_SKIP_PYTHON=1: the Python package is NOT built or tested" >&2
+else
+  bash scripts/setup_python.sh build
+  XIR_CACHE_DIR="$PWD/build/test-cache" build/pyenv/bin/pytest -q python/tests
+fi
 bash scripts/setup.sh build-asan -DXIR_SANITIZE=address,undefined
 (cd build-asan && XIR_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE slow -E 'cli_fuzz')
 bash scripts/setup.sh build-tsan -DXIR_SANITIZE=thread

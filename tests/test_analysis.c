@@ -396,6 +396,308 @@ static void test_math_part(void **state) {
   xir_program_free(p);
 }
 
+/* A rank-0 reduction's accumulation chain is counted in steps by kind (sum 0, max/min 1): ℓ = 16
+ * on rows of 1024 is 64 steps a packet, ℓ = 64 four packets sharing 16 steps. ns_per_step adds
+ * its cost per step to the prior's arithmetic; a max step weighs more ops than a sum's
+ * (llvm.maximum's expansion). */
+static void test_reduction_chain_steps(void **state) {
+  (void)state;
+  static const char *src[2] = {
+      "kernel s[R, C](x: f32[R, C], y: out f32[R])\nroot r in R {\n"
+      "  store y[r] = reduce.sum(load x[r, :])\n}\n",
+      "kernel m[R, C](x: f32[R, C], y: out f32[R])\nroot r in R {\n"
+      "  store y[r] = reduce.max(load x[r, :])\n}\n"};
+  xir_execution_work w[2][2];
+  for (int k = 0; k < 2; k++) {
+    xir_program *p;
+    xir_shape s;
+    xir_diag d;
+    if (xir_program_parse(src[k], strlen(src[k]), "chain", &p, &d) ||
+        xir_shape_parse(p, "R=8,C=1024", &s, &d))
+      die(&d);
+    uint8_t perm[1] = {0};
+    for (int l = 0; l < 2; l++) {
+      xir_candidate c;
+      if (xir_candidate_make(p, &s, 16, 64, l ? 64 : 16, perm, &c, &d) ||
+          xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w[k][l], &d))
+        die(&d);
+      assert_true(w[k][l].steps_per_packet[k] == (l ? 16.0 / 4 : 64.0));
+      assert_true(w[k][l].steps_per_packet[1 - k] == 0);
+    }
+    xir_program_free(p);
+  }
+  assert_true(w[1][1].arith_per_packet > w[0][1].arith_per_packet); /* 6 ops a max step */
+  xir_cost_coefficients k;
+  xir_cost_coefficients_default(&k);
+  assert_true(xir_cost_arith_per_packet(&k, &w[0][0]) == w[0][0].arith_per_packet);
+  k.ns_per_step[0] = 0.5;
+  k.ns_per_step[1] = 3;
+  for (int i = 0; i < 2; i++)
+    for (int l = 0; l < 2; l++)
+      assert_true(fabs(xir_cost_arith_per_packet(&k, &w[i][l]) -
+                       (w[i][l].arith_per_packet + k.ns_per_step[i] * w[i][l].steps_per_packet[i])) <
+                  1e-9);
+  /* a max step at ℓ = 16 costs more than four max packets' throughput at ℓ = 64 */
+  assert_true(xir_cost_arith_per_packet(&k, &w[1][0]) > xir_cost_arith_per_packet(&k, &w[1][1]));
+}
+
+static int dim_named(const xir_program *p, const char *name) {
+  for (int i = 0; i < p->ndims; i++)
+    if (!strcmp(p->dims[i], name)) return i;
+  fail_msg("no dim '%s'", name);
+  return -1;
+}
+
+/* The two causal kernels' masks: softmax_causal's `iota(C) > r` ends at r + 1; attention_causal's
+ * `iota(K) > i + (K - Q)` at i + K − Q + 1; both fill −inf and keep the other operand live. */
+static void test_prefix_mask_of_causal_kernels(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("softmax_causal", "R=5,C=7", &s);
+  int z = node_named(p, "z");
+  xir__prefix_mask m;
+  assert_true(xir__prefix_mask_of(p, z, &m));
+  assert_int_equal(m.axis_dim, dim_named(p, "C"));
+  assert_int_equal(m.c0, 1);
+  assert_int_equal(m.root_coef[0], 1);
+  for (int d = 0; d < XIR_MAX_DIMS; d++) assert_int_equal(m.dim_coef[d], 0);
+  assert_true(isinf(m.fill) && m.fill < 0);
+  assert_int_equal(m.live, p->nodes[z].args[2]);
+  assert_int_equal(p->nodes[m.live].op, XIR_OP_MUL);
+  int64_t root[XIR_MAX_ROOT] = {3};
+  assert_int_equal(xir__prefix_mask_end(&m, root, s.dims, 7), 4);
+  root[0] = 6;
+  assert_int_equal(xir__prefix_mask_end(&m, root, s.dims, 7), 7); /* clamped to the extent */
+  for (int i = 0; i < p->nnodes; i++) /* nothing else is a mask */
+    if (i != z) assert_false(xir__prefix_mask_of(p, i, &m));
+  xir_program_free(p);
+
+  p = load("attention_causal", "B=1,HQ=2,HKV=1,Q=3,K=8,D=4,DV=4", &s);
+  int sm = node_named(p, "s");
+  assert_true(xir__prefix_mask_of(p, sm, &m));
+  assert_int_equal(m.axis_dim, dim_named(p, "K"));
+  assert_int_equal(m.c0, 1);
+  assert_int_equal(m.root_coef[0], 0);
+  assert_int_equal(m.root_coef[1], 0);
+  assert_int_equal(m.root_coef[2], 1);
+  assert_int_equal(m.dim_coef[dim_named(p, "K")], 1);
+  assert_int_equal(m.dim_coef[dim_named(p, "Q")], -1);
+  assert_int_equal(m.dim_coef[dim_named(p, "D")], 0);
+  assert_int_equal(m.live, node_named(p, "s0"));
+  int64_t rt[XIR_MAX_ROOT] = {0, 1, 0};
+  assert_int_equal(xir__prefix_mask_end(&m, rt, s.dims, 8), 6); /* 0 + 8 − 3 + 1 */
+  xir_program_free(p);
+  /* Q > K: the first queries see no key (end clamped to 0) */
+  p = load("attention_causal", "B=1,HQ=1,HKV=1,Q=6,K=2,D=4,DV=4", &s);
+  assert_true(xir__prefix_mask_of(p, node_named(p, "s"), &m));
+  assert_int_equal(xir__prefix_mask_end(&m, rt, s.dims, 2), 0); /* 0 + 2 − 6 + 1 < 0 */
+  rt[2] = 5;
+  assert_int_equal(xir__prefix_mask_end(&m, rt, s.dims, 2), 2);
+  xir_program_free(p);
+}
+
+/* Every recognised spelling, with the end it gives at r = 2 (C = 10, R = 4), checked against the
+ * positions where the select's condition picks the fill (evaluated here by hand). */
+static void test_prefix_mask_forms(void **state) {
+  (void)state;
+  static const struct {
+    const char *expr;
+    int64_t end_at_2; /* r = 2 */
+  } forms[] = {
+      {"select(c > r, -inf, t)", 3},
+      {"select(c >= r, -inf, t)", 2},
+      {"select(r < c, -inf, t)", 3},
+      {"select(r <= c, -inf, t)", 2},
+      {"select(c <= r, t, -inf)", 3},
+      {"select(c < r + 2, t, -inf)", 4},
+      {"select(r + 3 >= c, t, -inf)", 6},
+      {"select(r + 3 > c, t, -inf)", 5},
+      {"select(!(c > r), t, -inf)", 3},
+      {"select(!(c <= r), -inf, t)", 3},
+      {"select(c - r > 1, 0.0, t)", 4},
+      {"select(2 * r - C + 9 < c, -inf, t)", 4},   /* 2·2 − 10 + 9 = 3 < c */
+      {"select(-c < -r, -inf, t)", 3},             /* c > r */
+      {"select(c + (R - 1) * 2 > r * 3 + 1, -inf, t)", 2}, /* c > 3r + 1 − 6 = 1 */
+  };
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+             "root r in R {\n"
+             "  c = iota(C)\n"
+             "  t = load x[r, :]\n"
+             "  z = %s\n"
+             "  store y[r, :] = z\n"
+             "}\n",
+             forms[f].expr);
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+    xir_shape s;
+    if (xir_shape_parse(p, "R=4,C=10", &s, &d)) die(&d);
+    xir__prefix_mask m;
+    int ok = xir__prefix_mask_of(p, node_named(p, "z"), &m);
+    if (!ok) fail_msg("not recognised: %s", forms[f].expr);
+    assert_int_equal(m.axis_dim, 1);
+    assert_int_equal(m.live, node_named(p, "t"));
+    int64_t root[XIR_MAX_ROOT] = {2};
+    int64_t e = xir__prefix_mask_end(&m, root, s.dims, 10);
+    if (e != forms[f].end_at_2) fail_msg("%s: end %lld, want %lld", forms[f].expr, (long long)e,
+                                         (long long)forms[f].end_at_2);
+    assert_true(f == 10 ? m.fill == 0.0 : isinf(m.fill) && m.fill < 0);
+    xir_program_free(p);
+  }
+}
+
+/* What must not be a prefix mask: a non-affine bound (r·r, r / 2, a loaded index), a multiple of
+ * iota, an equality, a masked operand that is not a constant, and a "mask" on a root axis (no
+ * tile axis: rank 0) or on an iota of another axis than the tile's. */
+static void test_prefix_mask_rejects(void **state) {
+  (void)state;
+  static const char *bad[] = {
+      "select(c > r * r, -inf, t)",
+      "select(c > r / 2, -inf, t)",
+      "select(c > load n[r], -inf, t)",
+      "select(2 * c > r, -inf, t)",
+      "select(c > c - r, -inf, t)",
+      "select(c == r, -inf, t)",
+      "select(c != r, -inf, t)",
+      "select(c > r, t, -inf)",     /* the masked (suffix) operand is t */
+      "select(c <= r, -inf, t)",    /* the same: the suffix is the else operand */
+      "select(c > r, t * 0.0, t)",  /* not a constant */
+      "select(c > r, load x[r, 0], t)",
+      "select((c > r) && (c > 3), -inf, t)",
+      "select(f32(c) > f32(r), -inf, t)",
+      "select(c > r * 100000, -inf, t)",             /* a coefficient above 2^16 */
+      "select(c > r + 4000000000000000000, -inf, t)", /* a bound that could wrap */
+  };
+  for (size_t f = 0; f < sizeof bad / sizeof bad[0]; f++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "kernel k[R, C](x: f32[R, C], n: i64[R], y: out f32[R, C])\n"
+             "root r in R {\n"
+             "  c = iota(C)\n"
+             "  t = load x[r, :]\n"
+             "  z = %s\n"
+             "  store y[r, :] = z\n"
+             "}\n",
+             bad[f]);
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+    xir__prefix_mask m;
+    if (xir__prefix_mask_of(p, node_named(p, "z"), &m)) fail_msg("recognised: %s", bad[f]);
+    xir_program_free(p);
+  }
+  /* a comparison of root indices: no tile axis */
+  const char *elem =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R, c in C {\n"
+      "  z = select(c > r, -inf, load x[r, c])\n"
+      "  store y[r, c] = z\n"
+      "}\n";
+  /* an iota of an axis the tile does not have: w is a [C] tile masked along D */
+  const char *other =
+      "kernel k[R, C, D](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  m = reduce.max(select(iota(D) > r, -inf, 1.0))\n"
+      "  z = select(r > 2, -inf, load x[r, :] + m)\n"
+      "  store y[r, :] = z\n"
+      "}\n";
+  const char *texts[2] = {elem, other};
+  for (int i = 0; i < 2; i++) {
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(texts[i], strlen(texts[i]), "k.xir", &p, &d)) die(&d);
+    xir__prefix_mask m;
+    assert_false(xir__prefix_mask_of(p, node_named(p, "z"), &m));
+    xir_program_free(p);
+  }
+}
+
+static xir_execution_work work_of(const xir_program *p, const xir_shape *s, uint32_t W,
+                                   uint32_t B, uint32_t l, uint32_t G, uint32_t H) {
+  uint8_t perm[XIR_MAX_ROOT] = {0, 1, 2, 3};
+  xir_candidate c;
+  xir_execution_work w;
+  xir_diag d;
+  if (xir_candidate_make(p, s, W, B, l, perm, &c, &d) ||
+      xir_execution_work_make(p, s, &c, G, H, &w, &d))
+    die(&d);
+  return w;
+}
+
+/* The triangle's counts, exactly: softmax_causal R=40, C=64 (row r has r + 1 live columns).
+ * ℓ = 16 (one row a unit): Σ ceil((r+1)/16) = 16·1 + 16·2 + 8·3 = 72 chunks of 160; with G = 8
+ * (5 tasks of 8 rows, round-robin on 2 workers) worker 0 has rows 0-7, 16-23, 32-39: 8 + 16 + 24
+ * = 48 live chunks, worker 1 24 — its 24 packets carry more than 24 packets of average work,
+ * while with G = 1 (alternate rows) both hold 36 and the work is nearly balanced. ℓ = 1 (16 rows a
+ * packet, the loop runs to the packet's largest end): 16 + 32 + 40 = 88 of 3·64. ℓ = 4 (4 rows
+ * a packet): Σ_j (j + 1) = 55 chunks of 10·16. ℓ = 32 multi-packet at R = 100 > C: 32·1 + 31·2
+ * + 37·2 = 168 of 200. A kernel without a mask has no mask counts. */
+static void test_mask_work_counts(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("softmax_causal", "R=40,C=64", &s);
+  xir_execution_work w = work_of(p, &s, 16, 16, 16, 8, 2);
+  assert_int_equal(w.grain_used, 8);
+  assert_int_equal(w.tasks, 5);
+  assert_int_equal(w.mask_live_iterations, 72);
+  assert_int_equal(w.mask_full_iterations, 160);
+  assert_int_equal(w.mask_critical_live_iterations, 48);
+  assert_int_equal(w.critical_packets, 24);
+  assert_true(w.critical_arith_packets > 24.5 && w.critical_memory_packets > 24.5);
+  xir_execution_work w1 = work_of(p, &s, 16, 16, 16, 1, 2);
+  assert_int_equal(w1.mask_critical_live_iterations, 36);
+  /* (the even rows have fewer chunks that are live in every lane, which cost a little more) */
+  assert_true(w1.critical_arith_packets >= 20 && w1.critical_arith_packets < 20.2);
+  assert_true(w1.critical_memory_packets >= 20 && w1.critical_memory_packets < 20.2);
+  /* the average packet: less work than the full rows */
+  xir_execution_work wl1 = work_of(p, &s, 16, 16, 1, 1, 2);
+  assert_int_equal(wl1.mask_live_iterations, 88);
+  assert_int_equal(wl1.mask_full_iterations, 192);
+  assert_int_equal(wl1.mask_critical_live_iterations, 56); /* blocks 0 and 2 on worker 0 */
+  xir_execution_work w4 = work_of(p, &s, 16, 16, 4, 1, 1);
+  assert_int_equal(w4.mask_live_iterations, 55);
+  assert_int_equal(w4.mask_full_iterations, 160);
+  assert_int_equal(w4.mask_critical_live_iterations, 55); /* one worker */
+  xir_program_free(p);
+  p = load("softmax_causal", "R=100,C=64", &s);
+  xir_execution_work w32 = work_of(p, &s, 16, 32, 32, 1, 1);
+  assert_int_equal(w32.mask_live_iterations, 168);
+  assert_int_equal(w32.mask_full_iterations, 200);
+  xir_program_free(p);
+  p = load("softmax_mask", "R=40,C=64", &s);
+  xir_execution_work wm = work_of(p, &s, 16, 16, 16, 8, 2);
+  assert_int_equal(wm.mask_live_iterations, 0);
+  assert_true(wm.critical_arith_packets == (double)wm.critical_packets);
+  xir_program_free(p);
+}
+
+/* Skipping shows in the priors: a causal row costs less than the same row of softmax_mask, and
+ * the grain choice sees the triangle — at 1024×4096 two tasks (rows 0-511 on one worker, the
+ * heavy 512-1023 on the other) pay an imbalance term, alternating blocks do not. */
+static void test_mask_work_priors_and_imbalance(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("softmax_causal", "R=1024,C=4096", &s), *q = load("softmax_mask", "R=1024,C=4096", &s);
+  xir_execution_work wc = work_of(p, &s, 16, 128, 32, 1, 2), wm = work_of(q, &s, 16, 128, 32, 1, 2);
+  assert_true(wc.arith_per_packet < 0.3 * wm.arith_per_packet);
+  assert_true(wc.memory_per_packet < 0.8 * wm.memory_per_packet); /* the zeros are still written */
+  xir_execution_work halves = work_of(p, &s, 16, 128, 32, 128, 2);
+  assert_int_equal(halves.tasks, 2);
+  xir_cost_coefficients k;
+  xir_cost_coefficients_default(&k);
+  xir_cost_terms t1, t2;
+  xir_diag d;
+  if (xir_cost_evaluate(NULL, &wc, &k, &t1, &d) || xir_cost_evaluate(NULL, &halves, &k, &t2, &d)) die(&d);
+  assert_true(t1.term[XIR_TERM_IMBALANCE] < 1e-3 * t1.total);
+  assert_true(t2.term[XIR_TERM_IMBALANCE] > 0.2 * t2.term[XIR_TERM_ARITH]);
+  assert_true(halves.critical_arith_packets > 1.3 * (double)halves.critical_packets); /* 74% of the live chunks */
+  xir_program_free(p);
+  xir_program_free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
@@ -407,8 +709,14 @@ int main(void) {
       cmocka_unit_test(test_near_bytes),
       cmocka_unit_test(test_byte_rate),
       cmocka_unit_test(test_math_part),
+      cmocka_unit_test(test_reduction_chain_steps),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
       cmocka_unit_test(test_window_load_without_check),
+      cmocka_unit_test(test_prefix_mask_of_causal_kernels),
+      cmocka_unit_test(test_prefix_mask_forms),
+      cmocka_unit_test(test_prefix_mask_rejects),
+      cmocka_unit_test(test_mask_work_counts),
+      cmocka_unit_test(test_mask_work_priors_and_imbalance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,7 +76,7 @@ static void check_one(const aot *a) {
 
   xir_case c;
   if (xir__case_init(&c, p, &shape, 77, &d) || xir__case_oracle(&c, &d)) die(&d);
-  uint64_t slots[XIR_MAX_PARAMS];
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
   if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
   assert_int_equal(a->entry(slots, 0, a->blocks), 0);
   assert_true(xir__case_sentinels_ok(&c));

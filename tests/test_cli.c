@@ -246,6 +246,40 @@ static void test_bench_output_folder(void **state) {
   xir_cli_expect_fail("bench --suite smoke --out /proc/xir-nope/x", "cannot create the output folder");
 }
 
+/* xir bench --suite regret runs a shape list and prints, per case, the chosen and the fastest
+ * entry with the ratio, then the geometric mean and the worst (structure, not timing). */
+static void test_bench_regret_suite(void **state) {
+  (void)state;
+  char out[65536];
+  int rc = xir_cli_run("bench --suite regret --set tiny --rounds 1", out, sizeof out);
+  if (rc) fail_msg("%s", out);
+  int lines = 0;
+  for (const char *q = out; (q = strstr(q, " chosen perm=")); q++) {
+    lines++;
+    const char *nl = strchr(q, '\n');
+    const char *best = strstr(q, " best perm="), *ratio = strstr(q, " ratio ");
+    assert_true(best && ratio && best < ratio && (!nl || ratio < nl));
+    double r = atof(ratio + 7);
+    assert_true(r >= 1.0); /* the fastest entry is never slower than the chosen one */
+  }
+  assert_int_equal(lines, 2);
+  assert_non_null(strstr(out, "rmsnorm "));
+  assert_non_null(strstr(out, "swiglu "));
+  assert_non_null(strstr(out, "regret over 2 cases: geomean "));
+  assert_non_null(strstr(out, ", worst "));
+  assert_non_null(strstr(out, "failures 0"));
+  rc = xir_cli_run("bench --suite regret --cases 'rmsnorm:R=2,C=17' --rounds 2 --stat min --all", out,
+                   sizeof out);
+  if (rc) fail_msg("%s", out);
+  assert_non_null(strstr(out, " model "));
+  assert_non_null(strstr(out, "regret over 1 cases"));
+  xir_cli_expect_fail("bench --suite regret --set nosuch", "unknown shape set");
+  xir_cli_expect_fail("bench --suite regret --cases 'nosuch:R=2,C=3'", "unknown kernel");
+  xir_cli_expect_fail("bench --suite regret --cases 'rmsnorm'", "not KERNEL:SHAPE");
+  xir_cli_expect_fail("bench --suite regret --rounds 0", "--rounds");
+  xir_cli_expect_fail("bench --suite regret --stat mean", "--stat");
+}
+
 static int setup(void **state) {
   (void)state;
   return xir_cli_setup("xir-cli");
@@ -267,6 +301,7 @@ int main(void) {
       cmocka_unit_test(test_calibrated_policy),
       cmocka_unit_test(test_compile_default_is_the_plan),
       cmocka_unit_test(test_bench_output_folder),
+      cmocka_unit_test(test_bench_regret_suite),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

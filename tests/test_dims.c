@@ -9,7 +9,10 @@
  * - Strided rows (xir_arg.row_stride / strides): inputs and outputs with gaps between rows, the
  *   gaps of outputs untouched, the interpreter reading the same elements; bad strides refused.
  * - In place: the allowed y = x of each built-in kernel matches the oracle; RoPE's y = x, a
- *   partial overlap and two overlapping outputs are refused. */
+ *   partial overlap and two overlapping outputs are refused.
+ * - Merged with main: attention-mapping candidates fix every dim, refuse other shapes, strided
+ *   buffers and in place; a masked kernel fixes the dims its mask end reads; strided bf16/f16
+ *   buffers are refused. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,7 +114,8 @@ static void test_bridge_fixed_dims(void **state) {
   expect_fixed("rope_cache", "R=129,C=768,HD=64,P=4096,H2=32", 16, "C,HD,H2");
   /* attention: B, Q and K are launch-time; HQ and HKV feed the GQA index, D and DV are rows */
   expect_fixed("attention", "B=1,HQ=8,HKV=2,Q=16,K=128,D=64,DV=64", 1, "HQ,HKV,D,DV");
-  expect_fixed("attention_causal", "B=1,HQ=8,HKV=2,Q=16,K=128,D=64,DV=64", 1, "HQ,HKV,D,DV");
+  /* causal: the masked-work skipping's end i + (K - Q) + 1 reads Q and K (dims.c, rule 5) */
+  expect_fixed("attention_causal", "B=1,HQ=8,HKV=2,Q=16,K=128,D=64,DV=64", 1, "HQ,HKV,Q,K,D,DV");
   /* a key length above the tile bound is compiled in */
   expect_fixed("attention", "B=1,HQ=8,HKV=2,Q=1,K=20000,D=8,DV=8", 1, "HQ,HKV,K,D,DV");
   xir_program *p = load("attention");
@@ -124,6 +128,101 @@ static void test_bridge_fixed_dims(void **state) {
   assert_int_equal(xir_candidate_dim_max(p, &c, xir_program_find_dim(p, "B")), INT32_MAX);
   assert_int_equal(xir_candidate_dim_max(p, &c, 99), 0);
   xir_program_free(p);
+}
+
+static void expect_refused(const xir_kernel *k, const xir_program *p, const char *spec,
+                           xir_status want, const char *needle);
+
+/* The attention mapping reads the shape directly: every dim of its candidates is compile-time
+ * (dims.c, rule 6). A masked kernel's mask axis and the dims its end reads are compile-time
+ * (rule 5): softmax_causal's end r + 1 reads none, an end r + (C - R) reads R and C. */
+static void test_bridge_attn_and_mask_dims(void **state) {
+  (void)state;
+  xir_program *p = load("attention");
+  xir_shape s = shape_of(p, "B=1,HQ=8,HKV=2,Q=16,K=128,D=64,DV=64");
+  xir_candidate c;
+  xir_diag d;
+  if (xir_candidate_make_attn(p, &s, 16, XIR_ATTN_VEC_Q, 4, 2, &c, &d)) die(&d);
+  assert_int_equal(c.fixed_dims, mask_of(p, "B,HQ,HKV,Q,K,D,DV"));
+  xir_candidate *cands;
+  size_t n, nattn = 0;
+  if (xir_candidates(p, &s, 16, &cands, &n, &d)) die(&d);
+  for (size_t i = 0; i < n; i++)
+    if (cands[i].attn_vec) {
+      assert_int_equal(cands[i].fixed_dims, mask_of(p, "B,HQ,HKV,Q,K,D,DV"));
+      nattn++;
+    } else {
+      assert_int_not_equal(cands[i].fixed_dims & mask_of(p, "B"), mask_of(p, "B"));
+    }
+  assert_true(nattn > 0);
+  xir_free(cands);
+  xir_program_free(p);
+  expect_fixed("softmax_causal", "R=129,C=768", 1, "C");
+  const char *text =
+      "kernel dims[R, C](x: f32[R, C], y: out f32[R, C], scale: f32 = 0.5)\n"
+      "root r in R {\n"
+      "  z = select(iota(C) > r + (C - R), -inf, load x[r, :] * scale)\n"
+      "  m = reduce.max(z)\n"
+      "  e = exp(z - select(m == -inf, 0.0, m))\n"
+      "  s = reduce.sum(e)\n"
+      "  store y[r, :] = e * select(s == 0.0, 0.0, 1.0 / s)\n"
+      "}\n";
+  if (xir_program_parse(text, strlen(text), "dims.xir", &p, &d)) die(&d);
+  s = shape_of(p, "R=37,C=20");
+  uint8_t perm[1] = {0};
+  uint32_t W = xir_compiler_width(g_cc);
+  for (uint32_t l = 1; l <= W; l *= 2) {
+    if (xir_candidate_make(p, &s, W, W, l, perm, &c, &d)) die(&d);
+    assert_int_equal(c.fixed_dims, mask_of(p, "R,C"));
+    const xir_kernel *k;
+    if (xir_compile(g_cc, p, &s, &c, &k, &d)) die(&d);
+    xir_case cs;
+    if (xir__case_init(&cs, p, &s, 13, &d) || xir__case_oracle(&cs, &d)) die(&d);
+    launch(k, &cs, 0);
+    check_case(&cs, "mask end r + (C - R)");
+    xir__case_free(&cs);
+    expect_refused(k, p, "R=38,C=20", XIR_ERR_INVALID_ARG, "R = 37");
+  }
+  xir_program_free(p);
+}
+
+/* bf16/f16 buffers must be contiguous: a row stride or strides that are not the contiguous ones
+ * are refused by the native packing and by the interpreter, naming the buffer and its type. */
+static void test_strided_16bit_refused(void **state) {
+  (void)state;
+  xir_program *p0 = load("rmsnorm"), *p;
+  xir_diag d;
+  if (xir_program_retype(p0, "bf16", &p, &d)) die(&d);
+  xir_shape s = shape_of(p, "R=4,C=8");
+  uint8_t perm[1] = {0};
+  xir_candidate cd;
+  uint32_t W = xir_compiler_width(g_cc);
+  if (xir_candidate_make(p, &s, W, W, 1, perm, &cd, &d)) die(&d);
+  const xir_kernel *k;
+  if (xir_compile(g_cc, p, &s, &cd, &k, &d)) die(&d);
+  xir_case c;
+  if (xir__case_init(&c, p, &s, 3, &d)) die(&d);
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  /* contiguous: packs; the contiguous strides given explicitly: packs too */
+  assert_int_equal(xir_kernel_pack_args(k, c.args, slots, &d), XIR_OK);
+  int64_t st[2] = {8, 1};
+  c.args[0].strides = st;
+  assert_int_equal(xir_kernel_pack_args(k, c.args, slots, &d), XIR_OK);
+  c.args[0].strides = NULL;
+  c.args[0].row_stride = 9;
+  assert_int_equal(xir_kernel_pack_args(k, c.args, slots, &d), XIR_ERR_UNSUPPORTED);
+  assert_non_null(strstr(d.msg, "buffer 'x' is bf16: strided 16-bit buffers are not supported"));
+  assert_int_equal(xir_interpret(p, &s, c.args, &d), XIR_ERR_UNSUPPORTED);
+  assert_non_null(strstr(d.msg, "strided 16-bit"));
+  c.args[0].row_stride = 0;
+  c.args[2].row_stride = 16; /* the output */
+  assert_int_equal(xir_kernel_pack_args(k, c.args, slots, &d), XIR_ERR_UNSUPPORTED);
+  assert_non_null(strstr(d.msg, "buffer 'y' is bf16"));
+  /* the check harness's strided views are f32 only */
+  assert_int_equal(xir__case_set_row_stride(&c, 0, 9, &d), XIR_ERR_INVALID_ARG);
+  xir__case_free(&c);
+  xir_program_free(p);
+  xir_program_free(p0);
 }
 
 /* ---- one kernel, many shapes ---- */
@@ -146,6 +245,29 @@ static size_t many_shapes(const char *kernel, const char *compile_spec, const ch
     if (!sampled(&cands[i])) continue;
     const xir_kernel *k;
     if (xir_compile(g_cc, p, &s0, &cands[i], &k, &d)) die(&d);
+    if (cands[i].attn_vec) {
+      /* the attention mapping reads the shape directly: every dim is compile-time, and a launch
+       * at any other shape is refused */
+      assert_int_equal(xir_kernel_candidate(k)->fixed_dims, (1u << xir_program_num_dims(p)) - 1);
+      /* at its own shape it launches its tiles (pack_launch's block count) and matches */
+      uint64_t b0 = 0;
+      if (xir_kernel_check_shape(k, &s0, &b0, &d)) die(&d);
+      assert_int_equal(b0, cands[i].blocks);
+      xir_case c0;
+      if (xir__case_init(&c0, p, &s0, 98, &d) || xir__case_oracle(&c0, &d)) die(&d);
+      launch(k, &c0, 1);
+      check_case(&c0, "attention mapping at its own shape");
+      xir__case_free(&c0);
+      for (int j = 0; j < nl; j++) {
+        xir_shape s = shape_of(p, specs[j]);
+        if (!memcmp(s.dims, s0.dims, sizeof(int64_t) * (size_t)s.ndims)) continue;
+        uint64_t blocks = 7;
+        assert_int_equal(xir_kernel_check_shape(k, &s, &blocks, &d), XIR_ERR_INVALID_ARG);
+        assert_non_null(strstr(d.msg, "a compile-time dim"));
+        assert_int_equal(blocks, 0);
+      }
+      continue;
+    }
     xir_kernel_info info0;
     xir_kernel_get_info(k, &info0);
     char name[128];
@@ -219,7 +341,10 @@ static void test_attention_many_k(void **state) {
                       "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", "B=2,HQ=4,HKV=2,Q=5,K=100,D=16,DV=16",
                       "B=1,HQ=4,HKV=2,Q=1,K=300,D=16,DV=16", "B=3,HQ=4,HKV=2,Q=33,K=65,D=16,DV=16"};
   size_t runs = many_shapes("attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", sh, 6);
-  runs += many_shapes("attention_causal", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", sh, 6);
+  /* causal: Q and K are compile-time (the mask's end reads them); B is launch-time */
+  const char *shc[] = {"B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", "B=3,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16",
+                       "B=2,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16"};
+  runs += many_shapes("attention_causal", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", shc, 3);
   printf("# %zu attention launches of reused kernels checked\n", runs);
 }
 
@@ -389,16 +514,27 @@ static void test_kv_cache_view(void **state) {
     c.args[pi].strides = st;
   }
   xir_candidate *cands;
-  size_t n;
+  size_t n, refused = 0, ran = 0;
   if (xir_candidates(p, &s, xir_compiler_width(g_cc), &cands, &n, &d)) die(&d);
   for (size_t i = 0; i < n; i++) {
     if (!sampled(&cands[i])) continue;
     const xir_kernel *k;
     if (xir_compile(g_cc, p, &s, &cands[i], &k, &d)) die(&d);
+    if (cands[i].attn_vec) { /* the attention mapping addresses contiguous buffers only */
+      uint64_t slots[XIR_MAX_ARG_SLOTS], blocks = 7;
+      assert_int_equal(xir_kernel_pack_launch(k, &s, c.args, slots, &blocks, &d),
+                       XIR_ERR_UNSUPPORTED);
+      assert_non_null(strstr(d.msg, "buffer 'k': the attention mapping needs contiguous buffers"));
+      assert_int_equal(blocks, 0);
+      refused++;
+      continue;
+    }
     xir__case_reset_outputs(&c);
     launch(k, &c, 0);
     check_case(&c, "attention on a KV cache view");
+    ran++;
   }
+  assert_true(refused > 0 && ran > 0);
   /* the interpreter reads the view the same way */
   double *ref0 = malloc(c.numel[3] * sizeof(double));
   memcpy(ref0, c.ref[3], c.numel[3] * sizeof(double));
@@ -476,6 +612,11 @@ static void in_place(const char *kernel, const char *spec, const char *out, cons
     a[i].in = buf;
     a[o].out = buf;
     uint64_t slots[XIR_MAX_ARG_SLOTS], blocks;
+    if (cands[j].attn_vec) { /* its tiles are not in-place safe: refused */
+      assert_int_equal(xir_kernel_pack_launch(k, &s, a, slots, &blocks, &d), XIR_ERR_UNSUPPORTED);
+      assert_non_null(strstr(d.msg, "in-place launch refused: the attention mapping"));
+      continue;
+    }
     if (xir_kernel_pack_launch(k, &s, a, slots, &blocks, &d)) die(&d);
     xir_launch_stats st;
     if (xir_runtime_launch(g_rt, (xir_block_fn)xir_kernel_entry(k), slots, blocks, 0, 2, &st, &d))
@@ -587,6 +728,8 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bridge_fixed_dims),
+      cmocka_unit_test(test_bridge_attn_and_mask_dims),
+      cmocka_unit_test(test_strided_16bit_refused),
       cmocka_unit_test(test_row_kernels_many_r),
       cmocka_unit_test(test_attention_many_k),
       cmocka_unit_test(test_code_independent_of_launch_dims),

@@ -67,7 +67,7 @@ static void test_parse_verify_rules(void **state) {
   xir_program_free(p);
   /* i64 buffers are inputs only */
   parse_fails("kernel k[R](x: f32[R],\n    y: out i64[R])\nroot r in R {\n  store y[r] = load x[r]\n}\n",
-              2, 5, "output buffer 'y' must be f32: i64 buffers can only be inputs");
+              2, 5, "output buffer 'y' must be f32, bf16 or f16: i64 buffers can only be inputs");
   /* a load of an i64 buffer is i64: no implicit conversion to f32 */
   parse_fails("kernel k[R](pos: i64[R], y: out f32[R])\nroot r in R {\n  store y[r] = load pos[r] * 2.0\n}\n",
               3, 28, "operands of 'mul' have different types i64 and f32");
@@ -131,7 +131,7 @@ static void test_builder(void **state) {
   R = xir_builder_dim(b, "R");
   assert_int_equal(xir_builder_buffer(b, "x", XIR_BOOL, 1, dr, 0), -1);
   assert_int_equal(xir_builder_finish(b, &prog, &d), XIR_ERR_VERIFY);
-  assert_non_null(strstr(d.msg, "buffer 'x' must have element type f32 or i64"));
+  assert_non_null(strstr(d.msg, "buffer 'x' must have element type f32, bf16, f16 or i64"));
 }
 
 static void test_print_roundtrip(void **state) {

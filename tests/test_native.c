@@ -164,6 +164,15 @@ static void test_block_subrange_writes_exactly_its_part(void **state) {
       for (size_t e = 0; e < c.numel[q]; e++) {
         uint64_t rp = owner(p, &shape, q, cd, e);
         int mine = rp >= b0 * per_block && rp < b1 * per_block;
+        if (cd->attn_vec) {
+          /* the attention mapping: block = tile (b, h / hb, i / qb) of o[b, h, i, :] */
+          const int64_t *D = shape.dims; /* B, HQ, HKV, Q, K, D, DV */
+          uint64_t dv = (uint64_t)D[6], i = e / dv % (uint64_t)D[3];
+          uint64_t h = e / dv / (uint64_t)D[3] % (uint64_t)D[1], b = e / dv / (uint64_t)D[3] / (uint64_t)D[1];
+          uint64_t nqb = ((uint64_t)D[3] + cd->attn_qb - 1) / cd->attn_qb;
+          uint64_t tile = (b * ((uint64_t)D[1] / cd->attn_hb) + h / cd->attn_hb) * nqb + i / cd->attn_qb;
+          mine = tile >= b0 && tile < b1;
+        }
         float y = c.data[q][e];
         if (mine && !(fabs(y - c.ref[q][e]) <= 1e-3 + 1e-3 * fabs(c.ref[q][e])))
           fail_msg("%s: element %zu of its blocks is %g, oracle %g", g_kernel, e, (double)y, c.ref[q][e]);
@@ -221,6 +230,37 @@ static void test_shared_exp_is_computed_once(void **state) {
   for (const char *q = info.ir_text; (q = strstr(q, "call fastcc")) != NULL; q++)
     if (strncmp(strchr(q, '@'), "@xir.vexp", 9) == 0) calls++;
   assert_int_equal(calls, 1);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
+/* rope's pow(theta, …) has a scalar base: the lowering computes log|theta| once
+ * (xir.vpowlog, the uniform-base pow) and never emits the general pow; every candidate of a rope
+ * shape still matches the oracle (pow with a uniform base is bit-identical to pow). */
+static void test_rope_pow_uses_uniform_base(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rope") != 0) return;
+  xir_program *p;
+  xir_diag d;
+  xir_shape s;
+  if (xir_kernel_load("rope", &p, &d) || xir_shape_parse(p, "R=5,C=96,HD=32", &s, &d)) die(&d);
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  uint8_t perm[1] = {0};
+  for (uint32_t ell = 1; ell <= 2 * W; ell *= 2) {
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, 2 * W, ell, perm, &c, &d)) die(&d);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    assert_non_null(strstr(info.ir_text, "@xir.vpowlog"));
+    assert_null(strstr(info.ir_text, "@xir.vpow."));
+  }
+  assert_true(check_all(cc, "rope", "R=5,C=96,HD=32") > 0);
+  assert_true(check_all(cc, "rope", "R=3,C=12,HD=4") > 0);
   xir_compiler_destroy(cc);
   xir_program_free(p);
 }
@@ -315,6 +355,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_compile_twice_reuses_result),
       cmocka_unit_test(test_narrow_widths),
       cmocka_unit_test(test_shared_exp_is_computed_once),
+      cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_rope_cache_clamps_positions),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);

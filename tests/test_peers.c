@@ -340,6 +340,23 @@ static void test_attention(void **state) {
       {"attention_causal", {2, 3, 1, 5, 7, 3, 5}, {0}, MASK_NONE},
       {"attention_causal", {2, 4, 2, 9, 4, 8, 8}, {0}, MASK_NONE},  /* Q > K: masked queries */
       {"attention_causal", {1, 2, 1, 16, 16, 32, 16}, {0.25}, MASK_NONE},
+      /* the blocked peer (issue 10): odd shapes across its query blocks (64 rows: 64 queries
+       * at HQ/HKV = 1, 32 at 2, 16 at 4) and key blocks (64 keys), HQ/HKV = 1, 2, 4, causal
+       * with Q > K (fully masked queries) and Q < K (the diagonal inside a key block) */
+      {"attention", {1, 3, 3, 67, 131, 9, 7}, {0}, MASK_NONE},
+      {"attention", {2, 4, 2, 35, 65, 17, 5}, {0}, MASK_NONE},
+      {"attention", {1, 8, 2, 1, 200, 33, 40}, {0}, MASK_NONE},   /* decode-like: Q = 1 */
+      {"attention", {1, 70, 1, 3, 66, 5, 3}, {0}, MASK_NONE},     /* HQ/HKV = 70 > 64 rows */
+      {"attention_causal", {1, 2, 2, 131, 67, 9, 7}, {0}, MASK_NONE},   /* Q > K, HQ/HKV = 1 */
+      {"attention_causal", {2, 4, 2, 37, 150, 17, 5}, {0}, MASK_NONE},  /* Q < K, 2 */
+      {"attention_causal", {1, 8, 2, 19, 19, 11, 13}, {0}, MASK_NONE},  /* Q = K, 4 */
+      {"attention_causal", {1, 4, 1, 70, 3, 8, 8}, {0}, MASK_NONE},     /* Q >> K, 4 */
+      {"attention_causal", {1, 4, 1, 3, 130, 8, 8}, {0}, MASK_NONE},    /* Q << K, 4 */
+      /* DV a multiple of the 32-column tile (V read in place), with one row tile (decode: the
+       * scores as dot products) and with several */
+      {"attention", {1, 8, 2, 1, 130, 64, 64}, {0}, MASK_NONE},
+      {"attention", {1, 4, 2, 20, 70, 16, 64}, {0}, MASK_NONE},
+      {"attention_causal", {2, 2, 1, 33, 47, 24, 32}, {0}, MASK_NONE},
   };
   run_all(cases, sizeof cases / sizeof cases[0]);
 }

@@ -111,6 +111,10 @@ void bench_set_ext_peers(const char **names, int n);
 /* Case lifecycle. prepare: inputs, oracle, plan/compile or peer setup (outside timing).
  * run: the timed region (n launches + wait), returning wall ns. check: the whole output vs the
  * oracle after timing. */
+/* The program of a case's kernel: a built-in kernel name, or NAME@DTYPE — the kernel retyped
+ * (xir_program_retype: "rmsnorm@bf16" is rmsnorm with every float buffer bf16). The bench and
+ * the audit both load cases through this. */
+xir_status bench_load_kernel(const char *decl_kernel, xir_program **p, xir_diag *d);
 xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d);
 xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d);
 xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_ok, xir_diag *d);
@@ -120,6 +124,8 @@ void bcase_release(bcase *c);
 xir_status ext_peer_start(const char *name, const char *command, ext_peer **out, xir_diag *d);
 xir_status ext_peer_request(ext_peer *p, const char *json_line, cJSON **answer, xir_diag *d);
 void ext_peer_stop(ext_peer *p);
+/* "VERSION: DETAIL" of the peer's hello answer (what it runs, e.g. oneDNN's primitives). */
+const char *ext_peer_hello(const ext_peer *p);
 /* Stops (SIGSTOP) or continues (SIGCONT) the peer's process. */
 void ext_peer_pause(ext_peer *p, int paused);
 

@@ -276,9 +276,25 @@ static xir_status prepare_ext(bench_env *e, bcase *c, xir_diag *d) {
   return XIR_OK;
 }
 
+xir_status bench_load_kernel(const char *decl_kernel, xir_program **p, xir_diag *d) {
+  char name[64];
+  const char *at = strchr(decl_kernel, '@');
+  snprintf(name, sizeof name, "%.*s", at ? (int)(at - decl_kernel) : (int)strlen(decl_kernel),
+           decl_kernel);
+  xir_program *base;
+  xir_status st = xir_kernel_load(name, &base, d);
+  if (st || !at) {
+    *p = st ? NULL : base;
+    return st;
+  }
+  st = xir_program_retype(base, at + 1, p, d);
+  xir_program_free(base);
+  return st;
+}
+
 xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
   xir_status st;
-  if ((st = xir_kernel_load(c->decl.kernel, &c->p, d))) return st;
+  if ((st = bench_load_kernel(c->decl.kernel, &c->p, d))) return st;
   if ((st = xir_shape_parse(c->p, c->decl.shape, &c->shape, d))) return st;
   if ((st = xir__case_init(&c->cs, c->p, &c->shape, e->seed, d))) return st;
   c->cs_ok = 1;
@@ -393,9 +409,12 @@ xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_
   if (c->kind == BC_PROBE) check_probe(c, out);
   else
 #endif
-    *out = xir__case_compare(&c->cs, o, xir__kernel_tolerance(c->decl.kernel));
+    *out = xir__case_compare(&c->cs, o, xir__kernel_tolerance(xir_program_name(c->p)));
   *sentinels_ok = xir__case_sentinels_ok(&c->cs);
-  xir__jit_sha256_hex(c->cs.data[o], c->cs.numel[o] * sizeof(float), c->out_sha);
+  if (c->cs.hdata[o]) /* a bf16/f16 output: its bits */
+    xir__jit_sha256_hex(c->cs.hdata[o], c->cs.numel[o] * sizeof(uint16_t), c->out_sha);
+  else
+    xir__jit_sha256_hex(c->cs.data[o], c->cs.numel[o] * sizeof(float), c->out_sha);
   return XIR_OK;
 }
 

@@ -20,6 +20,7 @@ struct ext_peer {
   char buf[1 << 16];
   size_t len;
   int paused;
+  char hello[1200]; /* "VERSION: DETAIL" from the peer's hello answer */
 };
 
 xir_status ext_peer_start(const char *name, const char *command, ext_peer **out, xir_diag *d) {
@@ -53,10 +54,15 @@ xir_status ext_peer_start(const char *name, const char *command, ext_peer **out,
     ext_peer_stop(p);
     return xir__err(d, XIR_ERR_RUNTIME, "peer '%s' (%s) did not answer hello: %s", name, command, d ? d->msg : "");
   }
+  const char *ver = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "version"));
+  const char *det = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "detail"));
+  snprintf(p->hello, sizeof p->hello, "%s: %s", ver ? ver : "?", det ? det : "-");
   cJSON_Delete(ans);
   *out = p;
   return XIR_OK;
 }
+
+const char *ext_peer_hello(const ext_peer *p) { return p ? p->hello : ""; }
 
 xir_status ext_peer_request(ext_peer *p, const char *line, cJSON **answer, xir_diag *d) {
   *answer = NULL;

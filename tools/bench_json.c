@@ -18,14 +18,22 @@
     c->f = x->valuedouble;                                                         \
   }
 
+/* A field that later versions added: 0 when an older record lacks it. */
+#define GET_OPT(f)                                                                 \
+  {                                                                                \
+    if (cJSON_GetObjectItemCaseSensitive(o, #f)) GET(f)                            \
+  }
+
 #define CAL_FIELDS(X)                                                                       \
   X(ns_per_arith) X(ns_per_math) X(ns_per_byte) X(ns_per_block) X(ns_per_task) X(ns_activation) \
   X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) X(mem_ns[0]) X(mem_ns[1]) X(mem_ns[2])
+#define CAL_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1])
 
 cJSON *bench_calibration_json(const xir_calibration *c) {
   cJSON *o = cJSON_CreateObject();
 #define PUT(f) cJSON_AddNumberToObject(o, #f, c->f);
   CAL_FIELDS(PUT)
+  CAL_FIELDS_OPT(PUT)
 #undef PUT
   return o;
 }
@@ -33,12 +41,14 @@ cJSON *bench_calibration_json(const xir_calibration *c) {
 int bench_calibration_from_json(const cJSON *o, xir_calibration *c, char *why, size_t cap) {
   memset(c, 0, sizeof *c);
   CAL_FIELDS(GET)
+  CAL_FIELDS_OPT(GET_OPT)
   return 0;
 }
 
 #define COEF_FIELDS(X)                                                                         \
   X(c[0]) X(c[1]) X(c[2]) X(c[3]) X(c[4]) X(c[5]) X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) \
   X(mem_ns[0]) X(mem_ns[1]) X(mem_ns[2]) X(ns_per_math)
+#define COEF_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1])
 
 _Static_assert(XIR_TERM_COUNT == 6, "COEF_FIELDS lists every term");
 
@@ -46,6 +56,7 @@ cJSON *bench_coefficients_json(const xir_cost_coefficients *c) {
   cJSON *o = cJSON_CreateObject();
 #define PUT(f) cJSON_AddNumberToObject(o, #f, c->f);
   COEF_FIELDS(PUT)
+  COEF_FIELDS_OPT(PUT)
 #undef PUT
   return o;
 }
@@ -53,6 +64,7 @@ cJSON *bench_coefficients_json(const xir_cost_coefficients *c) {
 int bench_coefficients_from_json(const cJSON *o, xir_cost_coefficients *c, char *why, size_t cap) {
   memset(c, 0, sizeof *c);
   COEF_FIELDS(GET)
+  COEF_FIELDS_OPT(GET_OPT)
   return 0;
 }
 #undef GET

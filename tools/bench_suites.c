@@ -11,7 +11,9 @@
  *                2 threads) and c_fast_1t (the same, 1 thread) — and the external peers
  *                (--peers-dir), at the report shapes and odd ones; for the large shapes also vs
  *                the streaming probe over the kernel's own bytes (probe:stream: xir / floor).
- *                rope_cache joins when the binary has the kernel. `--configs` may add
+ *                rope_cache joins when the binary has the kernel. Attention adds the decode
+ *                case (with the probe: every peer's fraction of the floor) and Q = K = 512
+ *                causal and not (xir causal / non-causal). `--configs` may add
  *                joint_tasks (vs c_fast_omp), joint_tasks_1w (vs c_fast_1t), peer:c_strict_omp
  *                (the strict-IEEE C, vs default) and fixed candidates
  *                (fixed:l=64,B=64,G=max,H=1: vs c_fast_1t when H=1, else vs c_fast_omp)
@@ -33,9 +35,17 @@ static const char *kKernels[] = {"rmsnorm", "layernorm", "rope", "softmax_mask",
 /* The peers suite's row shapes: four of the report's (129x768, 257x1538, 1024x4096, 4096x1024;
  * 64x256 and 17x65 are in the validation suite) and odd ones — one row, three rows, row lengths
  * that are not a multiple of 16 (1000, 1538) — six, so that a full run (4 rounds, 250 ms settle
- * before each visit, 152 cases) stays near six minutes on this 2-core machine. */
+ * before each visit, 152 cases; 162 with the attention cases below) stays near six minutes on
+ * this 2-core machine. */
 static const char *kPeerRows[] = {"R=1,C=4096",   "R=3,C=1000",    "R=129,C=768",
                                   "R=257,C=1538", "R=1024,C=4096", "R=4096,C=1024"};
+/* The peers suite's attention cases beyond kAttnShapes (issue 10): the decode step — one new
+ * token of 32 query heads against a 4096-token KV cache of 8 KV heads — for attention, with the
+ * streaming probe (its floor: K and V read once per KV head, q read and o written once); and a
+ * long causal case, Q = K = 512, for attention_causal next to attention at the same shape (the
+ * paired ratio causal / non-causal of xir's default plan). */
+static const char kDecodeShape[] = "B=1,HQ=32,HKV=8,Q=1,K=4096,D=128,DV=128";
+static const char kLongShape[] = "B=1,HQ=32,HKV=8,Q=512,K=512,D=64,DV=64";
 /* Row shapes with at least this many elements get the streaming probe. */
 #define PROBE_MIN_ELEMENTS 1000000L
 /* rope_cache's cache length (positions are < P). */
@@ -198,9 +208,19 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
     snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
     pair_configs(b, k, shape, cfg, "default");
   }
-  /* the streaming floor of the large row cases: xir / (the same bytes streamed) */
-  if (strncmp(k, "attention", 9) != 0 && row_elements(shape) >= PROBE_MIN_ELEMENTS)
+  /* the streaming floor of the large row cases and of the decode case: xir / (the same bytes
+   * streamed), and every peer / the same (the fraction of the floor each reaches) */
+  if ((strncmp(k, "attention", 9) != 0 && row_elements(shape) >= PROBE_MIN_ELEMENTS) ||
+      !strcmp(shape, kDecodeShape)) {
     pair_configs(b, k, shape, "probe:stream", "default");
+    pair_configs(b, k, shape, "probe:stream", "peer:c_fast_omp");
+    pair_configs(b, k, shape, "probe:stream", "peer:c_fast_1t");
+    for (int i = 0; i < g_next; i++) {
+      char cfg[96];
+      snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
+      pair_configs(b, k, shape, "probe:stream", cfg);
+    }
+  }
   /* on request only */
   if (named(b, "peer:c_strict_omp")) pair_configs(b, k, shape, "peer:c_strict_omp", "default");
   if (named(b, "joint_tasks")) pair_configs(b, k, shape, "peer:c_fast_omp", "joint_tasks");
@@ -225,6 +245,18 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
       continue;
     }
     c = e ? e + 1 : c + strlen(c);
+  }
+}
+
+/* The same kernel with 16-bit buffers against f32, both under the default planner: every float
+ * buffer bf16, then f16 (NAME@DTYPE, bench_load_kernel). */
+static void vs_dtypes(builder *b, const char *k, const char *shape) {
+  if (!in_list(b->f->configs, "default", ',')) return;
+  const char *types[] = {"bf16", "f16"};
+  for (int i = 0; i < 2; i++) {
+    char kd[32];
+    snprintf(kd, sizeof kd, "%s@%s", k, types[i]);
+    add_cmp(b, add_case(b, k, shape, "default"), add_case(b, kd, shape, "default"));
   }
 }
 
@@ -292,6 +324,21 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     }
     each_shape(&b, ks, nk, kPeerRows, (int)(sizeof kPeerRows / sizeof kPeerRows[0]), kAttnShapes,
                2, vs_peers);
+    const char *decode[] = {kDecodeShape}, *lng[] = {kLongShape};
+    const char *attn[] = {"attention", "attention_causal"};
+    each_shape(&b, attn, 1, NULL, 0, decode, 1, vs_peers);
+    each_shape(&b, attn, 2, NULL, 0, lng, 1, vs_peers);
+    /* xir's default plan, causal / non-causal at the long shape (masked work skipped: < 1) */
+    if (in_list(b.f->kernels, "attention", ',') && in_list(b.f->kernels, "attention_causal", ',') &&
+        (!b.f->shapes || in_list(b.f->shapes, kLongShape, ';')) && in_list(b.f->configs, "default", ','))
+      add_cmp(&b, add_case(&b, "attention", kLongShape, "default"),
+              add_case(&b, "attention_causal", kLongShape, "default"));
+  } else if (!strcmp(name, "dtype")) {
+    /* bf16/f16 against f32 at the large shapes, where the bytes moved decide */
+    const char *ks[] = {"rmsnorm", "layernorm", "swiglu", "gelu_residual", "softmax_mask", "rope"};
+    const char *rows[] = {"R=1024,C=4096", "R=2048,C=8192"};
+    each_shape(&b, ks, 6, rows, 2, kAttnShapes, 0, vs_dtypes);
+    s->default_rounds = 2;
   } else if (!strcmp(name, "smoke")) {
     const char *ks[] = {"rmsnorm", "swiglu"};
     const char *rows[] = {"R=3,C=7", "R=17,C=65"};
@@ -302,7 +349,7 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     s->default_rounds = 2;
   } else {
     return xir__err(d, XIR_ERR_NOT_FOUND,
-                    "unknown suite '%s' (pilot, validation, fixed-grain, peers, smoke)", name);
+                    "unknown suite '%s' (pilot, validation, fixed-grain, peers, dtype, smoke)", name);
   }
   if (b.oom || make_orders(s, four)) {
     bench_suite_free(s);

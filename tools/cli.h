@@ -19,6 +19,8 @@ int cmd_suite(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `xir bench --suite regret` (tools/bench_regret.c): the planner's regret, measured. */
+int bench_regret_main(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
@@ -38,6 +40,9 @@ int cli_make_dir(const char *dir, int parents);
 
 /* Loads a built-in kernel by name, or else parses the file at `spec`. */
 xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d);
+/* Replaces *p by its copy retyped by `spec` (xir_program_retype: "bf16", "x=bf16,w=f32");
+ * nothing happens for a NULL spec. On failure *p is unchanged. */
+xir_status cli_retype(xir_program **p, const char *spec, xir_diag *d);
 
 /* Parses a non-negative 32-bit integer ("max" = UINT32_MAX when allow_max). 0 on success. */
 int cli_parse_u32(const char *s, int allow_max, uint32_t *out);

@@ -32,6 +32,7 @@ typedef struct bench_opts {
                        their calls and would steal the next case's cores) */
   int samples;
   int plot;
+  int list; /* --list: print the suite's cases and comparisons, measure nothing */
   char ext_names[4][32], ext_cmds[4][4400];
   int next;
 } bench_opts;
@@ -41,7 +42,8 @@ static void help(void) {
       "usage: xir bench --suite NAME [options]\n\n"
       "Runs a benchmark suite with the measurement protocol of SPEC.md and writes raw records\n"
       "(gzip'd JSON), tables.md and ratios.svg into the output folder; `xir audit DIR` checks\n"
-      "them. Suites: pilot, validation, fixed-grain, peers, smoke.\n\n"
+      "them. Suites: pilot, validation, fixed-grain, peers, dtype, smoke; and regret (the\n"
+      "planner's regret, its own options: `xir bench --suite regret --help`).\n\n"
       "options:\n"
       "  --suite NAME          the suite (required)\n"
       "  --kernels a,b         only these kernels\n"
@@ -62,7 +64,9 @@ static void help(void) {
       "  --peers-dir DIR       external peers set up by scripts/setup_peers.sh DIR\n"
       "  --peer NAME=COMMAND   an external peer server (repeatable; docs/peers.md)\n"
       "  --out DIR             output folder (default results/SUITE-YYYYmmdd-HHMMSS)\n"
-      "  --no-plot             skip ratios.svg\n");
+      "  --no-plot             skip ratios.svg\n"
+      "  --list                print the suite's cases and comparisons (variant / baseline) after\n"
+      "                        the filters, and measure nothing\n");
 }
 
 static void sha_file(const char *path, char hex[65]) {
@@ -279,6 +283,68 @@ static void write_headline(FILE *f, const cJSON *rec, headline *tot) {
     fprintf(f, "\nNo case of xir's default plan was measured against a headline peer.\n\n");
 }
 
+/* The peers suite's attention additions (issue 10), from the summary: every configuration
+ * against the streaming probe of its case (the fraction of the bandwidth floor it reaches =
+ * probe time / its time, the inverse of the paired ratio); xir's causal / non-causal ratio at the
+ * same shape; and what each external peer said it runs (its hello). */
+static void write_floor_and_causal(FILE *f, const cJSON *rec) {
+  const cJSON *cases = cJSON_GetObjectItem(rec, "cases"), *sum = cJSON_GetObjectItem(rec, "summary");
+  const cJSON *cs = cJSON_GetObjectItem(sum, "cases"), *cmps = cJSON_GetObjectItem(sum, "comparisons");
+  const cJSON *k;
+  int n = 0;
+  cJSON_ArrayForEach(k, cmps) {
+    int b = (int)jnum(k, "baseline"), v = (int)jnum(k, "variant");
+    if (strcmp(jcfg(cases, b), "probe:stream") != 0) continue;
+    const cJSON *cb = cJSON_GetArrayItem(cases, b);
+    if (!n++)
+      fprintf(f, "## Bandwidth floor: the fraction each configuration reaches\n\n"
+                 "Floor = the probe's time over the case's own buffers (every input read once, the "
+                 "output written once; attention: K and V once per KV head, q and o once), measured "
+                 "in the same run. Fraction = floor / time = 1 / the paired ratio (median over "
+                 "rounds; min–max from the ratio's).\n\n"
+                 "| kernel | shape | config | µs | floor µs | GB/s | fraction of floor | min–max |\n"
+                 "|---|---|---|---:|---:|---:|---:|---|\n");
+    char x[32], y[32];
+    double t = jnum(cJSON_GetArrayItem(cs, v), "median_p50_ns");
+    double fl = jnum(cJSON_GetArrayItem(cs, b), "median_p50_ns");
+    fprintf(f, "| %s | %s | %s | %s | %s | %.1f | %.3f | %.3f–%.3f |\n",
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "kernel")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "shape")), jcfg(cases, v),
+            fmt_us(t, x, sizeof x), fmt_us(fl, y, sizeof y), jnum(cb, "bytes") / t,
+            1 / jnum(k, "median_ratio"), 1 / jnum(k, "max_ratio"), 1 / jnum(k, "min_ratio"));
+  }
+  if (n) fprintf(f, "\n");
+  n = 0;
+  cJSON_ArrayForEach(k, cmps) {
+    const cJSON *cb = cJSON_GetArrayItem(cases, (int)jnum(k, "baseline"));
+    const cJSON *cv = cJSON_GetArrayItem(cases, (int)jnum(k, "variant"));
+    if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cb, "kernel")), "attention") != 0 ||
+        strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cv, "kernel")), "attention_causal") != 0)
+      continue;
+    if (!n++)
+      fprintf(f, "## Causal / non-causal attention (xir's default plan)\n\n"
+                 "The same shape with and without the causal mask; the mask hides (K·Q − Q(Q+1)/2)"
+                 " / (K·Q) of the scores, so skipping the masked work gives a ratio near 0.5.\n\n"
+                 "| shape | non-causal µs | causal µs | causal / non-causal | min–max |\n"
+                 "|---|---:|---:|---:|---|\n");
+    char x[32], y[32];
+    fprintf(f, "| %s | %s | %s | %.3f | %.3f–%.3f |\n",
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "shape")),
+            fmt_us(jnum(cJSON_GetArrayItem(cs, (int)jnum(k, "baseline")), "median_p50_ns"), x, sizeof x),
+            fmt_us(jnum(cJSON_GetArrayItem(cs, (int)jnum(k, "variant")), "median_p50_ns"), y, sizeof y),
+            jnum(k, "median_ratio"), jnum(k, "min_ratio"), jnum(k, "max_ratio"));
+  }
+  if (n) fprintf(f, "\n");
+  const cJSON *ph = cJSON_GetObjectItem(rec, "peer_hello");
+  if (cJSON_GetArraySize(ph)) {
+    fprintf(f, "## External peers (their hello: version and what they run)\n\n");
+    cJSON_ArrayForEach(k, ph)
+    fprintf(f, "- %s %s\n", cJSON_GetStringValue(cJSON_GetObjectItem(k, "name")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(k, "hello")));
+    fprintf(f, "\n");
+  }
+}
+
 /* tables.md: for the peers suite the headline, then every comparison, then every case. */
 static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) {
   FILE *f = fopen(path, "w");
@@ -304,6 +370,7 @@ static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) 
     headline h;
     write_headline(f, rec, &h);
   }
+  write_floor_and_causal(f, rec);
   fprintf(f, "## Comparisons\n\n| kernel | shape | baseline | variant | baseline µs | variant µs "
              "| ratio | min–max | max abs err (b / v) |\n|---|---|---|---|---:|---:|---:|---|---|\n");
   const cJSON *c;
@@ -433,6 +500,8 @@ static cJSON *grain_identity(bcase *cs, int n) {
 int bench_start_peers(bench_env *e, bench_opts *o, xir_diag *d);
 
 int cmd_bench(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++) /* the regret suite has its own options */
+    if (!strcmp(argv[i], "--suite") && !strcmp(argv[i + 1], "regret")) return bench_regret_main(argc, argv);
   if (cli_wants_help(argc, argv)) {
     help();
     return 0;
@@ -445,7 +514,7 @@ int cmd_bench(int argc, char **argv) {
       {"samples", required_argument, 0, 'n'},   {"seed", required_argument, 0, 'e'},
       {"peers-dir", required_argument, 0, 'P'}, {"peer", required_argument, 0, 'p'},
       {"out", required_argument, 0, 'o'},       {"no-plot", no_argument, 0, 'x'},
-      {"settle-ms", required_argument, 0, 'T'},
+      {"settle-ms", required_argument, 0, 'T'}, {"list", no_argument, 0, 'L'},
       {0, 0, 0, 0}};
   bench_opts o;
   memset(&o, 0, sizeof o);
@@ -471,6 +540,7 @@ int cmd_bench(int argc, char **argv) {
       case 'o': o.out = optarg; break;
       case 'P': o.peers_dir = optarg; break;
       case 'x': o.plot = 0; break;
+      case 'L': o.list = 1; break;
       case 'p': {
         const char *eq = strchr(optarg, '=');
         if (!eq || eq == optarg || o.next >= 4) return cli_usage_error("bench", "--peer needs NAME=COMMAND (at most 4)");
@@ -506,7 +576,7 @@ int cmd_bench(int argc, char **argv) {
       default: return cli_usage_error("bench", "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
-  if (!o.suite) return cli_usage_error("bench", "needs --suite (pilot, validation, fixed-grain, peers, smoke)");
+  if (!o.suite) return cli_usage_error("bench", "needs --suite (pilot, validation, fixed-grain, peers, dtype, smoke)");
   if (optind != argc) return cli_usage_error("bench", "unexpected argument '%s'", argv[optind]);
   xir_diag d;
   int rc = 1;
@@ -533,6 +603,17 @@ int cmd_bench(int argc, char **argv) {
   for (int i = 0; i < o.next; i++) names[i] = o.ext_names[i];
   bench_set_ext_peers(names, o.next);
   if (bench_suite_build(o.suite, &o.filter, &s, &d)) return cli_fail(&d);
+  if (o.list) {
+    for (int i = 0; i < s.ncases; i++)
+      printf("case %d: %s %s %s\n", i, s.cases[i].kernel, s.cases[i].shape, s.cases[i].config);
+    for (int k = 0; k < s.ncomparisons; k++) {
+      const bcase_decl *b = &s.cases[s.comparisons[k][0]], *v = &s.cases[s.comparisons[k][1]];
+      printf("comparison %d: %s %s %s / %s %s %s\n", k, v->kernel, v->shape, v->config, b->kernel,
+             b->shape, b->config);
+    }
+    bench_suite_free(&s);
+    return 0;
+  }
   if (o.settle_ms < 0) o.settle_ms = !strcmp(o.suite, "peers") ? 250 : 0;
   int rounds = o.rounds ? o.rounds : s.default_rounds;
   xir_runtime_options ro;
@@ -626,6 +707,13 @@ int cmd_bench(int argc, char **argv) {
   cJSON_AddItemToObject(rec, "filter", filter_json(&o.filter));
   cJSON *pj = cJSON_AddArrayToObject(rec, "peers");
   for (int i = 0; i < o.next; i++) cJSON_AddItemToArray(pj, cJSON_CreateString(o.ext_names[i]));
+  cJSON *ph = cJSON_AddArrayToObject(rec, "peer_hello");
+  for (int i = 0; i < e.npeers; i++) {
+    cJSON *h = cJSON_CreateObject();
+    cJSON_AddStringToObject(h, "name", e.peer_names[i]);
+    cJSON_AddStringToObject(h, "hello", ext_peer_hello(e.peers[i]));
+    cJSON_AddItemToArray(ph, h);
+  }
   cJSON_AddNumberToObject(rec, "rounds", rounds);
   cJSON_AddNumberToObject(rec, "samples", o.samples);
   cJSON_AddNumberToObject(rec, "warmup_ms", o.warmup_ms);

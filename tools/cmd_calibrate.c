@@ -48,6 +48,8 @@ int cmd_calibrate(int argc, char **argv) {
     printf("memory prior byte (one core)             %10.5f ns\n", c.ns_per_byte);
     printf("block (8 arithmetic units)               %10.3f ns\n", c.ns_per_block);
     printf("math unit (div, sqrt, transcendentals)    %10.4f ns\n", c.ns_per_math);
+    printf("reduction step, sum (chain beyond ops)   %10.4f ns\n", c.ns_per_step[0]);
+    printf("reduction step, max/min (chain)          %10.4f ns\n", c.ns_per_step[1]);
     for (int l = 0; l < XIR_MEM_LEVELS; l++)
       printf("memory, footprint %8.0f KiB              %10.5f ns per byte\n", c.mem_bytes[l] / 1024,
              c.mem_ns[l]);

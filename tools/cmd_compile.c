@@ -66,6 +66,7 @@ int cmd_compile(int argc, char **argv) {
            "object code, and (with --time) the JIT time.\n\n"
            "options:\n"
            "  --shape D=N,...     value of every dim (required)\n"
+           "  --dtype SPEC        retype buffers (bf16, f16, x=bf16,w=f32; docs/xir.md)\n"
            "  --candidate NAME    the candidate (default: the planner's choice with the defaults,\n"
            "                      xir_plan_options_default, as `xir plan` shows)\n"
            "  --width W           SIMD width (default: the host's widest)\n"
@@ -90,9 +91,10 @@ int cmd_compile(int argc, char **argv) {
       {"width", required_argument, 0, 'w'},     {"emit-llvm", required_argument, 0, 'l'},
       {"emit-obj", required_argument, 0, 'o'},  {"time", no_argument, 0, 't'},
       {"emit-header", required_argument, 0, 'h'}, {"header-alias", required_argument, 0, 'a'},
+      {"dtype", required_argument, 0, 'T'},
       {0, 0, 0, 0}};
   const char *shape_spec = NULL, *cand = NULL, *ll = NULL, *obj = NULL, *hdr = NULL,
-             *alias = NULL;
+             *alias = NULL, *dtype = NULL;
   uint32_t width = 0;
   int timing = 0, c;
   optind = 1;
@@ -106,6 +108,7 @@ int cmd_compile(int argc, char **argv) {
       case 'h': hdr = optarg; break;
       case 'a': alias = optarg; break;
       case 't': timing = 1; break;
+      case 'T': dtype = optarg; break;
       case 'w':
         if (cli_parse_u32(optarg, 0, &width))
           return cli_usage_error("compile", "--width needs 1, 2, 4, 8 or 16, not '%s'", optarg);
@@ -121,6 +124,10 @@ int cmd_compile(int argc, char **argv) {
   xir_compiler *cc = NULL;
   int rc = 1;
   if (cli_load_program(argv[optind], &p, &d)) return cli_fail(&d);
+  if (cli_retype(&p, dtype, &d)) {
+    xir_program_free(p);
+    return cli_fail(&d);
+  }
   xir_shape shape;
   xir_candidate cd;
   const xir_kernel *k;

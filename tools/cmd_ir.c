@@ -11,7 +11,7 @@ static const char *param_str(const xir_program *p, int i, char *buf, size_t cap)
   size_t o = (size_t)snprintf(buf, cap, "%s: ", in.name);
   if (in.kind == XIR_PARAM_BUFFER) {
     o += (size_t)snprintf(buf + o, cap - o, "%s%s[", in.is_output ? "out " : "",
-                          in.elem == XIR_I64 ? "i64" : "f32");
+                          xir_elem_name(in.elem));
     for (int k = 0; k < in.rank; k++)
       o += (size_t)snprintf(buf + o, cap - o, "%s%s", k ? ", " : "",
                             xir_program_dim_name(p, in.dims[k]));
@@ -63,7 +63,7 @@ int cmd_kernels(int argc, char **argv) {
         cJSON *q = cJSON_CreateObject();
         cJSON_AddStringToObject(q, "name", in.name);
         cJSON_AddStringToObject(q, "kind", in.kind == XIR_PARAM_BUFFER ? "buffer" : "scalar");
-        cJSON_AddStringToObject(q, "type", in.elem == XIR_I64 ? "i64" : "f32");
+        cJSON_AddStringToObject(q, "type", xir_elem_name(in.elem));
         if (in.kind == XIR_PARAM_BUFFER) {
           cJSON_AddBoolToObject(q, "output", in.is_output);
           cJSON *sh = cJSON_AddArrayToObject(q, "dims");

@@ -94,6 +94,7 @@ int cmd_plan(int argc, char **argv) {
            "every candidate ranked by cost with each term of the objective.\n\n"
            "options:\n"
            "  --shape D=N,...      value of every dim (required)\n"
+           "  --dtype SPEC         retype buffers (bf16, f16, x=bf16,w=f32; docs/xir.md)\n"
            "  --local N            fix the local width l (default 0: search l)\n"
            "  --search-grain       search task grains (the default: powers of two, 0 and max)\n"
            "  --grain G            explicit blocks per task (wins over the search; 0 = the\n"
@@ -113,10 +114,11 @@ int cmd_plan(int argc, char **argv) {
                                        {"shape", required_argument, 0, 's'},
                                        {"explain", no_argument, 0, 'x'},
                                        {"json", no_argument, 0, 'j'},
+                                       {"dtype", required_argument, 0, 'T'},
                                        {0, 0, 0, 0}};
   cli_plan_flags f;
   cli_plan_flags_init(&f);
-  const char *shape_spec = NULL;
+  const char *shape_spec = NULL, *dtype = NULL;
   int explain = 0, json = 0, c;
   optind = 1;
   opterr = 0;
@@ -124,6 +126,7 @@ int cmd_plan(int argc, char **argv) {
     if (c == 's') shape_spec = optarg;
     else if (c == 'x') explain = 1;
     else if (c == 'j') json = 1;
+    else if (c == 'T') dtype = optarg;
     else {
       int r = cli_plan_flag(&f, c, optarg, "plan");
       if (r < 0) return cli_usage_error("plan", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -136,6 +139,10 @@ int cmd_plan(int argc, char **argv) {
   xir_diag d;
   xir_program *p;
   if (cli_load_program(argv[optind], &p, &d)) return cli_fail(&d);
+  if (cli_retype(&p, dtype, &d)) {
+    xir_program_free(p);
+    return cli_fail(&d);
+  }
   xir_shape shape;
   xir_plan *pl = NULL;
   if (xir_shape_parse(p, shape_spec, &shape, &d) || xir_plan_make(p, &shape, &f.opt, &pl, &d)) {
@@ -169,6 +176,14 @@ int cmd_plan(int argc, char **argv) {
       cJSON_AddNumberToObject(o, "critical_packets", (double)e->work.critical_packets);
       cJSON_AddNumberToObject(o, "critical_blocks", (double)e->work.critical_blocks);
       cJSON_AddNumberToObject(o, "critical_tasks", (double)e->work.critical_tasks);
+      cJSON_AddNumberToObject(o, "critical_arith_packets", e->work.critical_arith_packets);
+      cJSON_AddNumberToObject(o, "critical_memory_packets", e->work.critical_memory_packets);
+      if (e->work.mask_full_iterations) {
+        cJSON_AddNumberToObject(o, "mask_live_iterations", (double)e->work.mask_live_iterations);
+        cJSON_AddNumberToObject(o, "mask_full_iterations", (double)e->work.mask_full_iterations);
+        cJSON_AddNumberToObject(o, "mask_critical_live_iterations",
+                                (double)e->work.mask_critical_live_iterations);
+      }
       cJSON_AddNumberToObject(o, "arith_per_packet", e->work.arith_per_packet);
       cJSON_AddNumberToObject(o, "memory_per_packet", e->work.memory_per_packet);
       for (int t = 0; t < XIR_TERM_COUNT; t++)

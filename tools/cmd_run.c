@@ -23,9 +23,12 @@ static void run_help(void) {
       "Binds the dims, makes seeded random inputs (never zero) or reads them, evaluates the\n"
       "program, checks every output against the fp64 reference interpreter and prints a\n"
       "summary. Inputs and outputs are NumPy .npy files (format 1.0, little-endian float32;\n"
-      "int64 for i64 input buffers) named after the parameters (x.npy, pos.npy, ...).\n\n"
+      "int64 for i64 input buffers, '<f2' for f16 and ml_dtypes' 'bfloat16' for bf16 buffers)\n"
+      "named after the parameters (x.npy, pos.npy, ...).\n\n"
       "options:\n"
       "  --shape D=N,...   value of every dim, e.g. R=129,C=768 (required)\n"
+      "  --dtype SPEC      retype buffers: bf16 | f16 | f32 for every float buffer, and/or\n"
+      "                    NAME=TYPE items, e.g. --dtype bf16 or --dtype x=bf16,w=f32\n"
       "  --seed N          seed of the random inputs (default 1)\n"
       "  --set NAME=VALUE  set a scalar parameter (repeatable), e.g. --set eps=1e-6\n"
       "  --inputs DIR      read every input from DIR/<param>.npy instead\n"
@@ -108,8 +111,12 @@ static xir_status save_buffers(const xir_program *p, const xir_shape *shape, con
     for (int k = 0; k < in.rank; k++) sh[k] = (size_t)shape->dims[in.dims[k]];
     snprintf(final[nstaged], sizeof final[0], "%s/%s.npy", save, in.name);
     snprintf(staged[nstaged], sizeof staged[0], "%s/.%s.npy.saving.%ld", save, in.name, (long)getpid());
-    s = in.elem == XIR_I64 ? xir__npy_write_i64(staged[nstaged], cs->idata[i], sh, in.rank, d)
-                           : xir__npy_write_f32(staged[nstaged], cs->data[i], sh, in.rank, d);
+    if (in.elem == XIR_I64)
+      s = xir__npy_write_i64(staged[nstaged], cs->idata[i], sh, in.rank, d);
+    else if (in.elem == XIR_BF16 || in.elem == XIR_F16)
+      s = xir__npy_write_half(staged[nstaged], cs->hdata[i], sh, in.rank, in.elem == XIR_BF16, d);
+    else
+      s = xir__npy_write_f32(staged[nstaged], cs->data[i], sh, in.rank, d);
     if (s) {
       /* name the file the user asked for, not the staging name */
       char msg[sizeof d->msg];
@@ -153,13 +160,14 @@ int cmd_run(int argc, char **argv) {
       {"set", required_argument, 0, 'v'},   {"inputs", required_argument, 0, 'i'},
       {"save", required_argument, 0, 'o'},  {"json", no_argument, 0, 'j'},
       {"candidate", required_argument, 0, 'c'}, {"all-candidates", no_argument, 0, 'a'},
-      {"interpret", no_argument, 0, 'I'}, CLI_PLAN_LONG_OPTIONS,
+      {"interpret", no_argument, 0, 'I'}, {"dtype", required_argument, 0, 'T'},
+      CLI_PLAN_LONG_OPTIONS,
       {0, 0, 0, 0}};
   const char *cand_name = NULL;
   int all = 0, interpret = 0;
   cli_plan_flags pf;
   cli_plan_flags_init(&pf);
-  const char *shape_spec = NULL, *inputs = NULL, *save = NULL;
+  const char *shape_spec = NULL, *inputs = NULL, *save = NULL, *dtype = NULL;
   const char *sets[XIR_MAX_PARAMS];
   int nsets = 0, json = 0;
   uint64_t seed = 1;
@@ -184,6 +192,7 @@ int cmd_run(int argc, char **argv) {
       case 'c': cand_name = optarg; break;
       case 'a': all = 1; break;
       case 'I': interpret = 1; break;
+      case 'T': dtype = optarg; break;
       default: {
         int r = cli_plan_flag(&pf, c, optarg, "run");
         if (r < 0) return cli_usage_error("run", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -202,6 +211,7 @@ int cmd_run(int argc, char **argv) {
   native_result nr;
   memset(&nr, 0, sizeof nr);
   if (cli_load_program(argv[optind], &p, &d)) return cli_fail(&d);
+  if (cli_retype(&p, dtype, &d)) goto fail;
   xir_shape shape;
   if (xir_shape_parse(p, shape_spec, &shape, &d)) goto fail;
   if (xir__case_init(&cs, p, &shape, seed, &d)) goto fail;
@@ -247,8 +257,17 @@ int cmd_run(int argc, char **argv) {
   if (xir__case_oracle(&cs, &d)) goto fail;
   if (interpret) {
     for (int i = 0; i < xir_program_num_params(p); i++)
-      if (cs.ref[i])
-        for (size_t k = 0; k < cs.numel[i]; k++) cs.data[i][k] = (float)cs.ref[i][k];
+      if (cs.ref[i]) {
+        xir_param_info in;
+        xir_program_param(p, i, &in);
+        for (size_t k = 0; k < cs.numel[i]; k++) {
+          float f = (float)cs.ref[i][k];
+          if (cs.hdata[i]) /* a bf16/f16 output: the oracle rounded to its type */
+            cs.hdata[i][k] = in.elem == XIR_BF16 ? xir_f32_to_bf16(f) : xir_f32_to_f16(f);
+          else
+            cs.data[i][k] = f;
+        }
+      }
   } else {
     native_opts no = {.cand = cand_name, .all = all, .width = pf.width_given ? pf.opt.width : 0,
                       .workers = pf.opt.workers,
@@ -287,7 +306,7 @@ int cmd_run(int argc, char **argv) {
     all_pass &= cmp.pass;
     double mn = INFINITY, mx = -INFINITY, sum = 0;
     for (size_t k = 0; k < cs.numel[i]; k++) {
-      double v = cs.data[i][k];
+      double v = xir__case_output_f32(&cs, i, k);
       mn = v < mn ? v : mn;
       mx = v > mx ? v : mx;
       sum += v;

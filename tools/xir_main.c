@@ -115,6 +115,16 @@ xir_status cli_load_program(const char *spec, xir_program **p, xir_diag *d) {
   return xir_program_parse_file(spec, p, d);
 }
 
+xir_status cli_retype(xir_program **p, const char *spec, xir_diag *d) {
+  if (!spec) return XIR_OK;
+  xir_program *q;
+  xir_status s = xir_program_retype(*p, spec, &q, d);
+  if (s) return s;
+  xir_program_free(*p);
+  *p = q;
+  return XIR_OK;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
       strcmp(argv[1], "help") == 0) {

@@ -10,5 +10,6 @@
 #define PEER_THREAD_ID 0
 #define PEER_PARALLEL_FOR /* single thread */
 #define PEER_PARALLEL_FOR_SIMD _Pragma("omp simd")
+#define PEER_PARALLEL_FOR_CYCLIC /* single thread */
 
 #include "peer_kernels.inc"

@@ -13,5 +13,6 @@
 #define PEER_THREAD_ID omp_get_thread_num()
 #define PEER_PARALLEL_FOR _Pragma("omp parallel for schedule(static) num_threads(2)")
 #define PEER_PARALLEL_FOR_SIMD _Pragma("omp parallel for simd schedule(static) num_threads(2)")
+#define PEER_PARALLEL_FOR_CYCLIC _Pragma("omp parallel for schedule(static, 1) num_threads(2)")
 
 #include "peer_kernels.inc"

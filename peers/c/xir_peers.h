@@ -6,8 +6,9 @@
  * accumulators, `#pragma omp simd` on the inner loops) compiled three ways:
  *
  *   c_fast_omp    the headline C peer: gcc -O3 -march=native -ffast-math -fopenmp, OpenMP
- *                 `parallel for schedule(static) num_threads(2)` over rows (attention: over the
- *                 B*HQ*Q query rows; swiglu, gelu_residual: over the flat elements). Under
+ *                 `parallel for schedule(static) num_threads(2)` over rows (attention:
+ *                 `schedule(static, 1)` over (b, KV head, query block) tasks — the blocked loop of
+ *                 peer_kernels.inc; swiglu, gelu_residual: over the flat elements). Under
  *                 fast-math glibc declares its vector math (libmvec), so expf, tanhf, sinf, cosf
  *                 in the inner loops become _ZGVeN16v_expf etc.
  *   c_fast_1t     the same flags and loops, one thread (no parallel region).
@@ -36,7 +37,7 @@
  *                    j > i + (K - Q).
  * A softmax row (or attention query) whose every column is masked gives a zero output row, never
  * NaN. Outputs must not alias inputs. The peers allocate only small scratch buffers (RoPE's
- * per-row cos/sin table, attention's per-query scores) and keep no state between calls; they
+ * per-row cos/sin table, attention's per-thread blocks) and keep no state between calls; they
  * are safe to call from several threads at once. */
 #ifndef XIR_PEERS_H
 #define XIR_PEERS_H

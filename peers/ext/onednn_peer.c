@@ -13,10 +13,22 @@
  *                  implementation for that; oneDNN 3.2 only has its reference one ("ref:any",
  *                  ~40x slower), so by default (--fuse auto) it is then a second primitive, binary,
  *                  in place on y: two JIT primitives per call.  --fuse always|never forces one way.
+ *   attention, attention_causal
+ *                  three primitives, as a oneDNN user writes attention: matmul S = (q k^T) with an
+ *                  eltwise linear post-op (x scale) — and for the causal kernel a binary add
+ *                  post-op of an additive mask [1, G*Q, K] (0 or -1e30, made once in prepare,
+ *                  broadcast over the batch) —, softmax (accurate, in place on S, last axis), then
+ *                  matmul o = S v. GQA without copying K/V: q[B, HQ, Q, D] is read as
+ *                  [B*HKV, G*Q, D] (G = HQ/HKV: the query heads of a KV head are adjacent), k as
+ *                  the weights [B*HKV, D, K] in the transposed layout (acb), so o comes out as
+ *                  o[B, HQ, Q, DV]. Causal with K < Q has fully masked query rows: their softmax
+ *                  is uniform (the mask is finite), and a binary mul post-op of a [1, G*Q, 1] row
+ *                  mask on the second matmul makes them 0, as SPEC says.
+ *                  Fused scaled-dot-product attention: not available in this oneDNN (3.2) on the
+ *                  CPU — see SDPA_NOTE below.
  * Everything else is answered {"ok":false,"error":...} (reported as unsupported): oneDNN's softmax
  * primitive has no pre-softmax scale+mask (its post-ops come after the softmax) and gives NaN, not
- * 0, on a fully masked row; there is no RoPE primitive; attention is not one primitive in the
- * primitive API.
+ * 0, on a fully masked row; there is no RoPE primitive.
  *
  * Threads: 2 (`--threads N`).  OpenMP builds: omp_set_num_threads(2) through dlsym (the OpenMP
  * runtime is loaded with libdnnl, before main could set OMP_NUM_THREADS); TBB builds: the process'
@@ -32,6 +44,7 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -293,7 +306,7 @@ static dnnl_engine_t g_engine;
 static dnnl_stream_t g_stream;
 
 #define MAXARGS 8
-#define MAXSTEPS 2
+#define MAXSTEPS 4
 typedef struct {
   dnnl_primitive_desc_t pd;
   dnnl_primitive_t prim;
@@ -391,7 +404,17 @@ static int is_ref(const_dnnl_primitive_desc_t pd) {
 enum { FUSE_AUTO, FUSE_ALWAYS, FUSE_NEVER };
 static int g_fuse = FUSE_AUTO;
 
-static const char *supported[] = {"rmsnorm", "layernorm", "gelu_residual", "swiglu", NULL};
+static const char *supported[] = {"rmsnorm", "layernorm", "gelu_residual", "swiglu", "attention",
+                                  "attention_causal", NULL};
+
+/* Why there is no fused SDPA peer (issue 10; said in hello and in docs/peers.md). */
+#define SDPA_NOTE                                                                                  \
+  "fused SDPA: not available in oneDNN 3.2 on the CPU (the primitive API has no SDPA primitive; "  \
+  "the Graph API's f32_MHA_fusion pattern of the dnnl backend needs MatMul, Div|Mul, an Add mask, " \
+  "SoftMax, MatMul, Transpose and Reshape|Reorder, has no GQA form, and compiles to a "              \
+  "larger_partition_kernel_t, i.e. the same matmul/softmax/matmul primitives one after the other; " \
+  "the fused CPU MHA kernels of 3.x are the graph-compiler backend's, which this build does not "  \
+  "have)"
 
 static const char *unsupported_reason(const char *k) {
 #ifndef XIR_HAVE_DNNL_RMS_NORM
@@ -406,9 +429,6 @@ static const char *unsupported_reason(const char *k) {
   if (!strcmp(k, "softmax_causal"))
     return "no oneDNN primitive for softmax_causal: the softmax primitive has no causal mask "
            "(its post-ops apply after the softmax)";
-  if (!strcmp(k, "attention") || !strcmp(k, "attention_causal"))
-    return "no oneDNN primitive for attention (the primitive API has no fused SDPA; "
-           "a matmul-softmax-matmul chain is not one primitive)";
   return NULL;
 }
 
@@ -455,6 +475,167 @@ fail:
   return -1;
 }
 
+/* attention / attention_causal: matmul (x scale [+ causal mask]) -> softmax -> matmul (see the top
+ * of the file). */
+static int prepare_attention(pcase *c, const char *k, const jnode *dims, const jnode *sc,
+                             const jnode *inputs, char *err, size_t errlen) {
+  const int causal = !strcmp(k, "attention_causal");
+  static const char *const names[7] = {"B", "HQ", "HKV", "Q", "K", "D", "DV"};
+  int64_t d[7];
+  for (int i = 0; i < 7; i++)
+    if (dim_of(dims, names[i], &d[i]) || d[i] <= 0) {
+      snprintf(err, errlen, "prepare %s: dims B, HQ, HKV, Q, K, D, DV are required and positive", k);
+      return -1;
+    }
+  const int64_t B = d[0], HQ = d[1], HKV = d[2], Q = d[3], K = d[4], D = d[5], DV = d[6];
+  if (HQ % HKV) {
+    snprintf(err, errlen, "prepare %s: HKV=%lld does not divide HQ=%lld", k, (long long)HKV, (long long)HQ);
+    return -1;
+  }
+  const int64_t G = HQ / HKV, N = B * HKV, M = G * Q;
+  double scale = scalar_of(sc, "scale", 0.0);
+  if (scale == 0.0) scale = 1.0 / sqrt((double)D);
+  input in[3] = {{0}};
+  dnnl_memory_desc_t qmd = NULL, kmd = NULL, vmd = NULL, smd = NULL, omd = NULL, mmd = NULL, rmd = NULL;
+  dnnl_primitive_attr_t attr1 = NULL, attr2 = NULL;
+  dnnl_post_ops_t po1 = NULL, po2 = NULL;
+  float *mask = NULL, *rowmask = NULL;
+  step *s0 = &c->steps[0], *sb = NULL, *s1, *s2;
+  dnnl_memory_t mq, mk, mv, ms, mo, mm = NULL, mr = NULL;
+  dnnl_primitive_desc_t masked = NULL;
+  if (!load_input(inputs, "q", B * HQ * Q * D, &in[0], err, errlen)) goto fail;
+  if (!load_input(inputs, "k", B * HKV * K * D, &in[1], err, errlen)) goto fail;
+  if (!load_input(inputs, "v", B * HKV * K * DV, &in[2], err, errlen)) goto fail;
+  {
+    dnnl_dims_t dq = {N, M, D}, dk = {N, D, K}, dv = {N, K, DV}, ds = {N, M, K}, dout = {N, M, DV};
+    dnnl_dims_t dm = {1, M, K}, dr = {1, M, 1};
+    DN(dnnl_memory_desc_create_with_tag(&qmd, 3, dq, dnnl_f32, dnnl_abc));
+    DN(dnnl_memory_desc_create_with_tag(&kmd, 3, dk, dnnl_f32, dnnl_acb)); /* k[n, j, d]: k^T */
+    DN(dnnl_memory_desc_create_with_tag(&vmd, 3, dv, dnnl_f32, dnnl_abc));
+    DN(dnnl_memory_desc_create_with_tag(&smd, 3, ds, dnnl_f32, dnnl_abc));
+    DN(dnnl_memory_desc_create_with_tag(&omd, 3, dout, dnnl_f32, dnnl_abc));
+    DN(dnnl_post_ops_create(&po1));
+    DN(dnnl_post_ops_append_eltwise(po1, dnnl_eltwise_linear, (float)scale, 0.f));
+    int fully_masked = 0;
+    if (causal) {
+      /* row r = g * Q + i (query i of the group's head g) sees keys j <= i + (K - Q) */
+      DN(dnnl_memory_desc_create_with_tag(&mmd, 3, dm, dnnl_f32, dnnl_abc));
+      DN(dnnl_memory_desc_create_with_tag(&rmd, 3, dr, dnnl_f32, dnnl_abc));
+      mask = malloc((size_t)(M * K) * sizeof *mask);
+      rowmask = malloc((size_t)M * sizeof *rowmask);
+      if (!mask || !rowmask) { snprintf(err, errlen, "out of memory"); goto fail; }
+      for (int64_t r = 0; r < M; r++) {
+        const int64_t i = r % Q;
+        for (int64_t j = 0; j < K; j++) mask[r * K + j] = j <= i + (K - Q) ? 0.0f : -1e30f;
+        rowmask[r] = i + (K - Q) >= 0 ? 1.0f : 0.0f;
+        fully_masked |= rowmask[r] == 0.0f;
+      }
+    }
+    DN(dnnl_primitive_attr_create(&attr1));
+    if (causal) {
+      /* the mask as a binary post-op of the matmul when oneDNN has a JIT implementation for
+       * that; oneDNN 3.2 only has its reference one for a [1, M, K] broadcast ("ref:any"), so
+       * by default it is then a binary primitive of its own, in place on S (as for swiglu) */
+      dnnl_post_ops_t pm = NULL;
+      DN(dnnl_post_ops_clone(&pm, po1));
+      dnnl_status_t st = dnnl_post_ops_append_binary(pm, dnnl_binary_add, mmd);
+      if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr1, pm);
+      dnnl_post_ops_destroy(pm);
+      if (st == dnnl_success)
+        st = dnnl_matmul_primitive_desc_create(&masked, g_engine, qmd, kmd, NULL, smd, attr1);
+      if (st != dnnl_success) masked = NULL;
+      if (masked && g_fuse == FUSE_AUTO && is_ref(masked)) {
+        dnnl_primitive_desc_destroy(masked);
+        masked = NULL;
+      }
+      if (!masked && g_fuse == FUSE_ALWAYS) {
+        snprintf(err, errlen, "matmul with a binary add post-op: %s", dnnl_status2str(st));
+        goto fail;
+      }
+    }
+    if (masked) {
+      s0->pd = masked;
+      masked = NULL;
+    } else {
+      dnnl_primitive_attr_destroy(attr1); /* a fresh one: the mask post-op must not stay */
+      attr1 = NULL;
+      DN(dnnl_primitive_attr_create(&attr1));
+      DN(dnnl_primitive_attr_set_post_ops(attr1, po1));
+      DN(dnnl_matmul_primitive_desc_create(&s0->pd, g_engine, qmd, kmd, NULL, smd, attr1));
+      if (causal) {
+        sb = &c->steps[1];
+        DN(dnnl_binary_primitive_desc_create(&sb->pd, g_engine, dnnl_binary_add, smd, mmd, smd, NULL));
+        if (make_prim(sb, err, errlen)) goto fail;
+      }
+    }
+    if (make_prim(s0, err, errlen)) goto fail;
+    s1 = &c->steps[sb ? 2 : 1];
+    s2 = &c->steps[sb ? 3 : 2];
+    DN(dnnl_softmax_forward_primitive_desc_create(&s1->pd, g_engine, dnnl_forward_inference,
+                                                  dnnl_softmax_accurate, smd, smd, 2, NULL));
+    if (make_prim(s1, err, errlen)) goto fail;
+    if (fully_masked) {
+      DN(dnnl_post_ops_create(&po2));
+      DN(dnnl_post_ops_append_binary(po2, dnnl_binary_mul, rmd));
+      DN(dnnl_primitive_attr_create(&attr2));
+      DN(dnnl_primitive_attr_set_post_ops(attr2, po2));
+    }
+    DN(dnnl_matmul_primitive_desc_create(&s2->pd, g_engine, smd, vmd, NULL, omd, attr2));
+    if (make_prim(s2, err, errlen)) goto fail;
+    c->nsteps = sb ? 4 : 3;
+    if (!(mq = new_mem(c, qmd, in[0].data, (size_t)(N * M * D), err, errlen))) goto fail;
+    if (!(mk = new_mem(c, kmd, in[1].data, (size_t)(N * K * D), err, errlen))) goto fail;
+    if (!(mv = new_mem(c, vmd, in[2].data, (size_t)(N * K * DV), err, errlen))) goto fail;
+    if (!(ms = new_mem(c, smd, NULL, (size_t)(N * M * K), err, errlen))) goto fail;
+    if (!(mo = new_mem(c, omd, NULL, (size_t)(N * M * DV), err, errlen))) goto fail;
+    if (causal && !(mm = new_mem(c, mmd, mask, (size_t)(M * K), err, errlen))) goto fail;
+    if (fully_masked && !(mr = new_mem(c, rmd, rowmask, (size_t)M, err, errlen))) goto fail;
+    bind(s0, DNNL_ARG_SRC, mq);
+    bind(s0, DNNL_ARG_WEIGHTS, mk);
+    bind(s0, DNNL_ARG_DST, ms);
+    if (mm && !sb) bind(s0, DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1, mm);
+    if (sb) {
+      bind(sb, DNNL_ARG_SRC_0, ms);
+      bind(sb, DNNL_ARG_SRC_1, mm);
+      bind(sb, DNNL_ARG_DST, ms);
+    }
+    bind(s1, DNNL_ARG_SRC, ms);
+    bind(s1, DNNL_ARG_DST, ms);
+    bind(s2, DNNL_ARG_SRC, ms);
+    bind(s2, DNNL_ARG_WEIGHTS, mv);
+    bind(s2, DNNL_ARG_DST, mo);
+    if (mr) bind(s2, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, mr);
+    c->out = mo;
+    c->out_nd = 4;
+    c->out_shape[0] = B;
+    c->out_shape[1] = HQ;
+    c->out_shape[2] = Q;
+    c->out_shape[3] = DV;
+  }
+  fprintf(stderr, "onednn_peer: prepared %s B=%lld HQ=%lld HKV=%lld Q=%lld K=%lld D=%lld DV=%lld: "
+          "matmul %s%s%s, softmax %s, matmul %s\n", k, (long long)B, (long long)HQ, (long long)HKV,
+          (long long)Q, (long long)K, (long long)D, (long long)DV, s0->impl,
+          sb ? ", binary add (mask) " : "", sb ? sb->impl : "", s1->impl, s2->impl);
+  if (run_once(c, 1, err, errlen)) goto fail;
+  c->ready = 1;
+  goto done;
+fail:
+  if (masked) dnnl_primitive_desc_destroy(masked);
+  case_free(c);
+done:
+  for (int i = 0; i < 3; i++) free(in[i].data);
+  free(mask);
+  free(rowmask);
+  if (attr1) dnnl_primitive_attr_destroy(attr1);
+  if (attr2) dnnl_primitive_attr_destroy(attr2);
+  if (po1) dnnl_post_ops_destroy(po1);
+  if (po2) dnnl_post_ops_destroy(po2);
+  dnnl_memory_desc_t mds[7] = {qmd, kmd, vmd, smd, omd, mmd, rmd};
+  for (int i = 0; i < 7; i++)
+    if (mds[i]) dnnl_memory_desc_destroy(mds[i]);
+  return c->ready ? 0 : -1;
+}
+
 static int prepare(pcase *c, const jnode *req, char *err, size_t errlen) {
   case_free(c);
   const char *k = jstr(req, "kernel");
@@ -465,6 +646,7 @@ static int prepare(pcase *c, const jnode *req, char *err, size_t errlen) {
   int known = 0;
   for (int i = 0; supported[i]; i++) known |= !strcmp(k, supported[i]);
   if (!known) { snprintf(err, errlen, "unknown kernel '%s'", k); return -1; }
+  if (!strncmp(k, "attention", 9)) return prepare_attention(c, k, dims, sc, inputs, err, errlen);
 
   int64_t R, C;
   if (dim_of(dims, "R", &R) || dim_of(dims, "C", &C) || R <= 0 || C <= 0) {
@@ -704,13 +886,14 @@ int main(int argc, char **argv) {
       reply_err("bad request (one JSON object with \"op\" per line expected)");
     } else if (!strcmp(op, "hello")) {
       const dnnl_version_t *v = dnnl_version();
-      char detail[768];
+      char detail[2048];
       int (*omp_max)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_max_threads");
       snprintf(detail, sizeof detail,
                "oneDNN C API %d.%d.%d (%.12s), cpu runtime %s, threads %d (omp_get_max_threads %d, cpus in affinity %d); "
                "primitives: rmsnorm=%s, layernorm=layer_normalization"
                "(use_scale|use_shift), gelu_residual=eltwise gelu_tanh, swiglu=eltwise swish(alpha=1), each then "
-               "binary add/mul: %s%s",
+               "binary add/mul: %s; attention, attention_causal = matmul (x scale, causal: + "
+               "additive mask) -> softmax -> matmul, GQA as [B*HKV, G*Q, D] x k^T; " SDPA_NOTE "%s",
                v->major, v->minor, v->patch, v->hash ? v->hash : "", runtime_name(v->cpu_runtime), threads,
                omp_max ? omp_max() : -1, cpus,
 #ifdef XIR_HAVE_DNNL_RMS_NORM

@@ -7,7 +7,8 @@ compares its output with an fp64 numpy reference (max abs error, and SPEC's tole
 e.g.  ~/.cache/xir-peers/venv/bin/python peers/ext/smoke.py -- ~/.cache/xir-peers/bin/onednn_peer
 Default: rmsnorm 64x256 only; `--kernels all` runs the nine kernels (including a fully masked
 softmax row and a K < Q causal attention).  Needs numpy only.  Exit status 1 if a supported kernel
-is out of tolerance; an unsupported kernel ({"ok":false} on prepare) is listed, not a failure.
+is out of tolerance; an unsupported kernel ({"ok":false} on prepare) is listed, not a failure
+unless --require.
 """
 import argparse
 import json
@@ -84,7 +85,10 @@ def cases(rng):
     for causal, d in ((False, dict(B=1, HQ=4, HKV=2, Q=16, K=32, D=16, DV=16)),
                       (True, dict(B=1, HQ=4, HKV=2, Q=16, K=32, D=16, DV=16)),
                       (True, dict(B=1, HQ=4, HKV=2, Q=16, K=16, D=16, DV=8)),
-                      (True, dict(B=2, HQ=4, HKV=1, Q=12, K=8, D=16, DV=16))):  # K < Q: 4 masked rows
+                      (True, dict(B=2, HQ=4, HKV=1, Q=12, K=8, D=16, DV=16)),   # K < Q: 4 masked rows
+                      (True, dict(B=1, HQ=8, HKV=2, Q=5, K=37, D=16, DV=8)),    # Q < K, HQ/HKV = 4
+                      (False, dict(B=2, HQ=3, HKV=3, Q=7, K=19, D=9, DV=5)),    # HQ/HKV = 1, odd
+                      (False, dict(B=1, HQ=8, HKV=2, Q=1, K=300, D=32, DV=32))):  # decode-like
         ins = {"q": f(d["B"], d["HQ"], d["Q"], d["D"]), "k": f(d["B"], d["HKV"], d["K"], d["D"]),
                "v": f(d["B"], d["HKV"], d["K"], d["DV"])}
         yield ("attention_causal" if causal else "attention"), d, {}, ins, \
@@ -145,6 +149,8 @@ def main():
     ap.add_argument("--n", type=int, default=1000, help="calls timed in one 'run'")
     ap.add_argument("--case-ids", action="store_true",
                     help='use the optional "case" member: prepare every kernel first, then run them in reverse')
+    ap.add_argument("--require", action="store_true",
+                    help="an unsupported kernel is a failure too (exit status 1)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
@@ -171,6 +177,7 @@ def main():
             r = srv.ask(req)
             if not r.get("ok"):
                 print(f"{kernel:16s} {shape:22s} unsupported: {r.get('error')}")
+                bad += a.require
                 continue
             item = (idx, kernel, shape, ins, ref)
             if a.case_ids:

@@ -232,7 +232,8 @@ class Peer:
                   f"{torch.backends.cpu.get_cpu_capability()}, numpy {np.__version__}, "
                   f"python {sys.version.split()[0]}, rms_norm {'F.rms_norm' if hasattr(F, 'rms_norm') else 'by hand'}, "
                   f"attention {'F.scaled_dot_product_attention' if _SDPA_SCALE else 'by hand (matmul, softmax, matmul)'}, "
-                  f"GQA {'enable_gqa' if _SDPA_GQA else 'repeat_interleave'}")
+                  f"GQA {'enable_gqa' if _SDPA_GQA else 'repeat_interleave'}, causal "
+                  f"{'is_causal=True when K = Q, else a boolean mask j <= i + (K - Q)' if _SDPA_SCALE else 'a boolean mask'}")
         return {"ok": True, "peer": f"torch_{self.mode}", "version": torch.__version__, "detail": detail}
 
     @staticmethod

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/attn.h"
 #include "bridge/dims.h"
 #include "ir/program.h"
 #include "xir_bridge.h"
@@ -97,8 +98,11 @@ char *xir_candidate_name(const xir_program *p, const xir_candidate *c, char *buf
   for (int k = 0; k < c->nperm && k < XIR_MAX_ROOT; k++)
     o += (size_t)snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, "%s%s", k ? "." : "",
                           c->perm[k] < p->nroot ? p->root[c->perm[k]].var : "?");
-  snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, ",l=%u,B=%u,W=%u", c->local, c->B,
-           c->W);
+  o += (size_t)snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, ",l=%u,B=%u,W=%u",
+                        c->local, c->B, c->W);
+  if (c->attn_vec)
+    snprintf(buf + (o < cap ? o : cap), o < cap ? cap - o : 0, ",vec=%s,qb=%u,hb=%u",
+             c->attn_vec == XIR_ATTN_VEC_D ? "d" : "q", c->attn_qb, c->attn_hb);
   return buf;
 }
 
@@ -153,6 +157,10 @@ xir_status xir_candidates(const xir_program *p, const xir_shape *shape, uint32_t
         list[n++] = c;
       }
   } while (next_perm(perm, p->nroot));
+  if ((s = xir__attn_candidates(p, shape, W, &list, &n, &cap, d))) {
+    xir__free(list);
+    return s;
+  }
   *out = list;
   *count = n;
   return XIR_OK;
@@ -166,7 +174,8 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
                     !p ? "the program" : !shape ? "the shape" : !name ? "the name" : "the candidate");
   uint8_t perm[XIR_MAX_ROOT];
   int nperm = 0;
-  long long l = -1, B = -1, w = -1;
+  long long l = -1, B = -1, w = -1, qb = -1, hb = -1;
+  int vec = 0;
   const char *s = name;
   while (*s) {
     const char *end = strchr(s, ',');
@@ -191,6 +200,9 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
         perm[nperm++] = (uint8_t)found;
         v = dot < end ? dot + 1 : end;
       }
+    } else if (kl == 3 && memcmp(s, "vec", 3) == 0) {
+      if (end - v != 1 || (*v != 'q' && *v != 'd')) goto bad;
+      vec = *v == 'q' ? XIR_ATTN_VEC_Q : XIR_ATTN_VEC_D;
     } else {
       char *e;
       if (v == end || *v < '0' || *v > '9') goto bad; /* digits only: no sign, no blank */
@@ -204,6 +216,8 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
       if (kl == 1 && *s == 'l') l = val;
       else if (kl == 1 && *s == 'B') B = val;
       else if (kl == 1 && *s == 'W') w = val;
+      else if (kl == 2 && memcmp(s, "qb", 2) == 0) qb = val;
+      else if (kl == 2 && memcmp(s, "hb", 2) == 0) hb = val;
       else goto bad;
     }
     s = *end ? end + 1 : end;
@@ -215,6 +229,22 @@ xir_status xir_candidate_parse(const xir_program *p, const xir_shape *shape, con
   if (w > 0 && (uint32_t)w != W)
     return xir__err(d, XIR_ERR_UNSUPPORTED,
                     "candidate '%s' is for W = %lld, but code is generated for W = %u", name, w, W);
+  if (vec || qb >= 0 || hb >= 0) {
+    /* the attention mapping: its perm, l and B are fixed (the tile order, 1, W) */
+    if (!vec || qb < 0 || hb < 0)
+      return xir__err(d, XIR_ERR_INVALID_ARG,
+                      "candidate '%s': the attention mapping needs vec, qb and hb together", name);
+    xir_status st = xir_candidate_make_attn(p, shape, W, (uint32_t)vec, (uint32_t)qb,
+                                            (uint32_t)hb, c, d);
+    if (st) return st;
+    if (l != 1 || B != W || memcmp(perm, c->perm, (size_t)p->nroot) != 0) {
+      memset(c, 0, sizeof *c);
+      return xir__err(d, XIR_ERR_NOT_FOUND,
+                      "candidate '%s': the attention mapping has l = 1, B = W and its tiles in "
+                      "the order of q's indices", name);
+    }
+    return XIR_OK;
+  }
   return xir_candidate_make(p, shape, W, (uint32_t)B, (uint32_t)l, perm, c, d);
 bad:
   return xir__err(d, XIR_ERR_INVALID_ARG,

@@ -12,6 +12,11 @@
  *      tile results of reductions, expensive tiles used twice) when the shape's value exceeds
  *      XIR_RUNTIME_TILE_MAX or a tile result would exceed its scratch with the free axes at that
  *      bound.
+ *   5. for a masked kernel (xir__mask_skips finds a prefix mask the lowering bounds loops by), the
+ *      mask's axis and every dim its end reads (the ranged loops and the unit's end are built
+ *      from their values);
+ *   6. every dim of an attention-mapping candidate (attn_vec set: lower_attn.c reads the shape
+ *      directly; xir__all_dims).
  * The rest — the root extents (R of the row kernels; B and Q of attention), attention's key
  * length K (a loop and reduction bound), rope_cache's table length P — are read from the
  * argument block at run time. */
@@ -73,6 +78,19 @@ xir_status xir__fixed_dims(const xir_program *p, const xir_shape *shape, uint32_
     xir__free(stack);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory finding the compile-time dims");
   }
+  xir__prefix_mask m;
+  int mask = xir__mask_skips(p, hoist, &m); /* hoist[] as its scratch: recomputed below */
+  if (mask < -1) {
+    xir__free(seen);
+    xir__free(hoist);
+    xir__free(stack);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory finding the compile-time dims");
+  }
+  if (mask >= 0 && !(local > 1 && m.axis_dim != inner_axis)) { /* the lowering's condition */
+    fixed |= 1u << m.axis_dim;
+    for (int k = 0; k < p->ndims; k++)
+      if (m.dim_coef[k]) fixed |= 1u << k;
+  }
   xir__hoisted_tiles(p, shape, hoist);
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
@@ -115,6 +133,10 @@ xir_status xir__fixed_dims(const xir_program *p, const xir_shape *shape, uint32_
   xir__free(stack);
   *out = fixed;
   return XIR_OK;
+}
+
+uint32_t xir__all_dims(const xir_program *p) {
+  return p->ndims >= 32 ? UINT32_MAX : (1u << p->ndims) - 1;
 }
 
 int64_t xir_candidate_dim_max(const xir_program *p, const xir_candidate *c, int dim) {

@@ -8,11 +8,24 @@
 #include "ir/program.h"
 #include "util/sha256.h"
 #include "util/util.h"
+#include "util/half.h"
 #include "util/npy.h"
 #include "util/rng.h"
 
 static const uint32_t kUnwritten = 0x7fc0dead; /* a quiet NaN: "nobody wrote this element" */
 static const uint32_t kSentinel = 0x7fa5a5a5;  /* a NaN with another payload: the guards */
+/* the same for 16-bit outputs (NaN as bf16 and as f16) */
+static const uint16_t kUnwritten16 = 0x7fd5, kSentinel16 = 0x7fa5;
+
+static int is_half(int elem) { return elem == XIR_BF16 || elem == XIR_F16; }
+
+static uint16_t to_half(int elem, float x) {
+  return elem == XIR_BF16 ? xir__f32_to_bf16(x) : xir__f32_to_f16(x);
+}
+
+static float from_half(int elem, uint16_t h) {
+  return elem == XIR_BF16 ? xir__bf16_to_f32(h) : xir__f16_to_f32(h);
+}
 
 void xir__case_input_range(const xir_program *p, int param, float *lo, float *hi) {
   const char *n = p->params[param].name;
@@ -60,6 +73,7 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
     if (q->kind != XIR_PARAM_BUFFER) continue;
     uint64_t n = (uint64_t)xir_param_numel(p, i, shape);
     need += q->is_output            ? (n + 2 * XIR_CASE_GUARD) * sizeof(float) + n * sizeof(double)
+            : is_half(q->elem)       ? n * (sizeof(uint16_t) + sizeof(float))
             : q->elem == XIR_I64 ? n * (sizeof(int64_t) + sizeof(float)) /* values + float copy */
                                  : n * sizeof(float);
   }
@@ -75,7 +89,14 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
     }
     size_t n = xir_param_numel(p, i, shape);
     c->numel[i] = n;
-    if (q->is_output) {
+    if (q->is_output && is_half(q->elem)) {
+      c->hguard[i] = xir__malloc((n + 2 * XIR_CASE_GUARD) * sizeof(uint16_t));
+      c->ref[i] = xir__malloc(n * sizeof(double));
+      if (!c->hguard[i] || !c->ref[i]) goto oom;
+      c->hdata[i] = c->hguard[i] + XIR_CASE_GUARD;
+      c->args[i].out = c->hdata[i];
+      c->args[i].out64 = c->ref[i];
+    } else if (q->is_output) {
       c->guard[i] = xir__malloc((n + 2 * XIR_CASE_GUARD) * sizeof(float));
       c->ref[i] = xir__malloc(n * sizeof(double));
       if (!c->guard[i] || !c->ref[i]) goto oom;
@@ -110,6 +131,17 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
         return s;
       }
       c->args[i].in = c->data[i];
+      if (is_half(q->elem)) {
+        /* the stored values: the f32 draws rounded (never zero), data[] their f32 view */
+        if (!(c->hdata[i] = xir__malloc(n * sizeof(uint16_t)))) goto oom;
+        for (size_t k = 0; k < n; k++) {
+          uint16_t h = to_half(q->elem, c->data[i][k]);
+          if (!(h & 0x7fff)) h = (uint16_t)(h | (q->elem == XIR_BF16 ? 0x3f80 : 0x3c00));
+          c->hdata[i][k] = h;
+          c->data[i][k] = from_half(q->elem, h);
+        }
+        c->args[i].in = c->hdata[i];
+      }
     }
   }
   xir__case_reset_outputs(c);
@@ -152,17 +184,47 @@ xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d) {
     snprintf(path, sizeof path, "%s/%s", dir, fname);
     float *data = NULL;
     int64_t *idata = NULL;
+    uint16_t *hdata = NULL;
     size_t shape[XIR_MAX_RANK], want[XIR_MAX_RANK];
     int ndim = 0;
-    xir_status s = q->elem == XIR_I64
-                       ? xir__npy_read_i64(path, &idata, shape, &ndim, XIR_MAX_RANK, d)
-                       : xir__npy_read_f32(path, &data, shape, &ndim, XIR_MAX_RANK, d);
+    xir_status s;
+    if (is_half(q->elem)) {
+      /* the 16-bit file, or an f32 one rounded to the buffer's type */
+      xir_diag d16;
+      s = xir__npy_read_half(path, &hdata, shape, &ndim, XIR_MAX_RANK, q->elem == XIR_BF16, &d16);
+      if (s == XIR_ERR_FORMAT && strstr(d16.msg, "unsupported dtype '<f4'"))
+        s = xir__npy_read_f32(path, &data, shape, &ndim, XIR_MAX_RANK, d);
+      else if (s && d)
+        *d = d16;
+    } else {
+      s = q->elem == XIR_I64 ? xir__npy_read_i64(path, &idata, shape, &ndim, XIR_MAX_RANK, d)
+                             : xir__npy_read_f32(path, &data, shape, &ndim, XIR_MAX_RANK, d);
+    }
     if (s) return s;
     for (int k = 0; k < q->rank; k++) want[k] = (size_t)c->shape.dims[q->dims[k]];
     if ((s = xir__npy_check_shape(fname, shape, ndim, want, q->rank, d))) {
       xir__free(data);
       xir__free(idata);
+      xir__free(hdata);
       return s;
+    }
+    if (is_half(q->elem)) {
+      /* both views: the stored bits (hdata) and their f32 values (data) */
+      size_t n = c->numel[i];
+      int from_f32 = data != NULL;
+      if (from_f32) hdata = xir__malloc(n * sizeof(uint16_t));
+      else data = xir__malloc(n * sizeof(float));
+      if (!hdata || !data) {
+        xir__free(hdata);
+        xir__free(data);
+        return xir__err(d, XIR_ERR_NOMEM, "out of memory reading '%s'", path);
+      }
+      for (size_t k = 0; k < n; k++) {
+        if (from_f32) hdata[k] = to_half(q->elem, data[k]);
+        data[k] = from_half(q->elem, hdata[k]);
+      }
+      xir__free(c->hdata[i]);
+      c->hdata[i] = hdata;
     }
     if (idata) {
       size_t n = c->numel[i];
@@ -177,7 +239,7 @@ xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d) {
     }
     xir__free(c->data[i]);
     c->data[i] = data;
-    c->args[i].in = idata ? (const void *)idata : (const void *)data;
+    c->args[i].in = idata ? (const void *)idata : hdata ? (const void *)hdata : (const void *)data;
   }
   return XIR_OK;
 }
@@ -250,8 +312,17 @@ xir_status xir__case_oracle(xir_case *c, xir_diag *d) {
   return s;
 }
 
+static void fill_u16(uint16_t *p, size_t n, uint16_t bits) {
+  for (size_t i = 0; i < n; i++) p[i] = bits;
+}
+
 void xir__case_reset_outputs(xir_case *c) {
   for (int i = 0; i < c->p->nparams; i++) {
+    if (c->hguard[i]) {
+      fill_u16(c->hguard[i], XIR_CASE_GUARD, kSentinel16);
+      fill_u16(c->hdata[i], c->numel[i], kUnwritten16);
+      fill_u16(c->hdata[i] + c->numel[i], XIR_CASE_GUARD, kSentinel16);
+    }
     if (!c->guard[i]) continue;
     if (c->sview[i]) {
       size_t len, rows;
@@ -269,6 +340,10 @@ void xir__case_reset_outputs(xir_case *c) {
 
 int xir__case_sentinels_ok(const xir_case *c) {
   for (int i = 0; i < c->p->nparams; i++) {
+    if (c->hguard[i])
+      for (size_t k = 0; k < XIR_CASE_GUARD; k++)
+        if (c->hguard[i][k] != kSentinel16 || c->hdata[i][c->numel[i] + k] != kSentinel16)
+          return 0;
     if (!c->guard[i]) continue;
     if (c->sview[i]) {
       /* every element of the view that is not a logical element: guards and gaps */
@@ -300,6 +375,8 @@ void xir__case_input_fingerprint(const xir_case *c, char hex[65]) {
     const xir_param *q = &c->p->params[i];
     if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->idata[i])
       xir__sha256_update(&h, c->idata[i], c->numel[i] * sizeof(int64_t));
+    else if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->hdata[i])
+      xir__sha256_update(&h, c->hdata[i], c->numel[i] * sizeof(uint16_t));
     else if (q->kind == XIR_PARAM_BUFFER && !q->is_output && c->data[i])
       xir__sha256_update(&h, c->data[i], c->numel[i] * sizeof(float));
     else if (q->kind == XIR_PARAM_SCALAR)
@@ -314,6 +391,8 @@ void xir__case_free(xir_case *c) {
     if (c->guard[i]) xir__free(c->guard[i]);
     else xir__free(c->data[i]);
     xir__free(c->sview[i]);
+    if (c->hguard[i]) xir__free(c->hguard[i]);
+    else xir__free(c->hdata[i]);
     xir__free(c->idata[i]);
     xir__free(c->ref[i]);
   }
@@ -377,15 +456,31 @@ int xir__case_range_note(const xir_case *c, char *buf, size_t n) {
   return 0;
 }
 
+float xir__case_output_f32(const xir_case *c, int param, size_t k) {
+  int elem = c->p->params[param].elem;
+  return is_half(elem) ? from_half(elem, c->hdata[param][k]) : c->data[param][k];
+}
+
+double xir__half_ulp(int elem, double y) {
+  if (!is_half(elem)) return 0;
+  int frac = elem == XIR_BF16 ? 7 : 10, emin = elem == XIR_BF16 ? -126 : -14;
+  int e;
+  frexp(fabs(y), &e); /* |y| in [2^(e-1), 2^e) */
+  if (e - 1 < emin || y == 0) e = emin + 1;
+  return ldexp(1.0, e - 1 - frac) / 2;
+}
+
 xir_compare xir__case_compare(const xir_case *c, int param, xir_tolerance tol) {
   xir_compare r = {0};
   r.first_bad = (size_t)-1;
-  const float *y = c->data[param];
   const double *ref = c->ref[param];
+  int elem = c->p->params[param].elem;
   double num = 0, den = 0;
   r.n = c->numel[param];
   for (size_t i = 0; i < r.n; i++) {
-    double a = c->sview[param] ? c->sview[param][XIR_CASE_GUARD + view_off(c, param, i)] : y[i];
+    /* a strided view is f32 only (xir__case_set_row_stride) */
+    double a = c->sview[param] ? c->sview[param][XIR_CASE_GUARD + view_off(c, param, i)]
+                               : xir__case_output_f32(c, param, i);
     double b = ref[i];
     int bad;
     if (isnan(b)) {
@@ -393,6 +488,11 @@ xir_compare xir__case_compare(const xir_case *c, int param, xir_tolerance tol) {
     } else if (isnan(a)) {
       bad = 1;
       r.nan++;
+    } else if (isinf(a) && !isinf(b) && is_half(elem)) {
+      /* overflow of the final rounding: the bound's far end must round to that infinity */
+      double far = b + copysign(tol.atol + tol.rtol * fabs(b), b);
+      float ff = (float)far;
+      bad = !(fabs(far) >= 0x1p128 || from_half(elem, to_half(elem, ff)) == a);
     } else if (isinf(b) || isinf(a)) {
       bad = a != b;
     } else {
@@ -401,7 +501,7 @@ xir_compare xir__case_compare(const xir_case *c, int param, xir_tolerance tol) {
       if (fabs(b) > tol.atol && e / fabs(b) > r.max_rel) r.max_rel = e / fabs(b);
       num += e * e;
       den += b * b;
-      bad = !(e <= tol.atol + tol.rtol * fabs(b));
+      bad = !(e <= tol.atol + tol.rtol * fabs(b) + xir__half_ulp(elem, a));
     }
     if (bad) {
       if (!r.bad) r.first_bad = i;

@@ -20,6 +20,11 @@ typedef struct xir_case {
                                   * i64 input, its values converted to float (exact below 2^24),
                                   * for consumers that take f32 buffers only (the C peers) */
   int64_t *idata[XIR_MAX_PARAMS]; /* i64 inputs: the values (args[i].in points here) */
+  /* bf16/f16 buffers: the stored bit patterns (args[i].in / .out point here). For an input,
+   * data[i] holds the same values decoded to f32; an output is written here (guarded, hguard)
+   * and data[i] is NULL — xir__case_compare and xir__case_output_f32 decode it. */
+  uint16_t *hdata[XIR_MAX_PARAMS];
+  uint16_t *hguard[XIR_MAX_PARAMS];
   float *guard[XIR_MAX_PARAMS];  /* outputs: the allocation (data - XIR_CASE_GUARD) */
   double *ref[XIR_MAX_PARAMS];   /* outputs: the oracle's values (after xir__case_oracle) */
   double scalar[XIR_MAX_PARAMS]; /* scalar arguments */
@@ -52,7 +57,8 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
 #define XIR_CASE_MAX_EXACT_I64 9007199254740992.0 /* 2^53 */
 xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir_diag *d);
 /* Replaces the inputs with DIR/<param>.npy files (shapes checked; '<f4' for f32 buffers, '<i8'
- * for i64 buffers). */
+ * for i64 buffers, '<f2' for f16 and 'bfloat16' or '<V2' for bf16 buffers — or '<f4' for a
+ * 16-bit buffer, rounded to nearest even). */
 xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d);
 /* Lays buffer `param` (f32, rank ≥ 2) out with rows `row_stride` elements apart (at least the
  * row length): an input's rows are copied there, the gaps and the guards around it are filled
@@ -72,10 +78,18 @@ void xir__case_input_fingerprint(const xir_case *c, char hex[65]);
 void xir__case_free(xir_case *c);
 
 /* Tolerance: an element passes when |y - ref| <= atol + rtol * |ref| (and y is not NaN unless
- * ref is NaN). */
+ * ref is NaN). For a bf16/f16 output the bound adds half an ulp of the output type at y (the
+ * final rounding; docs/xir.md, "Tolerances of 16-bit outputs"), and an infinite y passes where
+ * ref plus that bound rounds to the same infinity. */
 typedef struct xir_tolerance {
   double rtol, atol;
 } xir_tolerance;
+
+/* Output element k of `param` as f32 (decoded for a bf16/f16 output). */
+float xir__case_output_f32(const xir_case *c, int param, size_t k);
+/* Half the spacing of elem (XIR_BF16, XIR_F16; 0 for f32) values at |y|: the largest error of
+ * rounding to elem a value that rounds to y. */
+double xir__half_ulp(int elem, double y);
 
 /* The stated tolerance of a built-in kernel for f32 native code vs the fp64 oracle (docs say
  * why); user programs get rtol 1e-4, atol 1e-5. */

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cost/work_attn.h"
 #include "ir/program.h"
 #include "xir_plan.h"
 #include "xir_runtime.h"
@@ -29,6 +30,10 @@ static const double kGatherBytesPerLane = 16; /* a gathered lane touches part of
 /* Latency of one dependent vector accumulation, in the same units (an add's throughput cost is 1;
  * its latency is several cycles at two adds per cycle). */
 static const double kAccumulateLatency = 8;
+/* reduce.max/min accumulate with llvm.maximum/minimum (NaN-propagating, −0 < +0), which x86
+ * expands to about six vector ops a step (sign test, blend, merge, NaN compare, max, merge; see
+ * docs/planner.md), where a sum's step is one add. */
+static const double kMaxAccumulateOps = 6;
 /* What a unit's repeated or shared tiles may hold and still come from L1. */
 static const double kNearBytes = 32768;
 
@@ -63,9 +68,21 @@ typedef struct wctx {
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
   double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
+  double steps[XIR_CHAIN_KINDS]; /* dependent accumulation steps per unit, by kind */
   uint8_t *inv;          /* root-invariant nodes (xir__root_invariant) */
   uint8_t *loaded;       /* loads an earlier consumer loop of the unit already made */
   double arith, bytes, math;
+  /* Masked-work skipping: the consumers bounded by the mask (xir__mask_skips), their costs per
+   * live iteration (sk_*) and per masked iteration (fl_*: a skipped store writes the masked
+   * value there); the unit's cost is arith + n·sk_a + (I − n)·fl_a for n live iterations of I. */
+  uint8_t *skip;
+  double sk_a, sk_b, sk_m, fl_a, fl_b;
+  /* lower.c runs the live iterations every lane of which is live as a loop of their own, where
+   * the mask is its live operand: their cost per iteration (sl_*), counted with mask_live = the
+   * mask's node (-1 otherwise) */
+  double sl_a, sl_b, sl_m;
+  int mask_id, mask_live, mask_live_arg;
+  uint8_t *snap;    /* stored[] and loaded[] before a skipped consumer (2 × nodes) */
 } wctx;
 
 static int lane_dep(const wctx *w, int id) {
@@ -162,13 +179,14 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
 /* A load whose bytes come from L1 (see expr_cost). */
 static int near_load(const wctx *w, int id) {
   const xir_node *n = &w->p->nodes[id];
-  double tile = n->type.elem == XIR_I64 ? 8 : 4;
+  double tile = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
   for (int i = 0; i < n->type.rank; i++) tile *= (double)w->s->dims[n->type.axes[i]];
   if (w->c->local < w->c->W) tile *= (double)w->c->W / (double)w->c->local; /* root programs a packet holds */
   if (w->loaded[id] && tile <= kNearBytes) return 1;
   int shared = 1;
   for (int a = 0; a < n->nargs && shared; a++) shared = n->args[a] < 0 || w->inv[n->args[a]];
-  return shared && (n->type.elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
+  return shared && (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem) *
+                        (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
 }
 
 /* Cost of evaluating tile expression `id` once (distinct nodes, rank-0 values excluded). */
@@ -182,6 +200,10 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     return;
   }
   w->mark[id] = w->gen;
+  if (id == w->mask_live) { /* every lane is live: no comparison, no select */
+    expr_cost(w, w->mask_live_arg, arith, bytes);
+    return;
+  }
   if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) return; /* computed once per unit */
   /* Bytes are counted where they come from beyond L1: a load the unit repeats (an earlier
    * consumer loop read the same tile, at most kNearBytes), a tile every root program shares (w[:],
@@ -210,7 +232,7 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     w->stored[id] = 1;
   }
   if (n->op == XIR_OP_LOAD) {
-    double esize = w->p->params[n->ref].elem == XIR_I64 ? 8 : 4;
+    double esize = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem); /* 8, 4 or 2 */
     int near = near_load(w, id);
     w->loaded[id] = 1;
     access_cost(w, access_kind(w, n, n->nargs), esize, arith, near ? &dummy : bytes);
@@ -266,6 +288,27 @@ static double iterations(const wctx *w, const xir_type *t) {
   return it;
 }
 
+/* A skipped consumer's expression `root` costed again with the mask as its live operand, from
+ * the state before its first costing (the comparison has no loads or expensive tiles, so the
+ * state after is the same): *a, *b and *m (its math part) per iteration. */
+static void live_cost(wctx *w, int root, double *a, double *b, double *m) {
+  size_t nn = (size_t)w->p->nnodes;
+  double once_a = w->once_a, once_b = w->once_b, m_cur = w->m_cur, m_once = w->m_once;
+  memcpy(w->stored, w->snap, nn);
+  memcpy(w->loaded, w->snap + nn, nn);
+  w->gen++;
+  w->m_cur = 0;
+  w->mask_live = w->mask_id;
+  *a = *b = 0;
+  expr_cost(w, root, a, b);
+  w->mask_live = -1;
+  *m = w->m_cur;
+  w->once_a = once_a;
+  w->once_b = once_b;
+  w->m_cur = m_cur;
+  w->m_once = m_once;
+}
+
 static void unit_cost(wctx *w) {
   const xir_program *p = w->p;
   double k = w->k;
@@ -273,6 +316,10 @@ static void unit_cost(wctx *w) {
     const xir_node *n = &p->nodes[i];
     double a = 0, b = 0;
     w->gen++;
+    if (w->skip && w->skip[i]) {
+      memcpy(w->snap, w->stored, (size_t)p->nnodes);
+      memcpy(w->snap + p->nnodes, w->loaded, (size_t)p->nnodes);
+    }
     if (n->op == XIR_OP_STORE) {
       xir_type tile = {.elem = XIR_F32};
       for (int kd = 0; kd < n->nargs - 1; kd++)
@@ -280,8 +327,29 @@ static void unit_cost(wctx *w) {
       w->nest_rank = tile.rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
-      access_cost(w, access_kind(w, n, n->nargs - 1), 4, &a, &b); /* outputs are f32 */
+      access_cost(w, access_kind(w, n, n->nargs - 1),
+                  (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b); /* f32, bf16, f16 */
       double it = iterations(w, &tile);
+      if (w->skip && w->skip[i]) {
+        /* live iterations as usual; the masked ones store the masked value, computed once */
+        double fa = 0, fb = 0, es = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
+        access_cost(w, access_kind(w, n, n->nargs - 1), es, &fa, &fb);
+        double la, lb, lm;
+        live_cost(w, n->args[n->nargs - 1], &la, &lb, &lm);
+        access_cost(w, access_kind(w, n, n->nargs - 1), es, &la, &lb);
+        w->sk_a += k * a;
+        w->sk_b += k * b;
+        w->sk_m += k * w->m_cur;
+        w->sl_a += k * la;
+        w->sl_b += k * lb;
+        w->sl_m += k * lm;
+        w->fl_a += k * fa;
+        w->fl_b += k * fb;
+        w->arith += k * (a - fa) + k * w->once_a;
+        w->math += k * w->m_cur + k * w->m_once;
+        w->bytes += k * w->once_b;
+        continue;
+      }
       w->arith += it * k * a + k * w->once_a;
       w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += it * k * b + k * w->once_b;
@@ -291,16 +359,33 @@ static void unit_cost(wctx *w) {
       w->nest_rank = in->rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[0], &a, &b);
-      a += n->type.rank > 0 ? 3 : 1;
+      int maxmin = n->op != XIR_OP_REDUCE_SUM;
+      a += n->type.rank > 0 ? 3 : maxmin ? kMaxAccumulateOps : 1;
       double it = iterations(w, in);
       w->arith += k * w->once_a;
-      w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += k * w->once_b;
+      if (w->skip && w->skip[i]) {
+        /* live iterations only (the masked value, computed once per unit, is the identity) */
+        double la, lb, lm;
+        live_cost(w, n->args[0], &la, &lb, &lm);
+        la += 1;
+        w->math += k * w->m_cur + k * w->m_once;
+        w->sk_m += k * w->m_cur;
+        w->sk_a += fmax(k * a, kAccumulateLatency);
+        w->sk_b += k * b;
+        w->sl_m += k * lm;
+        w->sl_a += fmax(k * la, kAccumulateLatency);
+        w->sl_b += k * lb;
+        w->arith += k * a + (k - 1) + 2 * log2((double)(w->c->local < w->c->W ? w->c->local : w->c->W));
+        continue;
+      }
+      w->math += it * k * w->m_cur + k * w->m_once;
       /* Each iteration's accumulation depends on the previous one: a unit cannot go faster
        * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
        * independently, so they share the chain). */
       double chain = n->type.rank > 0 ? 0 : it * kAccumulateLatency;
       w->arith += fmax(it * k * a, chain);
+      if (n->type.rank == 0) w->steps[maxmin] += it;
       w->bytes += it * k * b;
       if (w->c->local > 1) {
         unsigned g = w->c->local < w->c->W ? w->c->local : w->c->W;
@@ -308,14 +393,90 @@ static void unit_cost(wctx *w) {
       }
     } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
       if (n->op == XIR_OP_LOAD)
-        access_cost(w, access_kind(w, n, n->nargs), w->p->params[n->ref].elem == XIR_I64 ? 8 : 4,
-                    &a, &b);
+        access_cost(w, access_kind(w, n, n->nargs),
+                    (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b);
       else a = op_weight(n->op);
       w->arith += k * a;
       if (n->op != XIR_OP_LOAD && a > 1) w->math += k * a;
       w->bytes += k * b;
     }
   }
+}
+
+/* The mask's live iterations: per unit (the lowering's: one root program for ℓ ≥ W, a packet of
+ * W/ℓ for ℓ < W; units never straddle blocks), the chunks (ℓ > 1) or elements (ℓ = 1) up to the
+ * largest end of its root programs, of which those below the smallest end (full chunks only)
+ * are live in every lane; summed over all units and per home worker of the round-robin task
+ * assignment. A unit of n such iterations, nl of them live in every lane, costs
+ * arith + nl·sl_a + (n − nl)·sk_a + (I − n)·fl_a. Fills w's mask counts and critical_*_packets
+ * and leaves the average unit in x. Returns 0, or -1 when there are too many root programs to
+ * walk. */
+enum { MASK_WALK_MAX = 1 << 26 };
+static int mask_counts(wctx *x, const xir__prefix_mask *m, const xir_launch_shape *ls,
+                       xir_execution_work *w) {
+  const xir_program *p = x->p;
+  const xir_candidate *c = x->c;
+  uint64_t P = c->root_programs, ell = c->local, W = c->W;
+  if (P > MASK_WALK_MAX || P == 0) return -1;
+  int64_t N = x->s->dims[m->axis_dim];
+  uint64_t I = ell > 1 ? (uint64_t)(N + (int64_t)ell - 1) / ell : (uint64_t)N;
+  uint64_t FC = ell > 1 ? (uint64_t)N / ell : (uint64_t)N; /* full chunks */
+  uint64_t rpu = ell >= W ? 1 : W / ell, rpb = c->B / ell, upb = rpb / rpu;
+  uint32_t h = ls->active > 1 ? ls->active : 1;
+  uint64_t units_w[XIR_RUNTIME_MAX_WORKERS] = {0}, live_w[XIR_RUNTIME_MAX_WORKERS] = {0};
+  uint64_t all_w[XIR_RUNTIME_MAX_WORKERS] = {0};
+  uint64_t total = 0, total_all = 0, units = 0;
+  for (uint64_t b = 0; b < c->blocks; b++) {
+    uint32_t hw = h > 1 ? (uint32_t)((b / ls->grain) % h) : 0; /* task b / G′, home task mod h */
+    for (uint64_t u = 0; u < upb; u++) {
+      uint64_t p0 = b * rpb + u * rpu;
+      if (p0 >= P) break;
+      int64_t end = 0, lo = N;
+      for (uint64_t q = p0; q < p0 + rpu && q < P; q++) {
+        int64_t coord[XIR_MAX_ROOT] = {0};
+        uint64_t r = q;
+        for (int i = c->nperm - 1; i >= 0; i--) {
+          uint64_t E = (uint64_t)x->s->dims[p->root[c->perm[i]].dim];
+          coord[c->perm[i]] = (int64_t)(r % E);
+          r /= E;
+        }
+        int64_t e = xir__prefix_mask_end(m, coord, x->s->dims, N);
+        if (e > end) end = e;
+        if (e < lo) lo = e;
+      }
+      uint64_t n = ell > 1 ? ((uint64_t)end + ell - 1) / ell : (uint64_t)end;
+      uint64_t nl = ell > 1 ? (uint64_t)lo / ell : (uint64_t)lo;
+      if (nl > FC) nl = FC;
+      total += n;
+      total_all += nl;
+      units++;
+      units_w[hw]++;
+      live_w[hw] += n;
+      all_w[hw] += nl;
+    }
+  }
+  w->mask_live_iterations = total;
+  w->mask_full_iterations = units * I;
+  double U = (double)units, k = x->k;
+  double unit_a = x->arith + ((double)total_all * x->sl_a + (double)(total - total_all) * x->sk_a +
+                              (double)(units * I - total) * x->fl_a) / U;
+  double unit_b = x->bytes + ((double)total_all * x->sl_b + (double)(total - total_all) * x->sk_b +
+                              (double)(units * I - total) * x->fl_b) / U;
+  double ca = 0, cb = 0;
+  for (uint32_t i = 0; i < h; i++) {
+    double n = (double)live_w[i], nl = (double)all_w[i], uw = (double)units_w[i];
+    double a = uw * x->arith + nl * x->sl_a + (n - nl) * x->sk_a + (uw * (double)I - n) * x->fl_a;
+    double by = uw * x->bytes + nl * x->sl_b + (n - nl) * x->sk_b + (uw * (double)I - n) * x->fl_b;
+    if (a > ca) ca = a;
+    if (by > cb) cb = by;
+    if (live_w[i] > w->mask_critical_live_iterations) w->mask_critical_live_iterations = live_w[i];
+  }
+  w->critical_arith_packets = unit_a > 0 ? ca / unit_a * k : (double)w->critical_packets;
+  w->critical_memory_packets = unit_b > 0 ? cb / unit_b * k : (double)w->critical_packets;
+  x->arith = unit_a;
+  x->bytes = unit_b;
+  x->math += ((double)total_all * x->sl_m + (double)(total - total_all) * x->sk_m) / U;
+  return 0;
 }
 
 static void wctx_free(wctx *x) {
@@ -325,6 +486,17 @@ static void wctx_free(wctx *x) {
   xir__free(x->cinv);
   xir__free(x->inv);
   xir__free(x->loaded);
+  xir__free(x->skip);
+  xir__free(x->snap);
+}
+
+/* Distinct bytes the launch touches: every buffer once. */
+static double footprint(const xir_program *p, const xir_shape *s) {
+  double b = 0;
+  for (int i = 0; i < p->nparams; i++)
+    if (p->params[i].kind == XIR_PARAM_BUFFER)
+      b += (double)xir_elem_size((xir_elem)p->params[i].elem) * (double)xir_param_numel(p, i, s);
+  return b;
 }
 
 xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
@@ -365,6 +537,10 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   w->full_packet_path = c->full_packet_path;
   w->ragged_packets = c->ragged_packets;
   w->ragged_inner = c->ragged_inner;
+  if (c->attn_vec && xir__attn_work(p, s, c, ls.grain, ls.active, w)) {
+    w->footprint_bytes = footprint(p, s);
+    return XIR_OK; /* the attention mapping: one tile per packet (work_attn.c) */
+  }
   wctx x = {.p = p, .s = s, .c = c, .k = c->local > c->W ? c->local / c->W : 1};
   x.mark = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
   x.stored = xir__calloc((size_t)p->nnodes + 1, 1);
@@ -377,12 +553,44 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   }
   xir__hoisted_tiles(p, s, x.hoist);
   xir__root_invariant(p, x.inv);
+  xir__prefix_mask mask;
+  int mask_id = -1;
+  x.skip = xir__calloc((size_t)p->nnodes + 1, 1);
+  if (x.skip) mask_id = xir__mask_skips(p, x.skip, &mask);
+  if (!x.skip || mask_id < -1) {
+    wctx_free(&x);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  }
+  if (mask_id >= 0 && c->local > 1 && mask.axis_dim != c->inner_dim) mask_id = -1; /* lower.c */
+  if (mask_id < 0) {
+    xir__free(x.skip);
+    x.skip = NULL;
+  }
+  x.mask_live = -1;
+  if (x.skip) {
+    x.mask_id = mask_id;
+    x.mask_live_arg = mask.live;
+    x.snap = xir__calloc(2 * (size_t)p->nnodes + 1, 1);
+    if (!x.snap) {
+      wctx_free(&x);
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    }
+  }
   if (c->local >= c->W && c->inner_dim >= 0 &&
       chunk_invariant_tiles(&x, &x.cinv) != XIR_OK) {
     wctx_free(&x);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   unit_cost(&x);
+  w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
+  if (x.skip && mask_counts(&x, &mask, &ls, w)) {
+    /* too many root programs to walk: every unit counted with all its iterations */
+    double I = (double)(c->local > 1 ? (s->dims[mask.axis_dim] + c->local - 1) / c->local
+                                     : s->dims[mask.axis_dim]);
+    x.arith += I * x.sk_a;
+    x.bytes += I * x.sk_b;
+    x.math += I * x.sk_m;
+  }
   /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
    * on the caller path, one per task on the pool) — spread over the packets */
   double pre = 0, pre_b = 0, pre_m = 0;
@@ -407,13 +615,12 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
   wctx_free(&x);
-  for (int i = 0; i < p->nparams; i++)
-    if (p->params[i].kind == XIR_PARAM_BUFFER)
-      w->footprint_bytes += (p->params[i].elem == XIR_I64 ? 8.0 : 4.0) * (double)xir_param_numel(p, i, s);
+  w->footprint_bytes = footprint(p, s);
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);
   w->math_per_packet = x.math / x.k + (w->packets ? pre_m * calls / (double)w->packets : 0);
   if (w->math_per_packet > w->arith_per_packet) w->math_per_packet = w->arith_per_packet;
   w->memory_per_packet = x.bytes / x.k;
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++) w->steps_per_packet[i] = x.steps[i] / x.k;
   return XIR_OK;
 }
 
@@ -461,9 +668,11 @@ double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_c
 }
 
 double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execution_work *w) {
-  if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * w->arith_per_packet;
+  double chain = 0; /* measured step costs beyond the prior (its floor included) */
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++) chain += c->ns_per_step[i] * w->steps_per_packet[i];
+  if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * w->arith_per_packet + chain;
   return c->c[XIR_TERM_ARITH] * (w->arith_per_packet - w->math_per_packet) +
-         c->ns_per_math * w->math_per_packet;
+         c->ns_per_math * w->math_per_packet + chain;
 }
 
 static double default_term(int t, const xir_execution_work *w, const xir_cost_coefficients *c) {
@@ -476,8 +685,13 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
     case XIR_TERM_MEMORY: return byte * w->memory_per_packet * (double)w->packets / h;
     case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
     case XIR_TERM_IMBALANCE: {
-      double extra = (double)w->critical_packets - (double)w->packets / h;
-      return c->c[t] * (extra > 0 ? extra : 0) * per_packet;
+      /* packets of average work; with equal packets both counts are critical_packets */
+      double ea = w->critical_arith_packets - (double)w->packets / h;
+      double em = w->critical_memory_packets - (double)w->packets / h;
+      ea = ea > 0 ? ea : 0;
+      em = em > 0 ? em : 0;
+      if (ea == em) return c->c[t] * ea * per_packet;
+      return c->c[t] * (ea * arith + em * byte * w->memory_per_packet);
     }
     case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
     case XIR_TERM_ACTIVATION: return c->c[t] * (h - 1);

@@ -296,3 +296,253 @@ int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned
   if (pt_out) *pt_out = pt;
   return 1;
 }
+
+/* ---- prefix masks ---- */
+
+/* An affine i64 expression: k·iota(X) + c0 + Σ root_coef·root + Σ dim_coef·dim. */
+typedef struct maff {
+  int X;      /* the iota's dim, -1 while none */
+  int64_t k;  /* coefficient of iota(X) */
+  int64_t c0;
+  int64_t rc[XIR_MAX_ROOT];
+  int64_t dc[XIR_MAX_DIMS];
+} maff;
+
+static int maff_is_const(const maff *a) {
+  if (a->k) return 0;
+  for (int i = 0; i < XIR_MAX_ROOT; i++)
+    if (a->rc[i]) return 0;
+  for (int i = 0; i < XIR_MAX_DIMS; i++)
+    if (a->dc[i]) return 0;
+  return 1;
+}
+
+/* a := a + sg·b (sg = ±1); 0 when the two use iotas of different axes. */
+static int maff_add(maff *a, const maff *b, int64_t sg) {
+  if (b->k && a->k && a->X != b->X) return 0;
+  if (b->k) a->X = b->X;
+  a->k = xir__iadd(a->k, xir__imul(sg, b->k));
+  a->c0 = xir__iadd(a->c0, xir__imul(sg, b->c0));
+  for (int i = 0; i < XIR_MAX_ROOT; i++) a->rc[i] = xir__iadd(a->rc[i], xir__imul(sg, b->rc[i]));
+  for (int i = 0; i < XIR_MAX_DIMS; i++) a->dc[i] = xir__iadd(a->dc[i], xir__imul(sg, b->dc[i]));
+  return 1;
+}
+
+static int maff_of(const xir_program *p, int id, int depth, maff *o) {
+  memset(o, 0, sizeof *o);
+  o->X = -1;
+  if (id < 0 || depth > 32) return 0;
+  const xir_node *n = &p->nodes[id];
+  if (n->type.elem != XIR_I64) return 0;
+  maff a, b;
+  switch (n->op) {
+    case XIR_OP_CONST: o->c0 = n->imm.i; return 1;
+    case XIR_OP_DIM: o->dc[n->ref] = 1; return 1;
+    case XIR_OP_ROOT: o->rc[n->ref] = 1; return 1;
+    case XIR_OP_IOTA: o->X = n->ref; o->k = 1; return 1;
+    case XIR_OP_NEG:
+      if (!maff_of(p, n->args[0], depth + 1, &a)) return 0;
+      return maff_add(o, &a, -1);
+    case XIR_OP_ADD:
+    case XIR_OP_SUB:
+      if (!maff_of(p, n->args[0], depth + 1, &a) || !maff_of(p, n->args[1], depth + 1, &b))
+        return 0;
+      *o = a;
+      return maff_add(o, &b, n->op == XIR_OP_ADD ? 1 : -1);
+    case XIR_OP_MUL: {
+      if (!maff_of(p, n->args[0], depth + 1, &a) || !maff_of(p, n->args[1], depth + 1, &b))
+        return 0;
+      const maff *k = maff_is_const(&b) ? &b : maff_is_const(&a) ? &a : NULL;
+      if (!k) return 0;
+      return maff_add(o, k == &b ? &a : &b, k->c0);
+    }
+    default: return 0;
+  }
+}
+
+int xir__prefix_mask_of(const xir_program *p, int id, xir__prefix_mask *out) {
+  memset(out, 0, sizeof *out);
+  if (id < 0 || id >= p->nnodes) return 0;
+  const xir_node *n = &p->nodes[id];
+  if (n->op != XIR_OP_SELECT || n->type.elem != XIR_F32 || n->type.rank < 1) return 0;
+  /* the condition, under any number of `not` */
+  int cid = n->args[0], neg = 0;
+  while (p->nodes[cid].op == XIR_OP_NOT) {
+    cid = p->nodes[cid].args[0];
+    neg ^= 1;
+  }
+  const xir_node *c = &p->nodes[cid];
+  int op = c->op;
+  if (op != XIR_OP_LT && op != XIR_OP_LE && op != XIR_OP_GT && op != XIR_OP_GE) return 0;
+  maff a, b;
+  if (!maff_of(p, c->args[0], 0, &a) || !maff_of(p, c->args[1], 0, &b) || !maff_add(&a, &b, -1))
+    return 0;
+  /* cond ⇔ s·d > 0 (strict) or s·d >= 0, d = a − b */
+  int strict = op == XIR_OP_LT || op == XIR_OP_GT;
+  int64_t s = (op == XIR_OP_GT || op == XIR_OP_GE) ? 1 : -1;
+  if (neg) { /* not(d > 0) ⇔ −d >= 0; not(d >= 0) ⇔ −d > 0 */
+    strict = !strict;
+    s = -s;
+  }
+  maff d = {.X = -1};
+  if (!maff_add(&d, &a, s)) return 0;
+  if (d.k != 1 && d.k != -1) return 0; /* no iota, or a multiple of it */
+  int X = d.X, on_axis = 0;
+  for (int i = 0; i < n->type.rank; i++) on_axis |= n->type.axes[i] == X;
+  if (!on_axis) return 0;
+  /* d = k·x + r: with k = 1 the condition holds at x >= −r (+1 if strict); with k = −1 it holds
+   * at x <= r (x < r if strict), so it fails exactly at x >= r + 1 (x >= r if strict) */
+  int fill_arg;
+  int64_t sg;
+  if (d.k == 1) {
+    sg = -1;
+    out->c0 = xir__iadd(xir__imul(-1, d.c0), strict);
+    fill_arg = 1;
+  } else {
+    sg = 1;
+    out->c0 = xir__iadd(d.c0, !strict);
+    fill_arg = 2;
+  }
+  for (int i = 0; i < XIR_MAX_ROOT; i++) out->root_coef[i] = xir__imul(sg, d.rc[i]);
+  for (int i = 0; i < XIR_MAX_DIMS; i++) out->dim_coef[i] = xir__imul(sg, d.dc[i]);
+  /* The form is exact modulo 2^64 (i64 arithmetic wraps); with small coefficients (dims and
+   * root coordinates are below 2^40) the end never wraps, so it equals the program's bound + 0/1. */
+  const int64_t kMaxCoef = (int64_t)1 << 16, kMaxC0 = (int64_t)1 << 50;
+  if (out->c0 > kMaxC0 || out->c0 < -kMaxC0) return 0;
+  for (int i = 0; i < XIR_MAX_ROOT; i++)
+    if (out->root_coef[i] > kMaxCoef || out->root_coef[i] < -kMaxCoef) return 0;
+  for (int i = 0; i < XIR_MAX_DIMS; i++)
+    if (out->dim_coef[i] > kMaxCoef || out->dim_coef[i] < -kMaxCoef) return 0;
+  const xir_node *f = &p->nodes[n->args[fill_arg]];
+  if (f->op != XIR_OP_CONST || f->type.elem != XIR_F32 || f->type.rank != 0) return 0;
+  out->axis_dim = X;
+  out->fill = f->imm.f;
+  out->live = n->args[3 - fill_arg];
+  return 1;
+}
+
+int64_t xir__prefix_mask_end(const xir__prefix_mask *m, const int64_t *root, const int64_t *dims,
+                             int64_t extent) {
+  int64_t e = m->c0;
+  for (int i = 0; i < XIR_MAX_ROOT; i++)
+    if (m->root_coef[i]) e = xir__iadd(e, xir__imul(m->root_coef[i], root[i]));
+  for (int i = 0; i < XIR_MAX_DIMS; i++)
+    if (m->dim_coef[i]) e = xir__iadd(e, xir__imul(m->dim_coef[i], dims[i]));
+  return e < 0 ? 0 : e > extent ? extent : e;
+}
+
+/* ---- masked-work skipping ---- */
+
+static int is_reduce_op(int op) {
+  return op == XIR_OP_REDUCE_SUM || op == XIR_OP_REDUCE_MAX || op == XIR_OP_REDUCE_MIN;
+}
+
+static int is_1d_over(const xir_type *t, int X) { return t->rank == 1 && t->axes[0] == X; }
+
+/* The expensive 1-D tiles reached from consumer `root` (the walk of lower.c's count_mat_uses:
+ * through tile nodes, stopping at rank-0 values, leaves and reductions) get `mark` in seen[];
+ * each newly reached expensive node is appended to users[node] as consumer `cons`. */
+static void mask_walk(const xir_program *p, int root, unsigned mark, unsigned *seen, int *stack,
+                      int cons, int *first, int *later_bad, const uint8_t *skip) {
+  int sp = 0;
+  stack[sp++] = root;
+  while (sp) {
+    int id = stack[--sp];
+    if (id < 0 || seen[id] == mark) continue;
+    const xir_node *m = &p->nodes[id];
+    if (m->type.rank == 0 || xir__is_inline_leaf(m->op) || is_reduce_op(m->op)) continue;
+    seen[id] = mark;
+    if (xir__op_is_transcendental(m->op)) {
+      if (first[id] < 0) first[id] = cons;
+      else if (!(skip[cons] && p->nodes[cons].op == XIR_OP_STORE)) later_bad[id] = 1;
+    }
+    for (int a = 0; a < m->nargs; a++)
+      if (m->args[a] >= 0) stack[sp++] = m->args[a];
+  }
+}
+
+int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *mout) {
+  memset(skip, 0, (size_t)p->nnodes);
+  size_t nn = (size_t)p->nnodes + 1;
+  uint8_t *inv = xir__calloc(nn, 1), *mv = xir__calloc(nn, 1);
+  int *stack = xir__malloc(sizeof(int) * ((size_t)p->nnodes * (XIR_MAX_RANK + 2) + 1));
+  int *first = xir__malloc(sizeof(int) * nn);
+  int *later_bad = xir__calloc(nn, sizeof(int));
+  unsigned *seen = xir__calloc(nn, sizeof(unsigned));
+  int M = -1;
+  if (!inv || !mv || !stack || !first || !later_bad || !seen) {
+    M = -2;
+    goto done;
+  }
+  xir__root_invariant(p, inv);
+  xir__prefix_mask pm;
+  for (int i = p->body_begin; i < p->nnodes && M < 0; i++) {
+    if (inv[i] || !xir__prefix_mask_of(p, i, &pm)) continue;
+    int rootdep = 0;
+    for (int k = 0; k < p->nroot; k++) rootdep |= pm.root_coef[k] != 0;
+    if (rootdep && is_1d_over(&p->nodes[i].type, pm.axis_dim)) M = i;
+  }
+  if (M < 0) goto done;
+  int X = pm.axis_dim;
+  /* mv[i]: node i is, at the masked positions, a function of the fill and rank-0 values */
+  mv[M] = 1;
+  for (int i = M + 1; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (!is_1d_over(&n->type, X) || n->op < XIR_OP_NEG || n->op == XIR_OP_LOAD ||
+        n->op == XIR_OP_STORE || n->op == XIR_OP_IOTA || is_reduce_op(n->op))
+      continue;
+    int ok = 1, any = 0;
+    for (int a = 0; a < n->nargs && ok; a++) {
+      const xir_node *q = &p->nodes[n->args[a]];
+      if (mv[n->args[a]]) any = 1;
+      else ok = q->type.rank == 0;
+    }
+    mv[i] = (uint8_t)(ok && any);
+  }
+  int any_skip = 0;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (is_reduce_op(n->op) && n->type.rank == 0) {
+      skip[i] = mv[n->args[0]];
+    } else if (n->op == XIR_OP_STORE) {
+      int v = n->args[n->nargs - 1], ok = mv[v], slices = 0;
+      const xir_param *q = &p->params[n->ref];
+      for (int k = 0; k < n->nargs - 1 && ok; k++) {
+        if (n->args[k] < 0) ok = q->dims[k] == X && !slices++;
+        else ok = p->nodes[n->args[k]].type.rank == 0;
+      }
+      skip[i] = (uint8_t)(ok && slices == 1);
+    }
+    any_skip |= skip[i];
+  }
+  /* shared expensive tiles: their first consumer covers every later one's range */
+  for (int changed = 1; changed && any_skip;) {
+    changed = 0;
+    for (size_t i = 0; i < nn; i++) first[i] = -1;
+    memset(later_bad, 0, sizeof(int) * nn);
+    unsigned mark = 0;
+    for (int i = p->body_begin; i < p->nnodes; i++) {
+      const xir_node *n = &p->nodes[i];
+      if (n->op != XIR_OP_STORE && !is_reduce_op(n->op)) continue;
+      mask_walk(p, n->op == XIR_OP_STORE ? n->args[n->nargs - 1] : n->args[0], ++mark, seen, stack,
+                i, first, later_bad, skip);
+    }
+    for (int i = 0; i < p->nnodes; i++)
+      if (first[i] >= 0 && later_bad[i] && skip[first[i]]) {
+        skip[first[i]] = 0;
+        changed = 1;
+      }
+  }
+  any_skip = 0;
+  for (int i = 0; i < p->nnodes; i++) any_skip |= skip[i];
+  if (!any_skip) M = -1;
+  else if (mout) *mout = pm;
+done:
+  xir__free(inv);
+  xir__free(mv);
+  xir__free(stack);
+  xir__free(first);
+  xir__free(later_bad);
+  xir__free(seen);
+  return M;
+}

@@ -126,8 +126,8 @@ static int valid_ident(const char *s) {
 /* Words of the text form that cannot name anything (the parser reads them as keywords or
  * literals, so a name spelled like them could never be used). */
 static int reserved(const char *s) {
-  static const char *words[] = {"inf", "nan",    "load", "store", "kernel", "root",
-                                "in",  "require", "out", "f32",   "i64",    "iota"};
+  static const char *words[] = {"inf", "nan",    "load", "store", "kernel", "root", "in",
+                                "require", "out", "f32",   "i64",    "iota", "bf16", "f16"};
   for (size_t i = 0; i < XIR_ARRAY_LEN(words); i++)
     if (strcmp(s, words[i]) == 0) return 1;
   return 0;
@@ -189,8 +189,8 @@ static xir_param *new_param(xir_builder *b, const char *name) {
 int xir_builder_buffer(xir_builder *b, const char *name, xir_elem elem, int rank,
                        const int *dims, int is_output) {
   if (!b || b->failed) return -1;
-  if (elem != XIR_F32 && elem != XIR_I64) {
-    fail(b, XIR_ERR_VERIFY, "buffer '%s' must have element type f32 or i64", name);
+  if (elem != XIR_F32 && elem != XIR_I64 && elem != XIR_BF16 && elem != XIR_F16) {
+    fail(b, XIR_ERR_VERIFY, "buffer '%s' must have element type f32, bf16, f16 or i64", name);
     return -1;
   }
   if (rank < 1 || rank > XIR_MAX_RANK) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ir/program.h"
+#include "util/half.h"
 
 typedef struct ival {
   double *data;
@@ -172,6 +173,10 @@ static xir_status eval_access(ictx *c, int id) {
                            "exact range of +-2^53", (long long)off, c->p->params[n->ref].name,
                            (long long)iv);
       c->vals[id].data[lin++] = (double)iv;
+    } else if (c->p->params[n->ref].elem == XIR_BF16) {
+      c->vals[id].data[lin++] = (double)xir__bf16_to_f32(((const uint16_t *)arg->in)[off]);
+    } else if (c->p->params[n->ref].elem == XIR_F16) {
+      c->vals[id].data[lin++] = (double)xir__f16_to_f32(((const uint16_t *)arg->in)[off]);
     } else {
       c->vals[id].data[lin++] = (double)((const float *)arg->in)[off];
     }
@@ -328,7 +333,7 @@ xir_status xir_shape_check(const xir_program *p, const xir_shape *shape, xir_dia
   for (int i = 0; i < p->nparams; i++) {
     double n = 1;
     for (int k = 0; k < p->params[i].rank; k++) n *= (double)shape->dims[p->params[i].dims[k]];
-    if (n * (p->params[i].elem == XIR_I64 ? 8 : 4) > 1e12)
+    if (n * (double)xir_elem_size((xir_elem)p->params[i].elem) > 1e12)
       return xir__err(d, XIR_ERR_INVALID_ARG, "buffer '%s' would hold %.3g elements: too large",
                       p->params[i].name, n);
   }

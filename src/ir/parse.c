@@ -5,7 +5,8 @@
  * The grammar (docs/xir.md has it with examples):
  *
  *   program  := 'kernel' NAME '[' dims ']' '(' params ')' require* root '{' stmt* '}'
- *   param    := NAME ':' ['out'] 'f32' '[' dims ']' | NAME ':' ('f32'|'i64') ['=' literal]
+ *   param    := NAME ':' ['out'] ('f32'|'bf16'|'f16'|'i64') '[' dims ']'
+ *             | NAME ':' ('f32'|'i64') ['=' literal]
  *   require  := 'require' expr
  *   root     := 'root' NAME 'in' DIM (',' NAME 'in' DIM)*
  *   stmt     := NAME '=' expr | 'store' NAME '[' index (',' index)* ']' '=' expr
@@ -467,10 +468,15 @@ static void param_decl(parser *ps) {
   int is_out = accept(ps, "out");
   tok tt = ps->t;
   char ty[64];
-  if (!take_name(ps, ty, sizeof ty, "a type (f32 or i64)")) return;
-  xir_elem elem = strcmp(ty, "f32") == 0 ? XIR_F32 : strcmp(ty, "i64") == 0 ? XIR_I64 : 0;
-  if (!elem) {
-    perr(ps, &tt, "unknown type '%s' (expected f32 or i64)", ty);
+  if (!take_name(ps, ty, sizeof ty, "a type (f32, bf16, f16 or i64)")) return;
+  xir_elem elem = xir_elem_from_name(ty);
+  if (!elem || elem == XIR_BOOL) {
+    perr(ps, &tt, "unknown type '%s' (expected f32, bf16, f16 or i64)", ty);
+    return;
+  }
+  if ((elem == XIR_BF16 || elem == XIR_F16) && !is(ps, "[")) {
+    perr(ps, &tt, "scalar '%s' cannot be %s: scalars are f32 or i64 (only buffers hold bf16 or "
+         "f16)", name, ty);
     return;
   }
   if (is(ps, "[")) {
@@ -489,7 +495,7 @@ static void param_decl(parser *ps) {
       dims[rank++] = d;
     } while (accept(ps, ","));
     if (!expect(ps, "]", "after the buffer's dims")) return;
-    loc(ps, &nt); /* an f32 or i64 buffer (i64: inputs only, see verify.c) */
+    loc(ps, &nt); /* an f32, bf16, f16 or i64 buffer (i64: inputs only, see verify.c) */
     xir_builder_buffer(ps->b, name, elem, rank, dims, is_out);
     return;
   }

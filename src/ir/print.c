@@ -156,7 +156,7 @@ xir_status xir_program_print(const xir_program *p, char **out, xir_diag *d) {
     const xir_param *q = &p->params[i];
     put(&c.out, "%s%s: ", i ? ", " : "", q->name);
     if (q->kind == XIR_PARAM_BUFFER) {
-      put(&c.out, "%s%s[", q->is_output ? "out " : "", q->elem == XIR_I64 ? "i64" : "f32");
+      put(&c.out, "%s%s[", q->is_output ? "out " : "", xir_elem_name((xir_elem)q->elem));
       for (int k = 0; k < q->rank; k++) put(&c.out, "%s%s", k ? ", " : "", p->dims[q->dims[k]]);
       put(&c.out, "]");
     } else {

@@ -158,6 +158,46 @@ int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, i
 int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
                        int id, xir__lpat *pt_out);
 
+/* A prefix mask: value `id` is a select whose condition, on tile axis X of dim `axis_dim`,
+ * holds exactly at the positions x >= end, where
+ *   end = c0 + Σ_k root_coef[k]·root_k + Σ_d dim_coef[d]·dims[d]   (clamped to [0, extent]),
+ * and whose value there is the constant `fill` (the other operand is the live value `live`).
+ * Recognised: select(iota(X) > e, fill, t), select(iota(X) >= e, ...), select(e < iota(X), ...),
+ * select(iota(X) <= e, t, fill) and the like (lt, le, gt, ge, either side, under `not`), e affine
+ * in root coordinates and dims (built from i64 constants, dims, root indices, + − neg and × by a
+ * constant); the comparison may be any `a cmp b` where a − b is ±iota(X) + e. The select must be
+ * an f32 tile with X among its axes and `fill` an f32 constant; coefficients above 2^16 and
+ * constants above 2^50 in magnitude are not recognised (so that the end cannot wrap). */
+typedef struct xir__prefix_mask {
+  int axis_dim;
+  int64_t c0;
+  int64_t root_coef[XIR_MAX_ROOT];
+  int64_t dim_coef[XIR_MAX_DIMS];
+  double fill;
+  int live; /* the value id of the unmasked operand */
+} xir__prefix_mask;
+/* 1 and *out when value `id` is a prefix mask (above), else 0 (*out then unspecified). */
+int xir__prefix_mask_of(const xir_program *p, int id, xir__prefix_mask *out);
+/* The mask's end for one root program (root[k] its coordinates, dims the shape's dims), clamped
+ * to [0, extent]: positions [0, end) are live, [end, extent) hold `fill`. */
+int64_t xir__prefix_mask_end(const xir__prefix_mask *m, const int64_t *root, const int64_t *dims,
+                             int64_t extent);
+
+/* Masked-work skipping (lower.c emits it, work.c counts it). Finds the program's first prefix
+ * mask M (xir__prefix_mask_of) whose end depends on a root coordinate, and marks in skip[] (one
+ * byte per node) the consumers whose loop over the mask's axis X runs over [0, end) only:
+ *  - a reduction with a rank-0 result, or a store, whose tile is 1-D over X, and
+ *  - whose expression, at the masked positions, is a per-root-program value: every 1-D node on the
+ *    way from the consumer to M is an elementwise op whose other operands are rank-0 values (M
+ *    itself is the constant fill there), so that value can be computed once per unit.
+ * A skipped store writes that value over [end, extent); a skipped reduction leaves [end, extent)
+ * out when the value is its identity (sum ±0, max −inf, min +inf), checked at run time, else runs
+ * over the whole axis. An expensive tile that several consumers share (lower.c stores it in the
+ * first one and reloads it in the others) keeps its first consumer unskipped unless every later
+ * one is a skipped store. Returns M, or -1 (skip[] all 0) when nothing is skipped; *m (may be
+ * NULL) receives the mask. Returns -2 when out of memory. */
+int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *m);
+
 /* Typing rules of the op table. */
 enum {
   XIR_TY_LEAF, XIR_TY_IOTA, XIR_TY_LOAD, XIR_TY_STORE, XIR_TY_REDUCE, XIR_TY_TOF32,

@@ -32,6 +32,12 @@ xir_status xir_arg_strides(const xir_program *p, const xir_shape *shape, int par
     } else {
       strides[k] = st;
     }
+    if (strides[k] != st && shape->dims[q->dims[k]] > 1 &&
+        (q->elem == XIR_BF16 || q->elem == XIR_F16))
+      return xir__err(d, XIR_ERR_UNSUPPORTED,
+                      "buffer '%s' is %s: strided 16-bit buffers are not supported (stride %d is "
+                      "%lld, contiguous is %lld); pass it contiguous", q->name,
+                      xir_elem_name(q->elem), k, (long long)strides[k], (long long)st);
     st = strides[k] * shape->dims[q->dims[k]];
   }
   return XIR_OK;

@@ -4,8 +4,9 @@
  * Rules (docs/xir.md states them for users):
  *  - types are f32, i64 and bool tiles; a tile's axes are named by dims; elementwise operands
  *    broadcast by axis name; there are no implicit conversions (use f32(...));
- *  - buffers hold f32; input buffers may hold i64 (a load of one gives i64 values, which can
- *    index other buffers); outputs are f32;
+ *  - buffers hold f32, bf16 or f16 (a load gives f32 values, a store takes f32 values); input
+ *    buffers may hold i64 (a load of one gives i64 values, which can index other buffers);
+ *    outputs are f32, bf16 or f16;
  *  - a load/store has one index per buffer dim: `:` (the whole axis) or an i64 value; a root
  *    variable or an iota used directly as an index must range over that buffer dim;
  *  - every output buffer is stored exactly once, indexed only by `:` and root variables, each
@@ -39,6 +40,8 @@ static const char *elem_name(int e) {
     case XIR_F32: return "f32";
     case XIR_I64: return "i64";
     case XIR_BOOL: return "bool";
+    case XIR_BF16: return "bf16";
+    case XIR_F16: return "f16";
     default: return "none";
   }
 }
@@ -199,7 +202,8 @@ static xir_status type_node(vctx *v, xir_node *n) {
       if (p->params[n->ref].is_output)
         return verr(v, n, "'%s' is an output: it cannot be loaded", p->params[n->ref].name);
       if ((s = check_access(v, n, n->nargs, t))) return s;
-      t->elem = p->params[n->ref].elem; /* f32, or i64 for an i64 input buffer */
+      /* f32 (a bf16/f16 buffer's elements are converted exactly), or i64 for an i64 input */
+      t->elem = p->params[n->ref].elem == XIR_I64 ? XIR_I64 : XIR_F32;
       return XIR_OK;
     }
     case XIR_TY_STORE: {
@@ -341,10 +345,16 @@ xir_status xir__verify(xir_program *p, xir_diag *d) {
   int outputs = 0;
   for (int b = 0; b < p->nparams; b++) {
     const xir_param *q = &p->params[b];
-    if (q->kind == XIR_PARAM_BUFFER && q->is_output && q->elem != XIR_F32) {
+    if (q->kind == XIR_PARAM_BUFFER && q->is_output && q->elem == XIR_I64) {
       xir_node at = {.line = q->line, .col = q->col};
-      return verr(&v, &at, "output buffer '%s' must be f32: i64 buffers can only be inputs",
-                  q->name);
+      return verr(&v, &at, "output buffer '%s' must be f32, bf16 or f16: i64 buffers can only be "
+                  "inputs", q->name);
+    }
+    if (q->kind == XIR_PARAM_SCALAR ? q->elem != XIR_F32 && q->elem != XIR_I64
+                                    : !xir_elem_size((xir_elem)q->elem)) {
+      xir_node at = {.line = q->line, .col = q->col};
+      return verr(&v, &at, "parameter '%s' has element type %s, which a %s cannot have", q->name,
+                  elem_name(q->elem), q->kind == XIR_PARAM_SCALAR ? "scalar" : "buffer");
     }
     outputs += q->kind == XIR_PARAM_BUFFER && q->is_output;
   }

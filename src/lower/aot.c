@@ -20,6 +20,8 @@ static const char *c_elem(xir_elem e) {
   switch (e) {
     case XIR_F32: return "float";
     case XIR_I64: return "int64_t";
+    case XIR_BF16:
+    case XIR_F16: return "uint16_t"; /* the bit patterns (xir_f32_to_bf16 & co.) */
     default: return NULL;
   }
 }
@@ -161,7 +163,7 @@ xir_status xir_kernel_c_header(const xir_compiler *cc, const xir_kernel *k, cons
     }
     if (pi.kind == XIR_PARAM_BUFFER) {
       xir__sbuf_put(&b, "  %s%s *%s; /* %s%s ", pi.is_output ? "" : "const ", ct, pi.name,
-                    pi.is_output ? "out " : "", pi.elem == XIR_F32 ? "f32" : "i64");
+                    pi.is_output ? "out " : "", xir_elem_name(pi.elem));
       put_dims(&b, p, shape, &pi);
       xir__sbuf_put(&b, " */\n");
     } else if (pi.elem == XIR_I64) {

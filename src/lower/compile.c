@@ -33,6 +33,8 @@ xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **o
   xir__jit_options jo;
   memset(&jo, 0, sizeof jo);
   jo.pipeline = opt ? opt->pipeline : NULL;
+  jo.cpu = opt ? opt->cpu : NULL;
+  jo.features = opt ? opt->features : NULL;
   jo.codegen_level = -1; /* the JIT default (LLVMCodeGenLevelDefault) */
   if (opt && opt->codegen && strcmp(opt->codegen, "default") != 0) {
     static const char *levels[] = {"none", "less", "default", "aggressive"};
@@ -174,7 +176,10 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   /* Re-derive the candidate: legality is the bridge's, never the caller's. The caller may fix
    * more dims than the bridge requires, never fewer. */
   xir_candidate legal;
-  if ((s = xir_candidate_make(p, shape, cand->W, cand->B, cand->local, cand->perm, &legal, d)))
+  if ((s = cand->attn_vec ? xir_candidate_make_attn(p, shape, cand->W, cand->attn_vec,
+                                                    cand->attn_qb, cand->attn_hb, &legal, d)
+                          : xir_candidate_make(p, shape, cand->W, cand->B, cand->local, cand->perm,
+                                               &legal, d)))
     return s;
   uint32_t all = p->ndims >= 32 ? UINT32_MAX : (1u << p->ndims) - 1;
   legal.fixed_dims |= cand->fixed_dims & all;
@@ -257,7 +262,9 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
       if (!(legal.fixed_dims >> i & 1)) canon.dims[i] = 0;
     xir__jit_module m;
     if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
-    if ((s = xir__lower(p, &canon, &legal, m.mod, entry, d))) {
+    xir__cvt_target cvt = {xir__jit_has_feature(cc->jit, "f16c"),
+                           xir__jit_has_feature(cc->jit, "avx512bf16")};
+    if ((s = xir__lower_for(p, &canon, &legal, &cvt, m.mod, entry, d))) {
       xir__jit_module_dispose(&m);
       goto fail;
     }

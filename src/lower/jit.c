@@ -102,6 +102,33 @@ static const struct {
     {"tigerlake", 16},      {"sapphirerapids", 16}, {"znver4", 16},
 };
 
+int xir__jit_has_feature(const xir__jit *jit, const char *name) {
+  if (!jit || !name) return 0;
+  static const char *const no_f16c[] = {"x86-64", "x86-64-v2", "nehalem", "westmere",
+                                        "sandybridge"};
+  static const char *const bf16[] = {"cooperlake", "sapphirerapids", "znver4"};
+  int has = 0;
+  unsigned known_w = 0;
+  for (size_t i = 0; i < XIR_ARRAY_LEN(k_cpus); i++)
+    if (!strcmp(k_cpus[i].name, jit->cpu)) known_w = k_cpus[i].width;
+  int known = known_w > 0;
+  if (known && !strcmp(name, "f16c")) {
+    has = known_w >= 8; /* f16c needs avx */
+    for (size_t i = 0; i < XIR_ARRAY_LEN(no_f16c); i++) has &= !!strcmp(no_f16c[i], jit->cpu);
+  }
+  if (known && !strcmp(name, "avx512bf16"))
+    for (size_t i = 0; i < XIR_ARRAY_LEN(bf16); i++) has |= !strcmp(bf16[i], jit->cpu);
+  size_t n = strlen(name);
+  for (const char *p = jit->features; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n + 1 && !memcmp(p + 1, name, n)) has = p[0] == '+';
+    if (!strcmp(name, "f16c") && len == 8 && !memcmp(p, "+avx512f", 8)) has = 1;
+    p = e ? e + 1 : NULL;
+  }
+  return has;
+}
+
 static const char *width_feature(unsigned w) {
   return w >= 16 ? "avx512f" : w >= 8 ? "avx" : w >= 4 ? "sse2" : "";
 }

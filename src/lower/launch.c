@@ -65,7 +65,8 @@ xir_status xir_kernel_check_shape(const xir_kernel *k, const xir_shape *shape, u
       return xir__err(d, XIR_ERR_UNSUPPORTED, "buffer '%s' is too large", p->params[i].name);
   if (blocks) {
     uint64_t lanes = xir_shape_root_count(p, shape) * k->cand.local;
-    *blocks = (lanes + k->cand.B - 1) / k->cand.B;
+    /* the attention mapping's blocks are its tiles (every dim is compile-time: the same shape) */
+    *blocks = k->cand.attn_vec ? k->cand.blocks : (lanes + k->cand.B - 1) / k->cand.B;
   }
   return XIR_OK;
 }
@@ -76,7 +77,7 @@ static void span(const xir_program *p, const xir_shape *shape, int i, const void
   const xir_param *q = &p->params[i];
   uint64_t last = 0;
   for (int k = 0; k < q->rank; k++) last += (uint64_t)st[k] * (uint64_t)(shape->dims[q->dims[k]] - 1);
-  size_t es = q->elem == XIR_I64 ? 8 : 4;
+  size_t es = xir_elem_size(q->elem);
   *lo = (uintptr_t)ptr;
   *hi = (uintptr_t)ptr + (last + 1) * es;
 }
@@ -117,7 +118,14 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
                           "buffer '%s': stride %d (%lld) is below %lld, the span of the dims "
                           "inside it: rows would overlap", q->name, r, (long long)st[i][r],
                           (long long)want);
-        if (st[i][r] != want && ext > 1) flags &= ~(uint64_t)XIR__ARGS_CONTIGUOUS;
+        if (st[i][r] != want && ext > 1) {
+          if (k->cand.attn_vec) /* lower_attn.c addresses contiguous buffers only */
+            return xir__err(d, XIR_ERR_UNSUPPORTED,
+                            "buffer '%s': the attention mapping needs contiguous buffers (stride "
+                            "%d is %lld, contiguous is %lld); pass it contiguous or compile "
+                            "another candidate", q->name, r, (long long)st[i][r], (long long)want);
+          flags &= ~(uint64_t)XIR__ARGS_CONTIGUOUS;
+        }
         want = (ext > 1 ? st[i][r] : want) * ext;
         if (r < q->rank - 1) memcpy(out + 8 * (k->lay.stride_slot[i] + r), &st[i][r], 8);
       }
@@ -147,6 +155,11 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
       for (int r = 0; exact && r < p->params[o].rank; r++)
         exact = st[i][r] == st[o][r] &&
                 shape->dims[p->params[i].dims[r]] == shape->dims[p->params[o].dims[r]];
+      if (exact && k->alias_ok[o][i] && k->cand.attn_vec)
+        return xir__err(d, XIR_ERR_UNSUPPORTED,
+                        "in-place launch refused: the attention mapping does not run in place "
+                        "('%s' = '%s'); compile a row-mapping candidate or give '%s' its own "
+                        "memory", p->params[o].name, p->params[i].name, p->params[o].name);
       if (exact && k->alias_ok[o][i]) continue;
       if (exact && !p->params[i].is_output) {
         xir_diag why;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "ir/program.h"
+#include "lower/irutil.h"
 #include "lower/lower.h"
 #include "lower/vmath.h"
 
@@ -54,6 +55,7 @@ typedef struct lw {
   LLVMModuleRef mod;
   LLVMBuilderRef b;
   xir__vm *vm;
+  xir__cvt_target cvt;     /* hardware f32 <-> bf16/f16 conversions of the target */
   LLVMValueRef fn;
   LLVMTypeRef f32, i64, i32, i1, ptr, vf, vi, vb;
   unsigned W, k, ell;
@@ -100,6 +102,19 @@ typedef struct lw {
   LLVMValueRef *hoist_buf;
   int precompute;          /* evaluating hoisted tiles at the entry */
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
+  /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
+   * per unit the end of the live range (the largest over the unit's root programs). */
+  int mask_id;
+  xir__prefix_mask mask;
+  uint8_t *skip;
+  LLVMValueRef mask_end, mask_end_min; /* the largest and the smallest end of the unit */
+  LLVMValueRef rng_lo, rng_hi; /* when set: the mask axis' loop covers only these chunks (ℓ > 1)
+                                  or elements (ℓ = 1) */
+  LLVMValueRef rng_live;       /* when set: the range's chunks below it are live in every lane:
+                                  they run as a loop of their own, where the mask is its live
+                                  operand (no comparison, no select) */
+  int mask_live;               /* in that loop */
+  const val *fill_val;         /* when set: store_body stores it instead of evaluating the value */
 } lw;
 
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
@@ -115,14 +130,7 @@ static int64_t dimc(lw *L, int dim) {
 static LLVMValueRef dimv(lw *L, int dim) { return L->dimval[dim]; }
 static LLVMValueRef cf32(lw *L, double v) { return LLVMConstReal(L->f32, v); }
 
-static LLVMValueRef splat(lw *L, LLVMValueRef x) {
-  LLVMTypeRef t = LLVMTypeOf(x);
-  LLVMTypeRef vt = LLVMVectorType(t, L->W);
-  LLVMValueRef undef = LLVMGetPoison(vt);
-  LLVMValueRef ins = LLVMBuildInsertElement(L->b, undef, x, LLVMConstInt(L->i32, 0, 0), "");
-  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(L->i32, L->W));
-  return LLVMBuildShuffleVector(L->b, ins, LLVMGetPoison(vt), zeros, "");
-}
+static LLVMValueRef splat(lw *L, LLVMValueRef x) { return xir__ir_splat(L->b, x, L->W); }
 
 /* <W x i64> constant: base + step·lane */
 static LLVMValueRef lane_consts(lw *L, int64_t base, int64_t step) {
@@ -166,10 +174,7 @@ static val vsplat(lw *L, LLVMValueRef x) {
 
 static LLVMValueRef intrinsic(lw *L, const char *name, LLVMTypeRef *tys, unsigned ntys,
                               LLVMValueRef *args, unsigned nargs) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(L->mod, id, tys, ntys);
-  LLVMTypeRef ft = LLVMIntrinsicGetType(L->ctx, id, tys, ntys);
-  return LLVMBuildCall2(L->b, ft, f, args, nargs, "");
+  return xir__ir_intrinsic(L->b, L->mod, name, tys, ntys, args, nargs);
 }
 
 /* ---- control flow helpers: counted loops over i64 with the counter in an alloca ---- */
@@ -181,14 +186,7 @@ typedef struct loop {
 } loop;
 
 static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef t, const char *name) {
-  LLVMBuilderRef eb = LLVMCreateBuilderInContext(L->ctx);
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(L->fn);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first) LLVMPositionBuilderBefore(eb, first);
-  else LLVMPositionBuilderAtEnd(eb, entry);
-  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
-  LLVMDisposeBuilder(eb);
-  return a;
+  return xir__ir_entry_alloca(L->ctx, L->fn, t, name);
 }
 
 static void loop_begin(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
@@ -214,17 +212,8 @@ static void loop_end(lw *L, loop *lp) {
 /* ---- integer arithmetic with affine tracking ---- */
 
 static LLVMValueRef floordiv(lw *L, LLVMValueRef a, LLVMValueRef b, int rem) {
-  LLVMTypeRef t = LLVMTypeOf(a);
-  LLVMValueRef zero = LLVMConstNull(t);
   LLVMValueRef one = LLVMTypeOf(a) == L->i64 ? ci64(L, 1) : splat(L, ci64(L, 1));
-  LLVMValueRef bs = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntEQ, b, zero, ""), one, b, "");
-  LLVMValueRef q = LLVMBuildSDiv(L->b, a, bs, "");
-  LLVMValueRef r = LLVMBuildSRem(L->b, a, bs, "");
-  LLVMValueRef adj = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntNE, r, zero, ""),
-                                  LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildXor(L->b, r, bs, ""),
-                                                zero, ""), "");
-  if (rem) return LLVMBuildSelect(L->b, adj, LLVMBuildAdd(L->b, r, bs, ""), r, "");
-  return LLVMBuildSelect(L->b, adj, LLVMBuildSub(L->b, q, one, ""), q, "");
+  return xir__ir_floordiv(L->b, a, b, one, rem);
 }
 
 static LLVMValueRef int_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
@@ -243,6 +232,14 @@ static LLVMValueRef int_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
     }
     default: return NULL;
   }
+}
+
+static LLVMValueRef smin(lw *L, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef smax(lw *L, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSGT, a, b, ""), a, b, "");
 }
 
 static int const_of(LLVMValueRef v, int64_t *out) {
@@ -455,17 +452,26 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
   return off;
 }
 
-/* The elements base[off] of every lane, f32 or i64 (an i64 input buffer): a scalar load when the
- * offset is uniform (a splat for f32, an affine stride-0 val for i64), contiguous vector loads at
- * stride 1, else a gather. */
-static val load_elems(lw *L, LLVMValueRef base, val off, int i64) {
-  LLVMTypeRef t = i64 ? L->i64 : L->f32, vt = i64 ? L->vi : L->vf;
-  unsigned align = i64 ? 8 : 4;
+/* The in-memory element type of a buffer of elem (f32, i64, or i16 bits for bf16/f16). */
+static LLVMTypeRef mem_type(lw *L, int elem) {
+  return elem == XIR_I64 ? L->i64 : elem == XIR_F32 ? L->f32 : LLVMInt16TypeInContext(L->ctx);
+}
+
+static int is_half(int elem) { return elem == XIR_BF16 || elem == XIR_F16; }
+
+/* The elements base[off] of every lane, of a buffer of elem (f32, i64 for an i64 input buffer,
+ * or bf16/f16 converted to f32 after the load): a scalar load when the offset is uniform (a splat
+ * for f32, an affine stride-0 val for i64), contiguous vector loads at stride 1, else a gather. */
+static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
+  int i64 = elem == XIR_I64, h = is_half(elem);
+  LLVMTypeRef t = mem_type(L, elem), vt = LLVMVectorType(t, L->W);
+  unsigned align = (unsigned)xir_elem_size((xir_elem)elem);
   LLVMValueRef r[MAXK];
   if (off.aff && off.s == 0) {
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &off.u, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(L->b, t, ptr, "");
     LLVMSetAlignment(x, align);
+    if (h) x = xir__cvt_to_f32(L->b, &L->cvt, elem, x);
     return i64 ? vaff(x, 0) : vsplat(L, x);
   }
   if (off.aff && off.s == 1) {
@@ -474,6 +480,7 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int i64) {
       LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
       r[q] = LLVMBuildLoad2(L->b, vt, ptr, "");
       LLVMSetAlignment(r[q], align);
+      if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
     }
     return vvec(L, r);
   }
@@ -486,11 +493,12 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int i64) {
     LLVMTypeRef tys[2] = {vt, vp};
     LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, align, 0), ones, LLVMGetPoison(vt)};
     r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
+    if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
   }
   return vvec(L, r);
 }
 
-static val load_at(lw *L, LLVMValueRef base, val off) { return load_elems(L, base, off, 0); }
+static val load_at(lw *L, LLVMValueRef base, val off) { return load_elems(L, base, off, XIR_F32); }
 
 static int type_has(const xir_type *t, int dim) {
   for (int i = 0; i < t->rank; i++)
@@ -550,13 +558,17 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
       sh[i] = LLVMConstInt(L->i32, (unsigned long long)(pi[q][i] - lo[q]), 0);
     }
     LLVMValueRef o = LLVMBuildAdd(L->b, U[q], ci64(L, lo[q]), "");
-    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->buf[n->ref], &o, 1, "");
-    LLVMTypeRef tys[2] = {L->vf, L->ptr};
-    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, 4, 0), LLVMConstVector(m, L->W),
-                            LLVMGetPoison(L->vf)};
+    int elem = L->p->params[n->ref].elem;
+    LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, L->buf[n->ref], &o, 1, "");
+    LLVMTypeRef tys[2] = {evt, L->ptr};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0),
+                            LLVMConstVector(m, L->W), LLVMGetPoison(evt)};
     LLVMValueRef w = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
-    vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(L->vf), LLVMConstVector(sh, L->W), "");
+    vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
+    if (is_half(elem)) vf[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, vf[q]);
   }
+  LLVMBasicBlockRef fast_end = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
   if (exact) {
     LLVMPositionBuilderAtEnd(L->b, join);
@@ -564,7 +576,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     return 1;
   }
   LLVMPositionBuilderAtEnd(L->b, slow);
-  val g = load_at(L, L->buf[n->ref], *off);
+  val g = load_elems(L, L->buf[n->ref], *off, L->p->params[n->ref].elem);
   for (unsigned q = 0; q < L->k; q++) vs[q] = g.v[q];
   LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
@@ -573,7 +585,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   for (unsigned q = 0; q < L->k; q++) {
     r[q] = LLVMBuildPhi(L->b, L->vf, "");
     LLVMValueRef in[2] = {vf[q], vs[q]};
-    LLVMBasicBlockRef from[2] = {fast, slow_end};
+    LLVMBasicBlockRef from[2] = {fast_end, slow_end};
     LLVMAddIncoming(r[q], in, from, 2);
   }
   *out = vvec(L, r);
@@ -581,11 +593,11 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
 }
 
 static val eval_load(lw *L, const xir_node *n) {
-  if (L->p->params[n->ref].elem == XIR_I64)
-    return load_elems(L, L->buf[n->ref], access_offset(L, n, n->nargs), 1);
+  int elem = L->p->params[n->ref].elem;
+  if (elem == XIR_I64) return load_elems(L, L->buf[n->ref], access_offset(L, n, n->nargs), elem);
   val off = access_offset(L, n, n->nargs), r;
   if (perm_load(L, n, &off, &r)) return r;
-  return load_at(L, L->buf[n->ref], off);
+  return load_elems(L, L->buf[n->ref], off, elem);
 }
 
 /* A vmath call; vmath takes `float` for W = 1, so <1 x float> goes through element 0. */
@@ -595,6 +607,20 @@ static LLVMValueRef vm(lw *L, xir__vm_fn fn, LLVMValueRef a, LLVMValueRef b) {
   LLVMValueRef x = LLVMBuildExtractElement(L->b, a, zero, "");
   LLVMValueRef y = b ? LLVMBuildExtractElement(L->b, b, zero, "") : NULL;
   LLVMValueRef r = xir__vm_call(L->vm, fn, x, y);
+  return r ? LLVMBuildInsertElement(L->b, LLVMGetPoison(L->vf), r, zero, "") : NULL;
+}
+
+/* pow(base, y) with a base every lane shares (an f32 constant or scalar parameter): log|base| is
+ * computed once (xir__vm_pow_uniform_base, bit-identical to pow with the base splat). NULL when
+ * the base is not such a value. */
+static LLVMValueRef pow_uniform(lw *L, const xir_node *base, LLVMValueRef y) {
+  if (base->type.rank != 0 || base->type.elem != XIR_F32) return NULL;
+  LLVMValueRef b = base->op == XIR_OP_CONST ? cf32(L, base->imm.f)
+                   : base->op == XIR_OP_PARAM ? L->scal[base->ref] : NULL;
+  if (!b) return NULL;
+  if (L->W != 1) return xir__vm_pow_uniform_base(L->vm, b, y);
+  LLVMValueRef zero = LLVMConstInt(L->i32, 0, 0);
+  LLVMValueRef r = xir__vm_pow_uniform_base(L->vm, b, LLVMBuildExtractElement(L->b, y, zero, ""));
   return r ? LLVMBuildInsertElement(L->b, LLVMGetPoison(L->vf), r, zero, "") : NULL;
 }
 
@@ -668,6 +694,10 @@ static val eval_elementwise(lw *L, const xir_node *n) {
       case XIR_OP_OR: r[q] = LLVMBuildOr(L->b, x, y, ""); break;
       case XIR_OP_NOT: r[q] = LLVMBuildNot(L->b, x, ""); break;
       case XIR_OP_SELECT: r[q] = LLVMBuildSelect(L->b, x, y, z, ""); break;
+      case XIR_OP_POW:
+        r[q] = pow_uniform(L, n0, y);
+        if (!r[q]) r[q] = f_op(L, n->op, x, y, z);
+        break;
       default: r[q] = f_op(L, n->op, x, y, z);
     }
     if (!r[q]) {
@@ -717,6 +747,7 @@ static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
 static val eval_uncached(lw *L, int id);
 
 static val eval(lw *L, int id) {
+  if (L->mask_live && id == L->mask_id) return eval(L, L->mask.live); /* every lane is live */
   if (L->top_ok[id]) return L->top[id];
   if (L->memo_gen[id] == L->gen) return L->memo[id];
   val r;
@@ -810,37 +841,75 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
   int dim = t->axes[depth];
   if (L->ell > 1 && dim == L->c->inner_dim) {
     int64_t N = dimc(L, dim), ell = L->ell, full_chunks = N / ell;
+    int ranged = L->rng_hi && dim == L->mask.axis_dim;
     for (int part = 0; part < 2; part++) {
       if (part == 0 && full_chunks == 0) continue;
       if (part == 1 && N % ell == 0) continue;
-      loop lp;
-      if (part == 0) loop_begin(L, &lp, ci64(L, 0), ci64(L, full_chunks));
-      LLVMValueRef t0 = part == 0 ? LLVMBuildMul(L->b, lp.i, ci64(L, ell), "") : ci64(L, full_chunks * ell);
-      val base = vaff(t0, 0);
-      val c = int_binop(L, XIR_OP_ADD, &base, &L->jlane);
-      L->tail = part;
-      L->env_set[dim] = 1;
-      if (part == 1) {
-        /* the lane's element c, clamped for loads; validity kept in env validity */
-        L->env[dim] = clamp(L, &c, N - 1);
-      } else {
-        L->env[dim] = c;
+      /* part 0 is one loop over the full chunks, or two for a range with a live prefix */
+      int nseg = part == 0 && ranged && L->rng_live ? 2 : 1;
+      LLVMValueRef from = ci64(L, 0), to = ci64(L, full_chunks), mid = NULL;
+      if (part == 0 && ranged) {
+        from = smin(L, L->rng_lo, to);
+        to = smin(L, L->rng_hi, to);
+        if (nseg == 2) mid = smax(L, from, smin(L, L->rng_live, to));
       }
-      if (part == 1) L->inner_c = c;
-      L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
-      tile_loops_at(L, t, depth + 1, body, id, ud);
-      if (part == 0) loop_end(L, &lp);
-      L->tail = 0;
+      for (int seg = 0; seg < nseg; seg++) {
+        loop lp;
+        LLVMBasicBlockRef tail_done = NULL;
+        if (part == 0) {
+          loop_begin(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+        } else if (ranged) {
+          /* the tail chunk (index full_chunks), when it lies in the range */
+          LLVMValueRef fc = ci64(L, full_chunks);
+          LLVMValueRef in = LLVMBuildAnd(L->b, LLVMBuildICmp(L->b, LLVMIntSLE, L->rng_lo, fc, ""),
+                                         LLVMBuildICmp(L->b, LLVMIntSLT, fc, L->rng_hi, ""), "");
+          LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail");
+          tail_done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "tail.done");
+          LLVMBuildCondBr(L->b, in, yes, tail_done);
+          LLVMPositionBuilderAtEnd(L->b, yes);
+        }
+        LLVMValueRef t0 = part == 0 ? LLVMBuildMul(L->b, lp.i, ci64(L, ell), "") : ci64(L, full_chunks * ell);
+        val base = vaff(t0, 0);
+        val c = int_binop(L, XIR_OP_ADD, &base, &L->jlane);
+        L->tail = part;
+        L->mask_live = nseg == 2 && seg == 0;
+        L->env_set[dim] = 1;
+        if (part == 1) {
+          /* the lane's element c, clamped for loads; validity kept in env validity */
+          L->env[dim] = clamp(L, &c, N - 1);
+        } else {
+          L->env[dim] = c;
+        }
+        if (part == 1) L->inner_c = c;
+        L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
+        tile_loops_at(L, t, depth + 1, body, id, ud);
+        if (part == 0) {
+          loop_end(L, &lp);
+        } else if (tail_done) {
+          LLVMBuildBr(L->b, tail_done);
+          LLVMPositionBuilderAtEnd(L->b, tail_done);
+        }
+        L->tail = 0;
+        L->mask_live = 0;
+      }
     }
     return;
   }
-  loop lp;
-  loop_begin(L, &lp, ci64(L, 0), dimv(L, dim));
-  L->env[dim] = vaff(lp.i, 0);
-  L->env_set[dim] = 1;
-  L->mat_index = lp.i;
-  tile_loops_at(L, t, depth + 1, body, id, ud);
-  loop_end(L, &lp);
+  int ranged = L->rng_hi && dim == L->mask.axis_dim;
+  int nseg = ranged && L->rng_live ? 2 : 1;
+  LLVMValueRef from = ranged ? L->rng_lo : ci64(L, 0), to = ranged ? L->rng_hi : dimv(L, dim);
+  LLVMValueRef mid = nseg == 2 ? smax(L, from, smin(L, L->rng_live, to)) : NULL;
+  for (int seg = 0; seg < nseg; seg++) {
+    loop lp;
+    loop_begin(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+    L->mask_live = ranged && nseg == 2 && seg == 0;
+    L->env[dim] = vaff(lp.i, 0);
+    L->env_set[dim] = 1;
+    L->mat_index = lp.i;
+    tile_loops_at(L, t, depth + 1, body, id, ud);
+    loop_end(L, &lp);
+    L->mask_live = 0;
+  }
 }
 
 /* The lanes that hold a real element at this point: root program exists, inner element exists,
@@ -872,30 +941,34 @@ static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
 static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *tile = ud;
-  val v = eval(L, n->args[n->nargs - 1]);
+  val v = L->fill_val ? *L->fill_val : eval(L, n->args[n->nargs - 1]);
   val off = access_offset(L, n, n->nargs - 1);
   LLVMValueRef m[MAXK], base = L->buf[n->ref];
   lane_mask(L, L->ell > 1 && type_has(tile, L->c->inner_dim), m);
   LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
+  /* a bf16/f16 output stores the f32 values rounded to nearest even (convert.h) */
+  int elem = L->p->params[n->ref].elem;
+  LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
+  LLVMValueRef align = LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0);
   for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef x = is_half(elem) ? xir__cvt_from_f32(L->b, L->fn, &L->cvt, elem, v.v[q]) : v.v[q];
     if (off.aff && off.s == 1) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
-      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, base, &o, 1, "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
       if (!m[q]) {
-        LLVMValueRef s = LLVMBuildStore(L->b, v.v[q], ptr);
-        LLVMSetAlignment(s, 4);
+        LLVMValueRef s = LLVMBuildStore(L->b, x, ptr);
+        LLVMSetAlignment(s, (unsigned)xir_elem_size((xir_elem)elem));
       } else {
-        LLVMTypeRef tys[2] = {L->vf, L->ptr};
-        LLVMValueRef args[4] = {v.v[q], ptr, LLVMConstInt(L->i32, 4, 0), m[q]};
+        LLVMTypeRef tys[2] = {evt, L->ptr};
+        LLVMValueRef args[4] = {x, ptr, align, m[q]};
         intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
       }
     } else {
       LLVMValueRef ov[MAXK];
       ivecs(L, &off, ov);
-      LLVMValueRef ptrs = LLVMBuildGEP2(L->b, L->f32, base, &ov[q], 1, "");
-      LLVMTypeRef tys[2] = {L->vf, vp};
-      LLVMValueRef args[4] = {v.v[q], ptrs, LLVMConstInt(L->i32, 4, 0),
-                              m[q] ? m[q] : LLVMConstAllOnes(L->vb)};
+      LLVMValueRef ptrs = LLVMBuildGEP2(L->b, et, base, &ov[q], 1, "");
+      LLVMTypeRef tys[2] = {evt, vp};
+      LLVMValueRef args[4] = {x, ptrs, align, m[q] ? m[q] : LLVMConstAllOnes(L->vb)};
       intrinsic(L, "llvm.masked.scatter", tys, 2, args, 4);
     }
   }
@@ -948,6 +1021,72 @@ static void reduce_tile_body(lw *L, int id, void *ud) {
   LLVMSetAlignment(LLVMBuildStore(L->b, red_op(L, n->op, a, v.v[0]), ptr), 4);
 }
 
+/* ---- masked-work skipping (xir__mask_skips; docs/lowering.md) ---- */
+
+/* The unit's live end along the mask axis: the largest end of its root programs (inactive lanes
+ * are clamped duplicates), each clamped to [0, extent]; *lo the smallest. */
+static LLVMValueRef unit_mask_end(lw *L, LLVMValueRef *lo) {
+  const xir__prefix_mask *m = &L->mask;
+  int64_t c0 = m->c0;
+  for (int d = 0; d < L->p->ndims; d++)
+    if (m->dim_coef[d]) c0 = xir__iadd(c0, xir__imul(m->dim_coef[d], dimc(L, d)));
+  val e = vaff(ci64(L, c0), 0);
+  for (int a = 0; a < L->p->nroot; a++)
+    if (m->root_coef[a]) {
+      val k = vaff(ci64(L, m->root_coef[a]), 0);
+      val t = int_binop(L, XIR_OP_MUL, &L->coord[a], &k);
+      e = int_binop(L, XIR_OP_ADD, &e, &t);
+    }
+  e = clamp(L, &e, dimc(L, m->axis_dim));
+  if (e.aff && e.s == 0) {
+    *lo = e.u;
+    return e.u;
+  }
+  LLVMValueRef v[MAXK], mx = NULL, mn = NULL;
+  ivecs(L, &e, v);
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef r = intrinsic(L, "llvm.vector.reduce.smax", &L->vi, 1, &v[q], 1);
+    LLVMValueRef rn = intrinsic(L, "llvm.vector.reduce.smin", &L->vi, 1, &v[q], 1);
+    mx = mx ? smax(L, r, mx) : r;
+    mn = mn ? smin(L, rn, mn) : rn;
+  }
+  *lo = mn;
+  return mx;
+}
+
+/* The chunks (ℓ > 1) or elements (ℓ = 1) live in every lane of the unit. */
+static LLVMValueRef mask_live_chunks(lw *L) {
+  if (L->ell == 1) return L->mask_end_min;
+  return LLVMBuildUDiv(L->b, L->mask_end_min, ci64(L, L->ell), "");
+}
+
+/* Elements [0, end) of the mask axis as a loop range: chunks for ℓ > 1 (the last one partly
+ * masked: its lanes at or past the end compute the fill's value, as without skipping). */
+static LLVMValueRef mask_chunks(lw *L, LLVMValueRef end) {
+  if (L->ell == 1) return end;
+  return LLVMBuildUDiv(L->b, LLVMBuildAdd(L->b, end, ci64(L, L->ell - 1), ""), ci64(L, L->ell), "");
+}
+
+static int64_t axis_chunks(lw *L) {
+  int64_t N = dimc(L, L->mask.axis_dim);
+  return L->ell > 1 ? (N + L->ell - 1) / L->ell : N;
+}
+
+/* The value of tile expression `id` at the masked positions: the mask is the constant fill there
+ * and every other operand on the way is a rank-0 value (xir__mask_skips), so it is computed once
+ * per unit, without the loop nest. */
+static val masked_value(lw *L, int id) {
+  int nest = L->nest_dim;
+  L->nest_dim = -1; /* no materialized slot */
+  L->gen++;
+  L->memo[L->mask_id] = vsplat(L, cf32(L, L->mask.fill));
+  L->memo_gen[L->mask_id] = L->gen;
+  val u = eval(L, id);
+  L->gen++;
+  L->nest_dim = nest;
+  return u;
+}
+
 /* Emits a reduction: rank-0 results go to top[], tile results to scratch. */
 static void emit_reduce(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
@@ -985,8 +1124,26 @@ static void emit_reduce(lw *L, int id) {
     tile_loops(L, in, 0, reduce_tile_body, id, NULL);
     return;
   }
+  if (L->skip[id]) {
+    /* positions past the end hold the masked value: left out when it is the identity (in every
+     * lane), else the loop covers the whole axis */
+    val u = masked_value(L, n->args[0]);
+    LLVMTypeRef bt = LLVMVectorType(L->i1, L->W);
+    LLVMValueRef neutral = NULL;
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef eq = LLVMBuildFCmp(L->b, LLVMRealOEQ, u.v[q], red_identity(L, n->op), "");
+      LLVMValueRef all = intrinsic(L, "llvm.vector.reduce.and", &bt, 1, &eq, 1);
+      neutral = neutral ? LLVMBuildAnd(L->b, neutral, all, "") : all;
+    }
+    LLVMValueRef end = LLVMBuildSelect(L->b, neutral, L->mask_end,
+                                       ci64(L, dimc(L, L->mask.axis_dim)), "");
+    L->rng_lo = ci64(L, 0);
+    L->rng_hi = mask_chunks(L, end);
+    L->rng_live = mask_live_chunks(L);
+  }
   for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R.acc[q]);
   tile_loops(L, in, 0, reduce_body, id, &R);
+  L->rng_lo = L->rng_hi = L->rng_live = NULL;
   LLVMValueRef acc[MAXK];
   for (unsigned q = 0; q < L->k; q++) acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
   if (L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim) {
@@ -1013,13 +1170,31 @@ static void emit_store(lw *L, int id) {
   xir_type tile = {.elem = XIR_F32};
   for (int kd = 0; kd < n->nargs - 1; kd++)
     if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)L->p->params[n->ref].dims[kd];
+  if (!L->skip[id]) {
+    tile_loops(L, &tile, 0, store_body, id, &tile);
+    return;
+  }
+  /* [0, end) computed; [end, extent) written with the masked value */
+  val u = masked_value(L, n->args[n->nargs - 1]);
+  LLVMValueRef hi = mask_chunks(L, L->mask_end);
+  L->rng_lo = ci64(L, 0);
+  L->rng_hi = hi;
+  L->rng_live = mask_live_chunks(L);
   tile_loops(L, &tile, 0, store_body, id, &tile);
+  L->rng_live = NULL;
+  L->rng_lo = hi;
+  L->rng_hi = ci64(L, axis_chunks(L));
+  L->fill_val = &u;
+  tile_loops(L, &tile, 0, store_body, id, &tile);
+  L->fill_val = NULL;
+  L->rng_lo = L->rng_hi = NULL;
 }
 
 /* The body for one unit (full or masked). */
 static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
+  if (L->mask_id >= 0) L->mask_end = unit_mask_end(L, &L->mask_end_min);
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
@@ -1209,8 +1384,17 @@ static void emit_mode(lw *L, LLVMBasicBlockRef bb, LLVMBasicBlockRef next, int f
 
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d) {
+  xir__cvt_target t = xir__cvt_host();
+  return xir__lower_for(p, shape, c, &t, mod, entry, d);
+}
+
+xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
+                          const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
+                          xir_diag *d) {
+  if (c->attn_vec) return xir__lower_attn(p, shape, c, mod, entry, d); /* lower_attn.c */
   lw L;
   memset(&L, 0, sizeof L);
+  L.cvt = *t;
   L.p = p;
   L.sh = shape;
   L.c = c;
@@ -1242,6 +1426,7 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   L.mat_state = xir__calloc(nn, 1);
   L.hoist = xir__calloc(nn, 1);
   L.hoist_buf = xir__calloc(nn, sizeof(LLVMValueRef));
+  L.skip = xir__calloc(nn, 1);
   if (c->local > 1 && c->inner_dim >= 0) {
     L.period = xir__calloc(nn, sizeof(int64_t));
     if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
@@ -1249,14 +1434,19 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
   L.nest_dim = -1;
   xir_status st = XIR_OK;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
-      !L.mat_state || !L.hoist || !L.hoist_buf || (c->local > 1 && !L.period)) {
+      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || (c->local > 1 && !L.period)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
   xir__hoisted_tiles(p, shape, L.hoist);
   for (int i = 0; i < p->nnodes; i++) /* a launch-time axis is never hoisted (the bridge agrees) */
     if (L.hoist[i] && !is_fixed(&L, p->nodes[i].type.axes[0])) L.hoist[i] = 0;
-  if (count_mat_uses(&L)) {
+  L.mask_id = xir__mask_skips(p, L.skip, &L.mask);
+  if (L.mask_id >= 0 && c->local > 1 && L.mask.axis_dim != c->inner_dim) {
+    memset(L.skip, 0, nn); /* the chunked axis is another one: nothing to bound */
+    L.mask_id = -1;
+  }
+  if (L.mask_id < -1 || count_mat_uses(&L)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
@@ -1359,5 +1549,6 @@ done:
   xir__free(L.hoist);
   xir__free(L.hoist_buf);
   xir__free(L.period);
+  xir__free(L.skip);
   return st;
 }

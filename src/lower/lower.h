@@ -4,6 +4,7 @@
 
 #include <llvm-c/Core.h>
 
+#include "lower/convert.h"
 #include "xir_compile.h"
 
 /* The argument block of a kernel: 8-byte slots. Slots [0, nparams) are the parameters in
@@ -26,5 +27,14 @@ void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_la
  * loaded from the argument block, so the IR is the same for every value of them. */
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d);
+/* The same for a target whose f32 <-> bf16/f16 conversions are `t`'s (xir__lower: the host's). */
+xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
+                          const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
+                          xir_diag *d);
+
+/* The attention mapping (candidates with attn_vec set; docs/lowering.md): the same entry, one
+ * tile of query rows per block, online softmax. xir__lower calls it for those candidates. */
+xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
+                           LLVMModuleRef mod, const char *entry, xir_diag *d);
 
 #endif

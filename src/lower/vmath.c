@@ -263,6 +263,17 @@ static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
   LLVMValueRef t = call_fn(e, XIR__VM_EXP, neg(e, fabs32(e, x)), NULL);
   LLVMValueRef s = add(e, kf(e, 1.0f), t);
   LLVMValueRef c = add(e, sub(e, kf(e, 1.0f), s), t);
+  if (e->fma) {
+    /* One division: a = 1 (x ≥ 0) or t (x < 0), q0 = a·(1/s); the residual of a/(s + c),
+     * a − q0·s − q0·c, comes from two fmas (the first is exact while q0 is within an ulp of
+     * a/s), and q = q0 + residual·(1/s) is one Newton step. */
+    LLVMValueRef a = sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), kf(e, 1.0f), t);
+    LLVMValueRef r = fdiv(e, kf(e, 1.0f), s);
+    LLVMValueRef q0 = mul(e, a, r);
+    LLVMValueRef res = fma_exact(e, neg(e, q0), s, a);
+    res = fma_exact(e, neg(e, q0), c, res);
+    return fma_exact(e, res, r, q0);
+  }
   LLVMValueRef r = fdiv(e, kf(e, 1.0f), s);
   LLVMValueRef q = fdiv(e, t, s);
   LLVMValueRef cr = mul(e, c, r);

@@ -110,6 +110,12 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
                   pl->coefficients.ns_per_math);
     goto fail;
   }
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++)
+    if (!isfinite(pl->coefficients.ns_per_step[i]) || pl->coefficients.ns_per_step[i] < 0) {
+      st = xir__err(d, XIR_ERR_COST, "coefficient ns_per_step[%d] is %g: it must be finite and >= 0",
+                    i, pl->coefficients.ns_per_step[i]);
+      goto fail;
+    }
   for (int i = 0; i < XIR_MEM_LEVELS; i++) {
     const xir_cost_coefficients *k = &pl->coefficients;
     if (!isfinite(k->mem_bytes[i]) || k->mem_bytes[i] < 0 || !isfinite(k->mem_ns[i]) || k->mem_ns[i] < 0 ||

@@ -7,6 +7,8 @@
  *               (beyond; its rate applies from the last-level cache's size on): ns per byte
  *   arith       rmsnorm 32×1024 (simple vector ops, in L2): ns per simple arithmetic unit
  *   math        gelu_residual 64×256 (tanh-bound, in L2): ns per unit of the math part
+ *   steps       reduce.sum and reduce.max over 64×1024 (in L2) with ℓ = W (one chain of 64 steps
+ *               a row) and ℓ = 8W (8 steps): the time difference per step, by kind
  *   block       8 arithmetic units (not measured separately)
  * With these, an objective is an estimate of the launch's wall time in ns, and the planner's
  * choice between the caller and the pool follows the machine. Legality is untouched: this only
@@ -74,6 +76,19 @@ static const char kCopyProbe[] =
     "  store y[r, :] = load x[r, :]\n"
     "}\n";
 
+/* The chain probes: one packet a unit (ℓ = W), so each row is one dependent accumulation chain
+ * of C/W steps; their time beyond the throughput rates is the cost of a step (sum, max). */
+static const char kSumProbe[] =
+    "kernel sum_probe[R, C](x: f32[R, C], y: out f32[R])\n"
+    "root r in R {\n"
+    "  store y[r] = reduce.sum(load x[r, :])\n"
+    "}\n";
+static const char kMaxProbe[] =
+    "kernel max_probe[R, C](x: f32[R, C], y: out f32[R])\n"
+    "root r in R {\n"
+    "  store y[r] = reduce.max(load x[r, :])\n"
+    "}\n";
+
 /* Times a built-in kernel (or the copy probe, name NULL) on the caller path; returns ns per launch
  * and its work. */
 static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, const char *name,
@@ -83,8 +98,10 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   xir_shape s;
   xir_case c;
   memset(&c, 0, sizeof c);
-  xir_status st = name ? xir_kernel_load(name, &p, d)
-                       : xir_program_parse(kCopyProbe, strlen(kCopyProbe), "copy_probe", &p, d);
+  const char *probe = !name ? kCopyProbe : !strcmp(name, "sum_probe") ? kSumProbe
+                    : !strcmp(name, "max_probe") ? kMaxProbe : NULL;
+  xir_status st = probe ? xir_program_parse(probe, strlen(probe), name ? name : "copy_probe", &p, d)
+                        : xir_kernel_load(name, &p, d);
   if (st) return st;
   if ((st = xir_shape_parse(p, spec, &s, d)) || (st = xir__case_init(&c, p, &s, 1, d))) goto out;
   uint32_t W = xir_compiler_width(cc);
@@ -142,7 +159,9 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * hierarchy; the middle one is also the flat per-byte figure. */
   static const char *const kCopy[XIR_MEM_LEVELS] = {"R=32,C=1024", "R=512,C=4096", "R=4096,C=2048"};
   double ta = INFINITY, ts = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
-  xir_execution_work wa, ws, wm[XIR_MEM_LEVELS];
+  double tc[XIR_CHAIN_KINDS][2] = {{INFINITY, INFINITY}, {INFINITY, INFINITY}};
+  static const char *const kChain[XIR_CHAIN_KINDS] = {"sum_probe", "max_probe"};
+  xir_execution_work wa, ws, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS][2];
   for (int rep = 0; rep < 3; rep++) {
     double x;
     if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &x, &wa, d))) goto out;
@@ -153,6 +172,15 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
       if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], d))) goto out;
       tm[l] = fmin(tm[l], x);
     }
+    /* 64 rows of 1024 (256 KiB, in L2) with ℓ = W (64 steps a row) and ℓ = 8W (8 packets share
+     * 8 steps): the same bytes and ops, only the chain differs */
+    for (int k = 0; k < XIR_CHAIN_KINDS; k++)
+      for (int v = 0; v < 2; v++) {
+        uint32_t ell = v ? 8 * xir_compiler_width(cc) : 0;
+        if ((st = time_kernel(cc, rt, b, kChain[k], "R=64,C=1024", ell, 8, &x, &wc[k][v], d)))
+          goto out;
+        tc[k][v] = fmin(tc[k][v], x);
+      }
   }
   /* t = a·A + μ·Aμ + m·M (A: simple units, Aμ: math units, M: bytes), solved triangularly (a
    * full solve is unstable: every probe has every kind of work). The copy probe is almost pure
@@ -179,6 +207,17 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   double mu = Am > 0 ? (ta - out->mem_ns[0] * M1 - a * A1) / Am : 0;
   if (!(mu > 0)) mu = a;
   out->ns_per_math = mu;
+  /* a chain step: what the longer chain adds beyond what the prior charges for it (its latency
+   * floor), per step — a difference of two runs of the same bytes and ops, so the memory rate
+   * does not enter it */
+  for (int k = 0; k < XIR_CHAIN_KINDS; k++) {
+    double S0 = wc[k][0].steps_per_packet[k] * (double)wc[k][0].packets;
+    double S1 = wc[k][1].steps_per_packet[k] * (double)wc[k][1].packets;
+    double dA = wc[k][0].arith_per_packet * (double)wc[k][0].packets -
+                wc[k][1].arith_per_packet * (double)wc[k][1].packets;
+    double dt = tc[k][0] - tc[k][1] - a * dA;
+    out->ns_per_step[k] = S0 > S1 && dt > 0 ? dt / (S0 - S1) : 0;
+  }
   out->ns_per_arith = a;
   out->ns_per_byte = m;
   out->ns_per_block = 8 * a;
@@ -201,6 +240,7 @@ void xir_cost_coefficients_from_calibration(const xir_calibration *cal, xir_cost
   memset(c, 0, sizeof *c);
   c->c[XIR_TERM_ARITH] = cal->ns_per_arith;
   c->ns_per_math = cal->ns_per_math;
+  for (int k = 0; k < XIR_CHAIN_KINDS; k++) c->ns_per_step[k] = cal->ns_per_step[k];
   c->c[XIR_TERM_MEMORY] = cal->ns_per_byte;
   if (cal->mem_bytes[0] > 0) {
     /* the hierarchy gives the rate; c[MEMORY] becomes its multiplier */

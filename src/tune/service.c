@@ -12,6 +12,7 @@
  * again and replaced (written to a temporary name and renamed, so concurrent processes never read
  * half a file). XIR_NO_CALIBRATION_FILE=1 neither reads nor writes it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 #include "xir_compile.h"
 #include "xir_plan.h"
 
-static const char kMagic[] = "xir service model 3";
+static const char kMagic[] = "xir service model 4";
 
 
 /* mkdir -p */
@@ -45,7 +46,7 @@ static int make_dirs(const char *path) {
 #define SERVICE_FIELDS(X) \
   X(ns_per_arith) X(ns_per_byte) X(ns_per_block) X(ns_per_task) X(ns_activation) X(probe_ns[0]) \
   X(probe_ns[1]) X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) X(mem_ns[0]) X(mem_ns[1])        \
-  X(mem_ns[2]) X(ns_per_math)
+  X(mem_ns[2]) X(ns_per_math) X(ns_per_step[0]) X(ns_per_step[1])
 
 static void key_of(const char *cpu, const char *features, uint32_t workers, char *key, size_t cap) {
   snprintf(key, cap, "xir %s llvm %s cpu %s workers %u features %s", XIR_VERSION,
@@ -178,11 +179,14 @@ xir_status xir_service_model(uint32_t workers, int refresh, xir_calibration *out
                     XIR_RUNTIME_MAX_WORKERS, workers);
   xir_compiler *cc = NULL;
   xir_runtime *rt = NULL;
-  xir_status st = xir_compiler_create(NULL, &cc, d);
+  /* the probes' kernels stay out of the user's kernel cache */
+  xir_compiler_options co = {.no_kernel_cache = 1};
+  xir_status st = xir_compiler_create(&co, &cc, d);
   if (st) return st;
   const char *off = getenv("XIR_NO_CALIBRATION_FILE");
   int use_file = !(off && *off && strcmp(off, "0") != 0);
   char dir[1024] = "", key[2048], path[1100] = "";
+  int lock_fd = -1; /* the lock on path.lock while this process measures (closing releases it) */
   if (use_file && xir_cache_dir(dir, sizeof dir, NULL) != XIR_OK) use_file = 0;
   if (use_file) {
     key_of(xir_compiler_cpu(cc), xir_compiler_features(cc), workers, key, sizeof key);
@@ -192,6 +196,19 @@ xir_status xir_service_model(uint32_t workers, int refresh, xir_calibration *out
       if (from_file) *from_file = 1;
       goto done;
     }
+    /* One process measures, the others wait for its file: processes that calibrate at the same
+     * time slow each other's probes down, and their planners would disagree. */
+    char lpath[1200];
+    snprintf(lpath, sizeof lpath, "%s.lock", path);
+    if (use_file && !make_dirs(dir) && (lock_fd = open(lpath, O_RDWR | O_CREAT, 0644)) >= 0) {
+      struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+      while (fcntl(lock_fd, F_SETLKW, &fl) == -1 && errno == EINTR) {
+      }
+      if (!refresh && read_file(path, key, out) == 0) { /* another process measured it */
+        if (from_file) *from_file = 1;
+        goto done;
+      }
+    }
   }
   xir_runtime_options ro;
   xir_runtime_options_default(&ro);
@@ -200,6 +217,7 @@ xir_status xir_service_model(uint32_t workers, int refresh, xir_calibration *out
   /* a file that cannot be written is not an error: the figures are still good for this process */
   if (use_file) write_file(dir, path, key, out, NULL);
 done:
+  if (lock_fd >= 0) close(lock_fd);
   xir_runtime_destroy(rt);
   xir_compiler_destroy(cc);
   return st;
@@ -211,7 +229,7 @@ static struct {
   pthread_mutex_t mu;
   int state; /* 0 not tried, 1 measured/loaded, -1 failed (priors) */
   xir_cost_coefficients coef;
-} g_default = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}, {0}, {0}, 0}};
+} g_default = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}, {0}, {0}, 0, {0}}};
 
 
 const xir_cost_coefficients *xir_service_coefficients(void) {

@@ -33,14 +33,19 @@ static uint32_t bswap32(uint32_t v) {
   return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
 }
 
-/* The element types of the files: '<f4' (float32) and '<i8' (int64, for i64 input buffers). */
+/* The element types of the files: '<f4' (float32), '<i8' (int64, for i64 input buffers), '<f2'
+ * (float16) and bfloat16 (written with ml_dtypes' registered name 'bfloat16'; read from that or
+ * from '<V2', which is what np.save writes for an ml_dtypes.bfloat16 array). */
 typedef struct {
   const char *descr; /* "<f4" */
   const char *what;  /* "float32", in messages */
   size_t size;       /* bytes per element */
+  const char *alt;   /* another descr accepted when reading, or NULL */
 } npy_dtype;
-static const npy_dtype kF32 = {"<f4", "float32", 4};
-static const npy_dtype kI64 = {"<i8", "int64", 8};
+static const npy_dtype kF32 = {"<f4", "float32", 4, NULL};
+static const npy_dtype kI64 = {"<i8", "int64", 8, NULL};
+static const npy_dtype kF16 = {"<f2", "float16", 2, NULL};
+static const npy_dtype kBF16 = {"bfloat16", "bfloat16 (ml_dtypes)", 2, "<V2"};
 
 /* In-place conversion between little-endian file order and host order (its own inverse), for
  * n elements of esize (4 or 8) bytes. */
@@ -48,7 +53,11 @@ static void le_inplace(void *p, size_t n, size_t esize) {
   if (host_is_le()) return;
   unsigned char *b = p;
   for (size_t i = 0; i < n; i++) {
-    if (esize == 4) {
+    if (esize == 2) {
+      unsigned char t = b[2 * i];
+      b[2 * i] = b[2 * i + 1];
+      b[2 * i + 1] = t;
+    } else if (esize == 4) {
       uint32_t u;
       memcpy(&u, b + 4 * i, 4);
       u = bswap32(u);
@@ -446,10 +455,11 @@ static xir_status parse_header(const char *name, const char *hdr, size_t hlen, s
   if (!have_descr || !have_fortran || !have_shape)
     return xir__err(d, XIR_ERR_FORMAT, "%s: malformed header dict: missing key '%s'", name,
                     !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
-  if (strcmp(descr, dt->descr))
+  if (strcmp(descr, dt->descr) && (!dt->alt || strcmp(descr, dt->alt)))
     return xir__err(d, XIR_ERR_FORMAT,
-                    "%s: unsupported dtype '%s' (only little-endian %s '%s' is supported)",
-                    name, descr, dt->what, dt->descr);
+                    "%s: unsupported dtype '%s' (only little-endian %s '%s'%s%s%s is supported)",
+                    name, descr, dt->what, dt->descr, dt->alt ? " or '" : "",
+                    dt->alt ? dt->alt : "", dt->alt ? "'" : "");
   if (fortran)
     return xir__err(d, XIR_ERR_FORMAT,
                     "%s: fortran_order is True (only C-order arrays are supported)", name);
@@ -684,6 +694,28 @@ xir_status xir__npy_read_i64(const char *path, int64_t **data, size_t *shape, in
                              int max_ndim, xir_diag *d) {
   void *v = NULL;
   xir_status st = read_npy(path, data ? &v : NULL, shape, ndim, max_ndim, &kI64, d);
+  if (data) *data = v;
+  return st;
+}
+
+xir_status xir__npy_write_half(const char *path, const uint16_t *data, const size_t *shape,
+                               int ndim, int bf16, xir_diag *d) {
+  return write_npy(path, data, shape, ndim, bf16 ? &kBF16 : &kF16, d);
+}
+
+xir_status xir__npy_decode_half(const void *bytes, size_t len, const char *name, uint16_t **data,
+                                size_t *shape, int *ndim, int max_ndim, int bf16, xir_diag *d) {
+  void *v = NULL;
+  xir_status st = decode_npy(bytes, len, name, data ? &v : NULL, shape, ndim, max_ndim,
+                             bf16 ? &kBF16 : &kF16, d);
+  if (data) *data = v;
+  return st;
+}
+
+xir_status xir__npy_read_half(const char *path, uint16_t **data, size_t *shape, int *ndim,
+                              int max_ndim, int bf16, xir_diag *d) {
+  void *v = NULL;
+  xir_status st = read_npy(path, data ? &v : NULL, shape, ndim, max_ndim, bf16 ? &kBF16 : &kF16, d);
   if (data) *data = v;
   return st;
 }

@@ -1,5 +1,6 @@
-/* npy.h — NumPy .npy files of little-endian float32 ('<f4') and int64 ('<i8', for i64 input
- * buffers such as positions), C order.
+/* npy.h — NumPy .npy files of little-endian float32 ('<f4'), int64 ('<i8', for i64 input
+ * buffers such as positions), float16 ('<f2') and bfloat16 ('bfloat16', ml_dtypes' name; see
+ * xir__npy_write_half), C order.
  *
  * Format (numpy.lib.format, NEP 1): the magic "\x93NUMPY", a major and a minor version byte, the
  * header length (uint16 LE for version 1.0, uint32 LE for 2.0 and 3.0), then the header: an ASCII
@@ -79,6 +80,18 @@ xir_status xir__npy_read_i64(const char *path, int64_t **data, size_t *shape, in
                              int max_ndim, xir_diag *d);
 xir_status xir__npy_decode_i64(const void *bytes, size_t len, const char *name, int64_t **data,
                                size_t *shape, int *ndim, int max_ndim, xir_diag *d);
+
+/* The same for 16-bit floats, as raw bit patterns: bf16 = 0 is float16 ('<f2'); bf16 = 1 is
+ * bfloat16, written with the descr 'bfloat16' — the name ml_dtypes registers with NumPy, so that
+ * `import ml_dtypes; np.load(path)` gives a bfloat16 array — and read from 'bfloat16' or '<V2'
+ * (what np.save writes for an ml_dtypes.bfloat16 array: np.load gives void elements there, and
+ * `.view(ml_dtypes.bfloat16)` the values). Errors as for the f32 functions. */
+xir_status xir__npy_write_half(const char *path, const uint16_t *data, const size_t *shape,
+                               int ndim, int bf16, xir_diag *d);
+xir_status xir__npy_read_half(const char *path, uint16_t **data, size_t *shape, int *ndim,
+                              int max_ndim, int bf16, xir_diag *d);
+xir_status xir__npy_decode_half(const void *bytes, size_t len, const char *name, uint16_t **data,
+                                size_t *shape, int *ndim, int max_ndim, int bf16, xir_diag *d);
 
 /* Checks a shape read from a file against the shape a kernel expects. XIR_OK when the ranks and
  * every dim agree; otherwise XIR_ERR_FORMAT with the message

@@ -1,0 +1,565 @@
+"""The xir package against NumPy fp64 references: every kernel x a few shapes (ragged ones too),
+out= with sentinels around it, non-contiguous inputs (copied), DLPack and __array_interface__
+inputs (no copy), wrong shapes / dtypes / dims, custom XIR (Kernel, Plan.explain, ParseError with
+line and column), the cache, and threads calling concurrently.
+
+Tolerances are the library's (src/check: xir__kernel_tolerance): |y - ref| <= atol + rtol |ref|,
+the whole output, NaN never passing."""
+import threading
+
+import numpy as np
+import pytest
+
+import xir
+
+TOL = {"rope": (1e-3, 4e-3), "softmax": (1e-4, 1e-6), "attention": (1e-4, 1e-6)}
+
+
+def tol(kernel):
+    for k, v in TOL.items():
+        if kernel.startswith(k):
+            return v
+    return (1e-4, 1e-5)
+
+
+def check(kernel, y, ref):
+    rtol, atol = tol(kernel)
+    y = np.asarray(y)
+    assert y.dtype == np.float32
+    assert y.shape == ref.shape
+    assert not np.isnan(y).any()
+    err = np.abs(y.astype(np.float64) - ref)
+    bad = err > atol + rtol * np.abs(ref)
+    assert not bad.any(), f"{kernel}: {bad.sum()} of {bad.size} out of tolerance, max abs {err.max():.3g}"
+
+
+def rand(rng, *shape, lo=-2.0, hi=2.0):
+    a = rng.uniform(lo, hi, shape).astype(np.float32)
+    a[a == 0] = 0.5  # never zero (as the C tests)
+    return a
+
+
+# ---- fp64 references ----
+
+def ref_rmsnorm(x, w, eps=1e-5):
+    x = x.astype(np.float64)
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def ref_layernorm(x, w, b, eps=1e-5):
+    x = x.astype(np.float64)
+    d = x - x.mean(-1, keepdims=True)
+    return d / np.sqrt((d * d).mean(-1, keepdims=True) + eps) * w + b
+
+
+def ref_rope(x, hd, theta=10000.0, offset=0):
+    x = x.astype(np.float64)
+    R, C = x.shape
+    c = np.arange(C)
+    i = (c % hd) // 2
+    ang = (np.arange(R)[:, None] + offset) * theta ** (-2.0 * i / hd)
+    partner = x[:, c + 1 - 2 * (c % 2)]
+    sign = 2 * (c % 2) - 1
+    return x * np.cos(ang) + sign * partner * np.sin(ang)
+
+
+def ref_rope_cache(x, pos, cos, sin):
+    x = x.astype(np.float64)
+    R, C = x.shape
+    hd = 2 * cos.shape[1]
+    c = np.arange(C)
+    i = (c % hd) // 2
+    partner = x[:, c + 1 - 2 * (c % 2)]
+    sign = 2 * (c % 2) - 1
+    return x * cos[pos][:, i] + sign * partner * sin[pos][:, i]
+
+
+def ref_softmax(z):
+    m = z.max(-1, keepdims=True)
+    m = np.where(m == -np.inf, 0.0, m)
+    e = np.exp(z - m)
+    s = e.sum(-1, keepdims=True)
+    return np.where(s == 0, 0.0, e / np.where(s == 0, 1.0, s))
+
+
+def ref_attention(q, k, v, scale=None, causal=False):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    B, HQ, Q, D = q.shape
+    HKV, K = k.shape[1], k.shape[2]
+    g = np.arange(HQ) // (HQ // HKV)
+    s = np.einsum("bhqd,bhkd->bhqk", q, k[:, g]) * (scale if scale else 1 / np.sqrt(D))
+    if causal:
+        s = np.where(np.arange(K)[None, :] > np.arange(Q)[:, None] + (K - Q), -np.inf, s)
+    return np.einsum("bhqk,bhkd->bhqd", ref_softmax(s), v[:, g])
+
+
+def silu(a):
+    return a / (1 + np.exp(-a))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+ROWS = [(1, 1), (3, 7), (17, 65), (64, 256), (33, 1000)]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(2024)
+
+
+# ---- every kernel x shapes ----
+
+@pytest.mark.parametrize("R,C", ROWS)
+def test_rmsnorm(rng, R, C):
+    x, w = rand(rng, R, C), rand(rng, C)
+    check("rmsnorm", xir.rmsnorm(x, w), ref_rmsnorm(x, w))
+    check("rmsnorm", xir.rmsnorm(x, w, eps=0.25), ref_rmsnorm(x, w, 0.25))
+
+
+@pytest.mark.parametrize("R,C", ROWS)
+def test_layernorm(rng, R, C):
+    x, w, b = rand(rng, R, C), rand(rng, C), rand(rng, C)
+    check("layernorm", xir.layernorm(x, w, b), ref_layernorm(x, w, b))
+    check("layernorm", xir.layernorm(x, w, b, eps=1e-2), ref_layernorm(x, w, b, 1e-2))
+
+
+@pytest.mark.parametrize("R,C,HD", [(1, 2, 2), (3, 6, 2), (17, 66, 22), (64, 256, 64), (33, 1000, 100)])
+def test_rope(rng, R, C, HD):
+    x = rand(rng, R, C)
+    check("rope", xir.rope(x, HD), ref_rope(x, HD))
+    check("rope", xir.rope(x, HD, theta=500.0, offset=7), ref_rope(x, HD, 500.0, 7))
+
+
+@pytest.mark.parametrize("R,C,HD,P", [(1, 2, 2, 1), (3, 6, 2, 5), (17, 66, 22, 2), (64, 256, 64, 100)])
+def test_rope_cache(rng, R, C, HD, P):
+    x = rand(rng, R, C)
+    pos = rng.integers(0, P, R).astype(np.int64)
+    ang = rng.uniform(-3, 3, (P, HD // 2))
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    check("rope_cache", xir.rope_cache(x, pos, cos, sin), ref_rope_cache(x, pos, cos, sin))
+
+
+@pytest.mark.parametrize("R,C", ROWS)
+def test_softmax(rng, R, C):
+    x = rand(rng, R, C)
+    check("softmax", xir.softmax(x), ref_softmax(x.astype(np.float64)))
+    check("softmax", xir.softmax(x, scale=0.5), ref_softmax(0.5 * x.astype(np.float64)))
+    mask = np.where(rng.random((R, C)) < 0.3, -np.inf, rand(rng, R, C)).astype(np.float32)
+    mask[0, :] = -np.inf  # a fully masked row is zeros
+    y = xir.softmax(x, mask, scale=2.0)
+    check("softmax_mask", y, ref_softmax(2.0 * x.astype(np.float64) + mask))
+    assert (y[0] == 0).all()
+    zc = np.where(np.arange(C)[None, :] > np.arange(R)[:, None], -np.inf, 1.5 * x.astype(np.float64))
+    check("softmax_causal", xir.softmax(x, scale=1.5, causal=True), ref_softmax(zc))
+
+
+@pytest.mark.parametrize("R,C", ROWS)
+def test_swiglu_gelu(rng, R, C):
+    a, b = rand(rng, R, C), rand(rng, R, C)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    check("swiglu", xir.swiglu(a, b), silu(a64) * b64)
+    check("gelu_residual", xir.gelu_residual(a, b), gelu_tanh(a64) + b64)
+
+
+ATTN = [(1, 4, 2, 16, 32, 16, 16), (1, 1, 1, 1, 1, 1, 1), (2, 3, 1, 5, 3, 3, 5), (1, 8, 2, 33, 65, 24, 8)]
+
+
+@pytest.mark.parametrize("B,HQ,HKV,Q,K,D,DV", ATTN)
+def test_attention(rng, B, HQ, HKV, Q, K, D, DV):
+    q, k = rand(rng, B, HQ, Q, D, lo=-1, hi=1), rand(rng, B, HKV, K, D, lo=-1, hi=1)
+    v = rand(rng, B, HKV, K, DV)
+    check("attention", xir.attention(q, k, v), ref_attention(q, k, v))
+    check("attention", xir.attention(q, k, v, scale=0.3), ref_attention(q, k, v, 0.3))
+    check("attention_causal", xir.attention(q, k, v, causal=True), ref_attention(q, k, v, causal=True))
+
+
+# ---- out=, layouts, other array types ----
+
+def test_out_with_sentinels(rng):
+    x, w = rand(rng, 9, 40), rand(rng, 40)
+    buf = np.full(9 * 40 + 32, 12345.0, np.float32)
+    out = buf[16:16 + 9 * 40].reshape(9, 40)
+    y = xir.rmsnorm(x, w, out=out)
+    assert y is out
+    check("rmsnorm", out, ref_rmsnorm(x, w))
+    assert (buf[:16] == 12345.0).all() and (buf[-16:] == 12345.0).all()
+
+
+def test_non_contiguous_inputs_are_copied(rng):
+    big = rand(rng, 10, 80)
+    x = big[::2, 1::2]  # strided rows and columns
+    w = rand(rng, 80)[::2]
+    assert not x.flags.c_contiguous
+    check("rmsnorm", xir.rmsnorm(x, w), ref_rmsnorm(np.ascontiguousarray(x), np.ascontiguousarray(w)))
+    xt = rand(rng, 30, 6).T  # a transpose
+    check("swiglu", xir.swiglu(xt, xt), silu(xt.astype(np.float64)) * xt)
+
+
+def test_non_contiguous_out_is_rejected(rng):
+    x, w = rand(rng, 4, 16), rand(rng, 16)
+    out = np.zeros((4, 32), np.float32)[:, ::2]
+    with pytest.raises(ValueError, match="out .y. must be C-contiguous"):
+        xir.rmsnorm(x, w, out=out)
+    ro = np.zeros((4, 16), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="writable"):
+        xir.rmsnorm(x, w, out=ro)
+
+
+def test_out_aliasing_an_input_is_rejected(rng):
+    a, b = rand(rng, 4, 16), rand(rng, 4, 16)
+    with pytest.raises(ValueError, match="overlaps a"):
+        xir.swiglu(a, b, out=a)
+
+
+class DLPackOnly:
+    """Exposes only DLPack (like a torch CPU tensor without numpy's protocols)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+class ArrayInterfaceOnly:
+    def __init__(self, a):
+        self.a = a
+        self.__array_interface__ = a.__array_interface__
+
+
+def test_dlpack_and_array_interface_without_copy(rng):
+    x, w = rand(rng, 5, 32), rand(rng, 32)
+    check("rmsnorm", xir.rmsnorm(DLPackOnly(x), ArrayInterfaceOnly(w)), ref_rmsnorm(x, w))
+    out = np.zeros((5, 32), np.float32)
+    xir.rmsnorm(x, w, out=DLPackOnly(out))  # written in place: shared memory, not a copy
+    check("rmsnorm", out, ref_rmsnorm(x, w))
+    out2 = np.zeros((5, 32), np.float32)
+    xir.rmsnorm(x, w, out=ArrayInterfaceOnly(out2))
+    check("rmsnorm", out2, ref_rmsnorm(x, w))
+
+
+class BadDLPack:
+    def __dlpack__(self, **kw):
+        raise RuntimeError("Unsupported dtype in DLTensor.")
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_unreadable_array_is_a_clear_error(rng):
+    with pytest.raises(ValueError, match=r"rmsnorm: x \(BadDLPack\) could not be read as an array "
+                                         r".*: Unsupported dtype in DLTensor"):
+        xir.rmsnorm(BadDLPack(), rand(rng, 4))
+
+
+def test_torch_tensors_if_available(rng):
+    torch = pytest.importorskip("torch")
+    x, w = rand(rng, 5, 32), rand(rng, 32)
+    tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+    out = torch.empty(5, 32)
+    xir.rmsnorm(tx, tw, out=out)
+    check("rmsnorm", out.numpy(), ref_rmsnorm(x, w))
+
+
+def test_memoryview_input(rng):
+    x, w = rand(rng, 3, 16), rand(rng, 16)
+    check("rmsnorm", xir.rmsnorm(memoryview(x), memoryview(w)), ref_rmsnorm(x, w))
+
+
+# ---- errors ----
+
+def test_wrong_shapes(rng):
+    x, w = rand(rng, 4, 16), rand(rng, 16)
+    with pytest.raises(ValueError, match=r"rmsnorm: w has shape \(8,\), expected \(C=16,\)"):
+        xir.rmsnorm(x, w[:8])
+    with pytest.raises(ValueError, match=r"rmsnorm: x must have 2 dimensions \(R, C\), got shape \(64,\)"):
+        xir.rmsnorm(x.reshape(-1), w)
+    with pytest.raises(ValueError, match=r"swiglu: b has shape \(4, 8\), expected \(R=4, C=16\)"):
+        xir.swiglu(x, x[:, :8].copy())
+    with pytest.raises(ValueError, match=r"rmsnorm: y has shape \(4, 15\), expected \(R=4, C=16\)"):
+        xir.rmsnorm(x, w, out=np.zeros((4, 15), np.float32))
+    q = rand(rng, 1, 4, 3, 8)
+    with pytest.raises(ValueError, match=r"attention: k has shape \(1, 2, 5, 4\), expected \(B=1, HKV=2, K=5, D=8\)"):
+        xir.attention(q, rand(rng, 1, 2, 5, 4), rand(rng, 1, 2, 5, 8))
+    with pytest.raises(ValueError, match="requirement"):  # HQ % HKV
+        xir.attention(q, rand(rng, 1, 3, 5, 8), rand(rng, 1, 3, 5, 8))
+    with pytest.raises(ValueError, match="requirement"):  # head_dim must divide C
+        xir.rope(x, 6)
+    with pytest.raises(ValueError, match="dim C is 16 from x but 8 from dims"):
+        xir.Kernel(AXPY.replace("[N]", "[C]").replace("in N", "in C"))(w, w, dims={"C": 8})
+    with pytest.raises(ValueError, match="dim HD is not named by any array given; pass it in dims"):
+        xir._P["rope"].run((x, None, None, None))
+    with pytest.raises(ValueError):  # an empty array: dims are >= 1
+        xir.rmsnorm(np.zeros((0, 16), np.float32), w)
+    with pytest.raises(ValueError, match="scale must be > 0"):
+        xir.attention(q, q, q, scale=0.0)
+    with pytest.raises(ValueError, match="not both"):
+        xir.softmax(x, x, causal=True)
+
+
+def test_wrong_dtypes(rng):
+    x, w = rand(rng, 4, 16), rand(rng, 16)
+    with pytest.raises(ValueError, match="rmsnorm: x must be float32, float16 or bfloat16, got float64"):
+        xir.rmsnorm(x.astype(np.float64), w)
+    with pytest.raises(ValueError, match="w must be float32, float16 or bfloat16, got int32"):
+        xir.rmsnorm(x, w.astype(np.int32))
+    with pytest.raises(ValueError, match="y must be float32, float16 or bfloat16, got float64"):
+        xir.rmsnorm(x, w, out=np.zeros((4, 16)))
+    cos = np.ones((8, 4), np.float32)
+    with pytest.raises(ValueError, match="pos must be int64, got float32"):
+        xir.rope_cache(rand(rng, 2, 8), np.zeros(2, np.float32), cos, cos)
+    with pytest.raises(TypeError, match="must be an array"):
+        xir.rmsnorm("not an array", w)
+
+
+def test_errors_are_library_errors():
+    assert issubclass(xir.ArgumentError, ValueError) and issubclass(xir.ArgumentError, xir.Error)
+    assert issubclass(xir.ParseError, ValueError)
+    with pytest.raises(xir.ParseError) as e:
+        xir.Kernel("kernel k[N](x: f32[N], y: out f32[N])\nroot i in N {\n  store y[i] = lod x[i]\n}\n",
+                   "mine.xir")
+    assert e.value.line == 3 and e.value.col > 0 and e.value.file == "mine.xir"
+    assert str(e.value).startswith("mine.xir:3:")
+    with pytest.raises(xir.ParseError, match="mine.xir:2"):
+        xir.Kernel("kernel k[N](x: f32[N], y: out f32[N])\nroot i in M {\n  store y[i] = load x[i]\n}\n",
+                   "mine.xir")
+
+
+# ---- custom kernels, plans, the cache ----
+
+AXPY = """kernel axpy[N](x: f32[N], y: f32[N], z: out f32[N], a: f32 = 2.0)
+root i in N {
+  store z[i] = a * load x[i] + load y[i]
+}
+"""
+
+
+def test_kernel_call_and_plan(rng):
+    k = xir.Kernel(AXPY)
+    assert k.name == "axpy" and k.dims == ("N",)
+    assert [p[0] for p in k.params] == ["x", "y", "z", "a"]
+    x, y = rand(rng, 100), rand(rng, 100)
+    check("axpy", k(x, y), 2.0 * x.astype(np.float64) + y)
+    check("axpy", k(x, y, a=-0.5), -0.5 * x.astype(np.float64) + y)
+    out = np.zeros(100, np.float32)
+    assert k(y=y, x=x, z=out) is out
+    check("axpy", out, 2.0 * x.astype(np.float64) + y)
+    with pytest.raises(TypeError, match="no parameter 'q'"):
+        k(x, y, q=1)
+    plan = k.plan(N=100)
+    assert plan.shape == {"N": 100}
+    ranked = plan.explain()
+    assert len(ranked) >= 2 and [e["rank"] for e in ranked] == list(range(1, len(ranked) + 1))
+    assert ranked[0]["candidate"] == plan.candidate and ranked[0]["grain"] == plan.grain
+    totals = [e["total"] for e in ranked]
+    assert totals == sorted(totals)
+    for term in ("arith", "memory", "block", "imbalance", "dispatch", "activation"):
+        assert term in ranked[0]
+    assert plan.explain_text().startswith(f"plan for axpy N=100 ({plan.workers} workers): {plan.candidate}")
+    check("axpy", plan(x, y, None, 3.0), 3.0 * x.astype(np.float64) + y)
+    with pytest.raises(ValueError, match="x has shape"):
+        plan(x[:50].copy(), y[:50].copy(), None, None)
+    assert xir.Kernel(AXPY).plan("N=100").candidate == plan.candidate
+
+
+def test_cache_second_call_does_not_compile(rng):
+    x, w = rand(rng, 7, 48), rand(rng, 48)
+    xir.rmsnorm(x, w)
+    a = xir.session_stats()
+    xir.rmsnorm(x, w)
+    b = xir.session_stats()
+    assert b["compiles"] == a["compiles"] and b["plans"] == a["plans"]
+    assert b["launches"] == a["launches"] + 1 and b["hits"] == a["hits"] + 1
+
+
+def test_help_says_what_it_computes():
+    assert "rsqrt(mean(x**2" in xir.rmsnorm.__doc__
+    assert "silu(a) * b" in xir.swiglu.__doc__
+    import inspect
+    sig = inspect.signature(xir.attention)
+    assert list(sig.parameters) == ["q", "k", "v", "scale", "causal", "out"]
+    assert sig.parameters["causal"].default is False
+    assert inspect.signature(xir.rmsnorm).parameters["eps"].default == 1e-5
+
+
+def test_set_num_threads(rng):
+    old = xir.get_num_threads()
+    try:
+        xir.set_num_threads(1)
+        assert xir.get_num_threads() == 1
+        x, w = rand(rng, 33, 100), rand(rng, 100)
+        check("rmsnorm", xir.rmsnorm(x, w), ref_rmsnorm(x, w))
+        k = xir.Kernel(AXPY)
+        assert k.plan(N=64).workers == 1
+        with pytest.raises(ValueError):
+            xir.set_num_threads(-1)
+    finally:
+        xir.set_num_threads(old)
+    assert xir.get_num_threads() == old
+
+
+def test_threads_call_concurrently(rng):
+    cases = []
+    for i in range(6):
+        R, C = (64, 256) if i % 2 else (17 + i, 65)
+        x, w = rand(rng, R, C), rand(rng, C)
+        cases.append((x, w, ref_rmsnorm(x, w), rand(rng, R, C)))
+    errors = []
+
+    def work(i):
+        x, w, ref, b = cases[i]
+        try:
+            for _ in range(20):
+                check("rmsnorm", xir.rmsnorm(x, w), ref)
+                check("swiglu", xir.swiglu(x, b), silu(x.astype(np.float64)) * b)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+# ---- the worked example of docs/python.md ----
+
+def test_llm_block_example():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "llm_block.py"
+    spec = importlib.util.spec_from_file_location("llm_block", path)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    p = ex.make_weights()
+    x = np.random.default_rng(1).standard_normal((16, 256)).astype(np.float32)
+    y = ex.block(x, p)
+    # the same block in fp64 NumPy
+    f = {k: (v.astype(np.float64) if isinstance(v, np.ndarray) else v) for k, v in p.items()}
+    T, HQ, HKV, D = 16, p["HQ"], p["HKV"], p["D"]
+    x64 = x.astype(np.float64)
+    h = ref_rmsnorm(x64, f["norm1"])
+    q, k, v = ref_rope(h @ f["wq"], D), ref_rope(h @ f["wk"], D), h @ f["wv"]
+    heads = lambda a, n: a.reshape(T, n, D).transpose(1, 0, 2)[None]
+    o = ref_attention(heads(q, HQ), heads(k, HKV), heads(v, HKV), causal=True)
+    x1 = x64 + o[0].transpose(1, 0, 2).reshape(T, HQ * D) @ f["wo"]
+    h = ref_rmsnorm(x1, f["norm2"])
+    ref = x1 + (silu(h @ f["gate"]) * (h @ f["up"])) @ f["down"]
+    err = np.abs(y - ref).max() / np.abs(ref).max()
+    assert y.dtype == np.float32 and err < 1e-4, err
+    # in bf16 (activations bf16, weights float32): rounded at every step, so compared with the
+    # fp64 block as a whole (bf16 has 8 significant bits: 2^-8 = 0.4% per rounding)
+    yb = ex.block(x.astype(BF16), p)
+    assert yb.dtype == BF16
+    errb = np.linalg.norm(yb.astype(np.float64) - ref) / np.linalg.norm(ref)
+    assert errb < 2e-2, errb
+
+
+def test_bench_peer_serves_the_kernels():
+    """python/bench/xir_peer.py (the Python row of `xir bench --suite peers`) through the peers'
+    smoke driver: every kernel's output checked against fp64 NumPy by peers/ext/smoke.py."""
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "peers/ext/smoke.py"), "--kernels", "all", "--",
+                        sys.executable, str(root / "python/bench/xir_peer.py")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count(" ok\n") >= 9 and '"peer": "xir_python"' in r.stdout
+
+
+# ---- bf16 and f16 (docs/xir.md "16-bit buffers"; tolerances: "Tolerances of 16-bit outputs") ----
+
+import ml_dtypes  # noqa: E402
+
+BF16 = ml_dtypes.bfloat16
+
+
+def half_ulp(dtype, y):
+    """Half the spacing of dtype's values at |y| (0 for float32): the final rounding's error."""
+    if dtype == np.float32:
+        return np.zeros_like(y)
+    frac, sub = (7, 2.0 ** -134) if dtype == BF16 else (10, 2.0 ** -25)
+    _, ex = np.frexp(np.abs(y))
+    return np.maximum(np.ldexp(1.0, ex - 1 - frac - 1), sub)
+
+
+def check16(kernel, y, ref, dtype):
+    rtol, atol = tol(kernel)
+    assert y.dtype == dtype, (y.dtype, dtype)
+    assert y.shape == ref.shape
+    y64 = y.astype(np.float64)
+    assert not np.isnan(y64).any()
+    bound = atol + rtol * np.abs(ref) + half_ulp(dtype, y64)
+    bad = np.abs(y64 - ref) > bound
+    assert not bad.any(), f"{kernel} {np.dtype(dtype).name}: {bad.sum()} of {bad.size} out of tolerance"
+
+
+def _rope_tables(rng, P, H2):
+    ang = rng.uniform(-3, 3, (P, H2))
+    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+# kernel -> (make inputs, the xir call, the fp64 reference over the stored inputs)
+K16 = {
+    "rmsnorm": (lambda g: [rand(g, 17, 65), rand(g, 65)], lambda a: xir.rmsnorm(*a), lambda a: ref_rmsnorm(*a)),
+    "layernorm": (lambda g: [rand(g, 9, 130), rand(g, 130), rand(g, 130)], lambda a: xir.layernorm(*a),
+                  lambda a: ref_layernorm(*a)),
+    "rope": (lambda g: [rand(g, 17, 66)], lambda a: xir.rope(a[0], 22), lambda a: ref_rope(a[0], 22)),
+    "rope_cache": (lambda g: [rand(g, 17, 66), *_rope_tables(g, 5, 11)],
+                   lambda a: xir.rope_cache(a[0], np.arange(17, dtype=np.int64) % 5, a[1], a[2]),
+                   lambda a: ref_rope_cache(a[0], np.arange(17) % 5, a[1], a[2])),
+    "softmax_mask": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.softmax(a[0], a[1]),
+                     lambda a: ref_softmax(a[0] + a[1])),
+    "softmax_causal": (lambda g: [rand(g, 17, 65)], lambda a: xir.softmax(a[0], causal=True),
+                       lambda a: ref_softmax(np.where(np.arange(65)[None, :] > np.arange(17)[:, None],
+                                                      -np.inf, a[0]))),
+    "swiglu": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.swiglu(*a), lambda a: silu(a[0]) * a[1]),
+    "gelu_residual": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.gelu_residual(*a),
+                      lambda a: gelu_tanh(a[0]) + a[1]),
+    "attention": (lambda g: [rand(g, 1, 4, 5, 8, lo=-1, hi=1), rand(g, 1, 2, 9, 8, lo=-1, hi=1), rand(g, 1, 2, 9, 6)],
+                  lambda a: xir.attention(*a), lambda a: ref_attention(*a)),
+    "attention_causal": (lambda g: [rand(g, 2, 2, 5, 8, lo=-1, hi=1), rand(g, 2, 1, 9, 8, lo=-1, hi=1),
+                                    rand(g, 2, 1, 9, 6)],
+                         lambda a: xir.attention(*a, causal=True), lambda a: ref_attention(*a, causal=True)),
+}
+
+
+@pytest.mark.parametrize("mode", ["bf16", "f16", "mixed"])
+@pytest.mark.parametrize("kernel", sorted(K16))
+def test_16bit(rng, kernel, mode):
+    """all inputs bf16, all f16, or the first input bf16 and the others float32 (the result
+    takes the first input's type in every case)."""
+    make, call, ref = K16[kernel]
+    a = make(rng)
+    dt = np.float16 if mode == "f16" else BF16
+    a = [x.astype(dt) if (i == 0 or mode != "mixed") else x for i, x in enumerate(a)]
+    y = call(a)
+    check16(kernel, y, ref([x.astype(np.float64) for x in a]), dt)
+
+
+def test_16bit_out_and_plan(rng):
+    x, w = rand(rng, 8, 64).astype(BF16), rand(rng, 64)
+    ref = ref_rmsnorm(x.astype(np.float64), w)
+    out = np.zeros((8, 64), np.float16)  # out= decides the result's type
+    assert xir.rmsnorm(x, w, out=out) is out
+    check16("rmsnorm", out, ref, np.float16)
+    out32 = np.zeros((8, 64), np.float32)
+    check("rmsnorm", xir.rmsnorm(x, w, out=out32), ref)
+    plan = xir.Kernel(xir._P["rmsnorm"].text).plan(R=8, C=64)
+    with pytest.raises(ValueError, match=r"x must be float32, got bfloat16 \(the plan's type\)"):
+        plan(x, w, None, None)
+    p16 = xir._P["rmsnorm"].prepare({"R": 8, "C": 64}, "bf16,w=f32")
+    check16("rmsnorm", p16(x, w, None, None), ref, BF16)
+    xt = rand(rng, 64, 8).astype(BF16).T  # a non-contiguous bf16 input is copied too
+    check16("rmsnorm", xir.rmsnorm(xt, w), ref_rmsnorm(xt.astype(np.float64), w), BF16)
+    with pytest.raises(ValueError, match="out .y. must be C-contiguous"):
+        xir.rmsnorm(x, w, out=np.zeros((8, 128), BF16)[:, ::2])

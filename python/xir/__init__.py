@@ -1,0 +1,258 @@
+"""xir: LLM operator kernels compiled to SIMD code for this CPU.
+
+Every built-in kernel is a function (``rmsnorm``, ``layernorm``, ``rope``, ``rope_cache``,
+``softmax``, ``swiglu``, ``gelu_residual``, ``attention``) taking NumPy arrays or anything with
+the buffer protocol, DLPack (torch CPU tensors) or ``__array_interface__``, without a copy.
+Arrays are float32, float16 or bfloat16 (``ml_dtypes.bfloat16``; ``pos`` of ``rope_cache`` is
+int64), row-major; inputs that are not C-contiguous are copied, an ``out=`` array must be
+C-contiguous, writable and must not overlap an input. Results are new NumPy arrays of the first
+input's dtype (or ``out``, whose dtype then decides).
+
+The first call of a kernel for a shape plans it (the ranked SIMD mappings and task grains of
+xir's cost model) and compiles it (LLVM; about 10 ms, or 1 ms from the on-disk kernel cache);
+later calls with that shape only launch it. A default session holds the thread pool
+(``set_num_threads``) and that cache. ``Kernel(text)`` compiles custom XIR.
+
+Each array is float32, float16 or bfloat16, independently.
+
+Errors: ``ValueError`` (``xir.ArgumentError``) for wrong shapes, dtypes and dims;
+``xir.ParseError`` (a ``ValueError`` too, with ``.line`` and ``.col``) for bad XIR text;
+``xir.NotFoundError`` for unknown kernels; ``xir.Error`` for anything else libxir reports.
+See docs/python.md.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from . import _xir
+from ._xir import ArgumentError, Error, NotFoundError, ParseError
+
+__all__ = [
+    "rmsnorm", "layernorm", "rope", "rope_cache", "softmax", "swiglu", "gelu_residual",
+    "attention", "Kernel", "Plan", "set_num_threads", "get_num_threads", "session_stats",
+    "Error", "ArgumentError", "ParseError", "NotFoundError", "__version__",
+]
+
+__version__: str = _xir.version()
+
+Array = Any  # a NumPy array, a torch CPU tensor, or any object with the buffer protocol
+Plan = _xir.Plan
+
+_lock = threading.Lock()
+_session: "_xir.Session" = None  # type: ignore[assignment]
+_P: Dict[str, "_xir.Program"] = {}
+
+# Plain softmax (no mask), as custom XIR: the built-in library has the masked and causal forms.
+_SOFTMAX_TEXT = """# softmax(x * scale) along the row.
+kernel softmax[R, C](x: f32[R, C], y: out f32[R, C], scale: f32 = 1.0)
+root r in R {
+  z = load x[r, :] * scale
+  m = reduce.max(z)
+  e = exp(z - select(m == -inf, 0.0, m))
+  s = reduce.sum(e)
+  store y[r, :] = e * select(s == 0.0, 0.0, 1.0 / s)
+}
+"""
+
+_BUILTINS = ("rmsnorm", "layernorm", "rope", "rope_cache", "softmax_mask", "softmax_causal",
+             "swiglu", "gelu_residual", "attention", "attention_causal")
+
+
+def _new_session(workers: int) -> None:
+    global _session, _P
+    s = _xir.Session(workers)
+    progs = {name: s.program(name) for name in _BUILTINS}
+    progs["softmax"] = s.parse(_SOFTMAX_TEXT, "<xir.softmax>")
+    _session, _P = s, progs
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads (the caller included) for every later call; 0 = the online CPUs.
+
+    Starts a new default session: its kernel cache starts empty (the on-disk kernel cache
+    still answers compiles). Calls running at that moment finish on the old session."""
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"set_num_threads needs an int >= 0, not {n!r}")
+    with _lock:
+        _new_session(n)
+
+
+def get_num_threads() -> int:
+    """The default session's thread count (the caller included)."""
+    return _session.workers
+
+
+def session_stats() -> Dict[str, int]:
+    """The default session's counters: launches, cache hits and misses, plans, compiles,
+    programs and prepared (planned + compiled) kernels held, workers."""
+    return _session.stats()
+
+
+_new_session(0)
+
+
+def rmsnorm(x: Array, w: Array, eps: float = 1e-5, out: Optional[Array] = None) -> Array:
+    """RMSNorm over the last axis: ``y = x * rsqrt(mean(x**2, axis=-1) + eps) * w``.
+
+    x: [R, C]; w: [C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    return _P["rmsnorm"].run((x, w, out, eps))
+
+
+def layernorm(x: Array, w: Array, b: Array, eps: float = 1e-5,
+              out: Optional[Array] = None) -> Array:
+    """LayerNorm over the last axis (population variance):
+    ``y = (x - mean) * rsqrt(var + eps) * w + b``.
+
+    x: [R, C]; w, b: [C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    return _P["layernorm"].run((x, w, b, out, eps))
+
+
+def rope(x: Array, head_dim: int, theta: float = 10000.0, offset: int = 0,
+         out: Optional[Array] = None) -> Array:
+    """Rotary position embedding computed from positions: row r is position ``p = r + offset``;
+    in each head of width ``head_dim`` (even, dividing C) the pair ``(x[2i], x[2i+1])`` is
+    rotated by the angle ``p * theta**(-2i/head_dim)``.
+
+    x: [R, C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    return _P["rope"].run((x, out, theta, offset), {"HD": head_dim})
+
+
+def rope_cache(x: Array, pos: Array, cos: Array, sin: Array,
+               out: Optional[Array] = None) -> Array:
+    """Rotary position embedding from cos/sin tables, as LLM engines run it: row r is at
+    position ``pos[r]``; in each head of width ``HD = 2 * H2`` the pair ``(x[2i], x[2i+1])`` is
+    rotated by the angle whose cosine and sine are ``cos[pos[r], i]`` and ``sin[pos[r], i]``.
+
+    x: [R, C] (C a multiple of HD); pos: int64 [R] in [0, P) (clamped into it);
+    cos, sin: [P, H2]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    hd = 2 * _last_dim(cos)
+    return _P["rope_cache"].run((x, pos, cos, sin, out), {"HD": hd})
+
+
+def softmax(x: Array, mask: Optional[Array] = None, scale: float = 1.0, causal: bool = False,
+            out: Optional[Array] = None) -> Array:
+    """Softmax along the last axis of ``x * scale``: plain, with an additive ``mask``
+    (``softmax(x * scale + mask)``, mask may hold -inf), or ``causal`` (column c of row r is
+    masked when c > r). A row whose every column is masked gives zeros, never NaN.
+
+    x, mask: [R, C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    if causal:
+        if mask is not None:
+            raise ValueError("softmax: give a mask or causal=True, not both")
+        return _P["softmax_causal"].run((x, out, scale))
+    if mask is not None:
+        return _P["softmax_mask"].run((x, mask, out, scale))
+    return _P["softmax"].run((x, out, scale))
+
+
+def swiglu(a: Array, b: Array, out: Optional[Array] = None) -> Array:
+    """SwiGLU: ``y = silu(a) * b`` with ``silu(a) = a * sigmoid(a)``, elementwise.
+
+    a, b: [R, C]. Returns y: [R, C] in a's dtype (or ``out``)."""
+    return _P["swiglu"].run((a, b, out))
+
+
+def gelu_residual(x: Array, r: Array, out: Optional[Array] = None) -> Array:
+    """GELU (tanh approximation) plus a residual, elementwise:
+    ``y = 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))) + r``.
+
+    x, r: [R, C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    return _P["gelu_residual"].run((x, r, out))
+
+
+def attention(q: Array, k: Array, v: Array, scale: Optional[float] = None, causal: bool = False,
+              out: Optional[Array] = None) -> Array:
+    """Grouped-query attention: ``o = softmax(q @ k^T * scale) @ v`` per batch and head, the
+    HQ query heads sharing HKV key/value heads (head h uses K/V head ``h // (HQ // HKV)``).
+    ``scale`` defaults to ``1/sqrt(D)``. ``causal``: key j is masked for query i when
+    ``j > i + (K - Q)``; a query that sees no key gets a zero row.
+
+    q: [B, HQ, Q, D]; k: [B, HKV, K, D]; v: [B, HKV, K, DV].
+    Returns o: [B, HQ, Q, DV] in q's dtype (or ``out``)."""
+    if scale is not None and not scale > 0:
+        raise ValueError(f"attention: scale must be > 0 (None = 1/sqrt(D)), not {scale!r}")
+    return _P["attention_causal" if causal else "attention"].run((q, k, v, out, scale))
+
+
+def _last_dim(a: Array) -> int:
+    shape = getattr(a, "shape", None)
+    if shape is None:
+        shape = memoryview(a).shape
+    if not shape:
+        raise ArgumentError("expected an array of rank >= 1")
+    return int(shape[-1])
+
+
+class Kernel:
+    """A custom XIR kernel (docs/xir.md), parsed and verified now (``ParseError`` with
+    ``.line`` and ``.col`` otherwise), planned and compiled per shape on first use.
+
+    ``k(*arrays_and_scalars, dims=None, **by_name)`` runs it: one argument per parameter in
+    order or by name; outputs left out (or None) are allocated; scalars left out take their
+    defaults; ``dims`` gives the dims that no array names. ``k.plan(R=64, C=4096)`` returns the
+    ``Plan`` for a shape: ``.explain()`` lists the ranked candidates with their cost terms, and
+    calling it runs the kernel with that shape."""
+
+    def __init__(self, text: str, filename: str = "<string>") -> None:
+        self.text = text
+        self.filename = filename
+        self._bind()
+
+    def _bind(self) -> "_xir.Program":
+        s = _session
+        if getattr(self, "_session", None) is not s:
+            self._program = s.parse(self.text, self.filename)
+            self._session = s
+            params = self._program.params
+            self._names = [p[0] for p in params]
+        return self._program
+
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+        return self._bind().name
+
+    @property
+    def dims(self) -> Tuple[str, ...]:
+        """The dims' names, in order."""
+        return self._bind().dims
+
+    @property
+    def params(self) -> Tuple[Tuple[str, str, str, bool, Tuple[str, ...], Optional[float]], ...]:
+        """(name, 'buffer'|'scalar', 'f32'|'i64', is_output, dims, default) per parameter."""
+        return self._bind().params
+
+    def plan(self, shape: Union[Mapping[str, int], str, None] = None, **dims: int) -> Plan:
+        """The plan (and compiled code) for a shape: a mapping, "R=64,C=4096", or keywords."""
+        d: Dict[str, int] = {}
+        if isinstance(shape, str):
+            for part in shape.split(","):
+                name, _, val = part.partition("=")
+                if not _:
+                    raise ArgumentError(f"{self.name}: bad shape {shape!r} (want 'R=64,C=4096')")
+                d[name.strip()] = int(val)
+        elif shape is not None:
+            d.update(shape)
+        d.update(dims)
+        return self._bind().prepare(d)
+
+    def __call__(self, *args: Any, dims: Optional[Mapping[str, int]] = None, **named: Any) -> Any:
+        prog = self._bind()
+        n = len(self._names)
+        if len(args) > n:
+            raise TypeError(f"{prog.name} takes at most {n} arguments, got {len(args)}")
+        full: List[Any] = list(args) + [None] * (n - len(args))
+        for key, val in named.items():
+            try:
+                i = self._names.index(key)
+            except ValueError:
+                raise TypeError(f"{prog.name} has no parameter {key!r} "
+                                f"(parameters: {', '.join(self._names)})") from None
+            if i < len(args):
+                raise TypeError(f"{prog.name}: {key} given twice")
+            full[i] = val
+        return prog.run(full, dict(dims) if dims else None)
+
+    def __repr__(self) -> str:
+        return f"xir.Kernel({self.name!r})"

@@ -1,0 +1,119 @@
+/* work_attn.c — the execution work of the attention mapping, counted from the tile geometry
+ * (ir/attn_form.h) exactly as src/lower/lower_attn.c emits it: one op per vector or scalar
+ * load, store, shuffle, add, mul, fma, max, compare or select; exp weighs 14 and a division 4
+ * (the weights of work.c's table); a loop whose iterations each accumulate into the previous
+ * one costs at least its chain (iterations × 8, work.c's accumulate latency).
+ *
+ * Bytes beyond L1, per tile: every K and V row of its K/V head (K·(D + DV) floats), its q rows
+ * and its output rows (n·(D + DV) floats). With a mask (attention_causal) a tile runs the keys
+ * [0, kmax) only, kmax the largest end of its rows: each tile is counted with its own kmax (the
+ * triangle), plus one pass over the V rows past kmax (0·v: NaN for a non-finite v, as the
+ * oracle), and the longest home assignment's arithmetic and bytes are summed tile by tile. The tile's scratch (q transposed, one block of scores,
+ * the accumulators) stays in L1 and costs its instructions only. */
+#include <math.h>
+
+#include "cost/work_attn.h"
+#include "ir/attn_form.h"
+#include "xir_runtime.h"
+
+static const double kExp = 14, kDiv = 4, kChain = 8;
+
+/* One tile that runs keys [0, kmax): its arithmetic and math part. */
+static void tile_cost(const xir__attn_geom *g, unsigned W, double Dd, int64_t kmax, double *arith,
+                      double *math) {
+  int64_t KB = XIR_ATTN_KEY_BLOCK;
+  double n = g->rows, NV = g->nv, JR = g->jr, a = 0, m = 0;
+  for (int64_t k0 = 0; k0 < kmax; k0 += KB) {
+    double kn = (double)(kmax - k0 < KB ? kmax - k0 : KB), groups = ceil(kn / JR);
+    /* q·kᵀ */
+    if (!g->vec_d) {
+      a += groups * (Dd * (NV + JR + JR * NV) + 2 * JR * NV);
+    } else {
+      double np = g->npad, full = floor(Dd / W), tail = fmod(Dd, W) > 0;
+      double per = (full + tail) * (JR + np + JR * np);
+      double tree = 3.0 * (W - 1) + 2 + 2 * JR; /* W − 1 pairs (2 shuffles, 1 add), order, ·sc */
+      a += groups * (per + tree);
+    }
+    /* online softmax, per packet of lanes: max, α, exponentials and their sum */
+    double sm = kn * 2 + 5 + kExp + kn * (4 + kExp) + 6;
+    a += NV * fmax(sm, 2 * kn * kChain);
+    m += NV * (kExp * (kn + 1));
+    /* p·v: RR rows × CB vectors per register block */
+    double rr = g->rr, groups_pv = g->rows_pv / g->rr;
+    for (unsigned cb0 = 0; cb0 < g->cv; cb0 += g->cb) {
+      double cbn = g->cv - cb0 < g->cb ? g->cv - cb0 : g->cb;
+      double body = kn * (cbn + rr + rr * cbn);
+      a += groups_pv * (rr * (1 + 2 * cbn) + fmax(body, kn * kChain) + rr * cbn);
+    }
+  }
+  /* per tile: q packed (vec q), the running state set, the accumulators zeroed, the output */
+  if (!g->vec_d) a += 2 * n * Dd;
+  a += 2 * NV + (double)g->rows_pv * g->cv;
+  a += n * (2 + g->cv * (3 + kDiv));
+  m += n * g->cv * kDiv;
+  *arith = a;
+  *math = m;
+}
+
+enum { ATTN_WALK_MAX = 1 << 22 };
+
+int xir__attn_work(const xir_program *p, const xir_shape *s, const xir_candidate *c,
+                   uint64_t grain, uint32_t active, xir_execution_work *w) {
+  xir__attn_form f;
+  if (!c->attn_vec || !xir__attn_form_of(p, s, &f)) return 0;
+  const int64_t *dm = s->dims;
+  double Dd = (double)dm[f.dim_d], DV = (double)dm[f.dim_dv];
+  int64_t K = dm[f.dim_k], Q = dm[f.dim_q];
+  xir__attn_geom g;
+  xir__attn_geometry(c->W, c->attn_vec == XIR_ATTN_VEC_D, c->attn_qb, c->attn_hb, dm[f.dim_d],
+                     dm[f.dim_dv], &g);
+  double n = g.rows;
+  w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
+  if (f.mask < 0 || c->blocks > ATTN_WALK_MAX) {
+    /* every tile runs every key */
+    tile_cost(&g, c->W, Dd, K, &w->arith_per_packet, &w->math_per_packet);
+    w->memory_per_packet = 4.0 * ((double)K * (Dd + DV) + n * (Dd + DV));
+    return 1;
+  }
+  /* the mask: tile t runs keys [0, kmax(t)), kmax the largest end of its rows that exist; the
+   * costs of each kmax summed over the tiles, and per home worker (task t / G′, mod h) */
+  uint64_t nqb = (uint64_t)(Q + c->attn_qb - 1) / c->attn_qb;
+  uint32_t h = active > 1 ? active : 1;
+  double tot_a = 0, tot_m = 0, tot_b = 0, wa[XIR_RUNTIME_MAX_WORKERS] = {0},
+         wb[XIR_RUNTIME_MAX_WORKERS] = {0};
+  int64_t last = -1;
+  double ta = 0, tm = 0;
+  for (uint64_t t = 0; t < c->blocks; t++) {
+    int64_t i0 = (int64_t)(t % nqb) * c->attn_qb, kmax = 0;
+    int64_t root[XIR_MAX_ROOT] = {0};
+    for (int64_t i = i0; i < i0 + (int64_t)c->attn_qb && i < Q; i++) {
+      root[f.ax_i] = i;
+      int64_t e = xir__prefix_mask_end(&f.pm, root, dm, K);
+      if (e > kmax) kmax = e;
+    }
+    if (kmax != last) tile_cost(&g, c->W, Dd, kmax, &ta, &tm);
+    last = kmax;
+    /* the keys past kmax: V read once for 0·v (a load, a mul and an add per vector) */
+    double tb = 4.0 * ((double)kmax * (Dd + DV) + n * (Dd + DV) + (double)(K - kmax) * DV);
+    double tz = (double)(K - kmax) * g.cv * 3;
+    uint32_t hw = h > 1 ? (uint32_t)((t / (grain ? grain : 1)) % h) : 0;
+    tot_a += ta + tz;
+    tot_m += tm;
+    tot_b += tb;
+    wa[hw] += ta + tz;
+    wb[hw] += tb;
+  }
+  double T = (double)c->blocks, ca = 0, cb = 0;
+  for (uint32_t i = 0; i < h; i++) {
+    if (wa[i] > ca) ca = wa[i];
+    if (wb[i] > cb) cb = wb[i];
+  }
+  w->arith_per_packet = tot_a / T;
+  w->math_per_packet = tot_m / T;
+  w->memory_per_packet = tot_b / T;
+  if (h > 1) {
+    w->critical_arith_packets = w->arith_per_packet > 0 ? ca / w->arith_per_packet : 0;
+    w->critical_memory_packets = w->memory_per_packet > 0 ? cb / w->memory_per_packet : 0;
+  }
+  return 1;
+}

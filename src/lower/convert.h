@@ -1,0 +1,34 @@
+/* convert.h — f32 <-> bf16/f16 conversions in LLVM IR for the loads and stores of 16-bit buffers
+ * (internal; the semantics are src/util/half.h's, bit for bit).
+ *
+ * Where the target has them the conversions are the hardware's: F16C (vcvtph2ps / vcvtps2ph,
+ * through LLVM's fpext/fptrunc on half vectors) and AVX512_BF16 (vcvtneps2bf16, through fptrunc
+ * to bfloat). vcvtneps2bf16 flushes f32 subnormal inputs to zero, which IEEE rounding does not:
+ * a store takes the hardware result unless some lane holds an f32 subnormal, and then the exact
+ * integer path for that packet (a branch that is almost never taken). Elsewhere the
+ * conversions are integer bit operations, identical to half.h. bf16 -> f32 is a shift on every
+ * target (LLVM's own lowering of fpext from bfloat). */
+#ifndef XIR_LOWER_CONVERT_H
+#define XIR_LOWER_CONVERT_H
+
+#include <llvm-c/Core.h>
+
+/* What the target can do in hardware. */
+typedef struct xir__cvt_target {
+  int f16c;        /* vcvtph2ps / vcvtps2ph */
+  int avx512bf16;  /* vcvtneps2bf16 */
+} xir__cvt_target;
+
+/* The host's capabilities (what the JIT targets by default). */
+xir__cvt_target xir__cvt_host(void);
+
+/* Converts the bits `h` (i16 or <W x i16>) of elem (XIR_BF16 or XIR_F16) to f32 (float or
+ * <W x float>). */
+LLVMValueRef xir__cvt_to_f32(LLVMBuilderRef b, const xir__cvt_target *t, int elem, LLVMValueRef h);
+
+/* Converts x (<W x float>) to the bits (<W x i16>) of elem, rounding to nearest even. May add
+ * basic blocks to fn (the builder is left at the end of the join block). */
+LLVMValueRef xir__cvt_from_f32(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt_target *t,
+                               int elem, LLVMValueRef x);
+
+#endif

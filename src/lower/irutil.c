@@ -1,0 +1,45 @@
+/* irutil.c — LLVM IR building helpers shared by the lowerings (see irutil.h). */
+#include <string.h>
+
+#include "lower/irutil.h"
+
+LLVMValueRef xir__ir_entry_alloca(LLVMContextRef ctx, LLVMValueRef fn, LLVMTypeRef t,
+                                  const char *name) {
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(ctx);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(eb, first);
+  else LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
+  LLVMDisposeBuilder(eb);
+  return a;
+}
+
+LLVMValueRef xir__ir_intrinsic(LLVMBuilderRef b, LLVMModuleRef mod, const char *name,
+                               LLVMTypeRef *tys, unsigned ntys, LLVMValueRef *args, unsigned nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, tys, ntys);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(LLVMGetModuleContext(mod), id, tys, ntys);
+  return LLVMBuildCall2(b, ft, f, args, nargs, "");
+}
+
+LLVMValueRef xir__ir_floordiv(LLVMBuilderRef b, LLVMValueRef a, LLVMValueRef d, LLVMValueRef one,
+                              int rem) {
+  LLVMValueRef zero = LLVMConstNull(LLVMTypeOf(a));
+  LLVMValueRef ds = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, d, zero, ""), one, d, "");
+  LLVMValueRef q = LLVMBuildSDiv(b, a, ds, "");
+  LLVMValueRef r = LLVMBuildSRem(b, a, ds, "");
+  LLVMValueRef adj = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntNE, r, zero, ""),
+                                  LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildXor(b, r, ds, ""), zero, ""),
+                                  "");
+  if (rem) return LLVMBuildSelect(b, adj, LLVMBuildAdd(b, r, ds, ""), r, "");
+  return LLVMBuildSelect(b, adj, LLVMBuildSub(b, q, one, ""), q, "");
+}
+
+LLVMValueRef xir__ir_splat(LLVMBuilderRef b, LLVMValueRef x, unsigned W) {
+  LLVMTypeRef t = LLVMTypeOf(x), vt = LLVMVectorType(t, W);
+  LLVMContextRef ctx = LLVMGetTypeContext(t);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+  LLVMValueRef ins = LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, LLVMConstInt(i32, 0, 0), "");
+  return LLVMBuildShuffleVector(b, ins, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32, W)), "");
+}

@@ -1,0 +1,20 @@
+/* irutil.h — small LLVM IR building helpers shared by lower.c and lower_attn.c (internal). */
+#ifndef XIR_LOWER_IRUTIL_H
+#define XIR_LOWER_IRUTIL_H
+
+#include <llvm-c/Core.h>
+
+/* An alloca of type t at the start of fn's entry block (so that mem2reg/SROA promote it). */
+LLVMValueRef xir__ir_entry_alloca(LLVMContextRef ctx, LLVMValueRef fn, LLVMTypeRef t,
+                                  const char *name);
+/* A call of intrinsic `name` overloaded on tys, at b's position, in module mod. */
+LLVMValueRef xir__ir_intrinsic(LLVMBuilderRef b, LLVMModuleRef mod, const char *name,
+                               LLVMTypeRef *tys, unsigned ntys, LLVMValueRef *args, unsigned nargs);
+/* Floor division (rem = 0) or the floor remainder (rem = 1) of integers (scalars or vectors) a
+ * and d, as the interpreter's: d = 0 divides by 1. one is the constant 1 of a's type. */
+LLVMValueRef xir__ir_floordiv(LLVMBuilderRef b, LLVMValueRef a, LLVMValueRef d, LLVMValueRef one,
+                              int rem);
+/* <W x typeof(x)> with every lane x. */
+LLVMValueRef xir__ir_splat(LLVMBuilderRef b, LLVMValueRef x, unsigned W);
+
+#endif

@@ -1,0 +1,103 @@
+/* test_runtime_session.c — several threads calling one session at once (xir_session.h's
+ * threading contract; in the ThreadSanitizer set of scripts/test.sh, which selects `runtime`):
+ * threads race on the first prepare of the same (kernel, shape) and on different ones, then keep
+ * launching; every output of every call is checked against the fp64 oracle with sentinels. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "check/check.h"
+#include "xir_session.h"
+
+enum { THREADS = 4, ROUNDS = 12 };
+
+typedef struct job {
+  xir_session *s;
+  const char *kernel, *shape;
+  xir_case c;
+  int failures;
+  char msg[1536];
+} job;
+
+static void *worker(void *arg) {
+  job *j = arg;
+  xir_tolerance tol = xir__kernel_tolerance(j->kernel);
+  for (int r = 0; r < ROUNDS && !j->failures; r++) {
+    xir_diag d;
+    xir__case_reset_outputs(&j->c);
+    if (xir_session_run(j->s, j->kernel, j->shape, j->c.args, xir_program_num_params(j->c.p), &d)) {
+      j->failures++;
+      snprintf(j->msg, sizeof j->msg, "%s %s: %s", j->kernel, j->shape, d.msg);
+      break;
+    }
+    if (!xir__case_sentinels_ok(&j->c)) {
+      j->failures++;
+      snprintf(j->msg, sizeof j->msg, "%s %s round %d: a sentinel was overwritten", j->kernel,
+               j->shape, r);
+    }
+    for (int q = 0; q < xir_program_num_params(j->c.p); q++) {
+      if (j->c.ref[q] && !xir__case_compare(&j->c, q, tol).pass) {
+        j->failures++;
+        snprintf(j->msg, sizeof j->msg, "%s %s round %d: output differs from the oracle",
+                 j->kernel, j->shape, r);
+      }
+    }
+  }
+  return NULL;
+}
+
+static void test_concurrent_callers(void **state) {
+  (void)state;
+  /* the priors with the defaults' search (no calibration: this test also runs under TSan) */
+  xir_plan_options po;
+  xir_plan_options_base(&po);
+  po.local_lanes = 0;
+  po.search_task_grain = 1;
+  xir_session_options o = {.workers = 2, .plan = &po};
+  xir_session *s;
+  xir_diag d;
+  if (xir_session_create(&o, &s, &d)) fail_msg("%s", d.msg);
+  static const char *kernels[THREADS] = {"rmsnorm", "rmsnorm", "swiglu", "softmax_causal"};
+  static const char *shapes[THREADS] = {"R=64,C=256", "R=64,C=256", "R=33,C=300", "R=40,C=72"};
+  job jobs[THREADS];
+  memset(jobs, 0, sizeof jobs);
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    job *j = &jobs[t];
+    j->s = s;
+    j->kernel = kernels[t];
+    j->shape = shapes[t];
+    xir_program *p; /* the case's own program: the session interns its copy */
+    xir_shape sh;
+    if (xir_kernel_load(j->kernel, &p, &d) || xir_shape_parse(p, j->shape, &sh, &d) ||
+        xir__case_init(&j->c, p, &sh, 100 + (uint64_t)t, &d) || xir__case_oracle(&j->c, &d))
+      fail_msg("%s", d.msg);
+  }
+  for (int t = 0; t < THREADS; t++) assert_int_equal(pthread_create(&th[t], NULL, worker, &jobs[t]), 0);
+  for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < THREADS; t++)
+    if (jobs[t].failures) fail_msg("thread %d: %s", t, jobs[t].msg);
+  xir_session_stats st;
+  xir_session_get_stats(s, &st);
+  assert_int_equal(st.launches, THREADS * ROUNDS);
+  assert_int_equal(st.prepared, 3); /* two threads shared one (kernel, shape) */
+  assert_int_equal(st.programs, 3);
+  assert_int_equal(st.hits + st.misses, THREADS * ROUNDS);
+  assert_int_equal(st.misses, 3);
+  for (int t = 0; t < THREADS; t++) {
+    xir_program *p = (xir_program *)jobs[t].c.p;
+    xir__case_free(&jobs[t].c);
+    xir_program_free(p);
+  }
+  xir_session_destroy(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_callers)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

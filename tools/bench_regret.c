@@ -1,0 +1,317 @@
+/* bench_regret.c — `xir bench --suite regret`: the planner's regret, measured.
+ *
+ * For each (kernel, shape): the default plan (xir_plan_options_default on H workers, the host's
+ * width) ranks every legal candidate × grain; every entry is compiled once and timed in the same
+ * run as batches of repeated launches (≈ 1 ms a batch) through the runtime with its grain and
+ * workers. Rounds visit the entries forward, then backward; an entry's time is the median over
+ * rounds of the round's median of three batches. regret = t(the choice) / t(the fastest entry).
+ * The choice's whole output is checked against the oracle (with sentinels). It prints, per
+ * shape, the chosen and the fastest entry with their times and the ratio, and at the end the
+ * geometric mean and the worst ratio. Not the measurement protocol of SPEC.md (no records): a
+ * tool to judge the cost model on many shapes, runnable with one command. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "bench/records.h"
+#include "check/check.h"
+#include "cli.h"
+#include "ir/program.h"
+#include "util/util.h"
+
+/* The named shape sets: "kernel:shape" items separated by ';'. README "Measured" reports them. */
+static const struct {
+  const char *name, *cases;
+} kSets[] = {
+    {"report",
+     "rmsnorm:R=64,C=256;rmsnorm:R=129,C=768;rmsnorm:R=17,C=65;rmsnorm:R=1024,C=4096;"
+     "layernorm:R=129,C=768;layernorm:R=4096,C=1024;softmax_mask:R=129,C=768;"
+     "softmax_mask:R=1024,C=4096;swiglu:R=129,C=768;swiglu:R=257,C=1538;gelu_residual:R=64,C=256;"
+     "gelu_residual:R=257,C=1538;rope:R=129,C=768,HD=64;"
+     "rope_cache:R=129,C=768,HD=64,P=4096,H2=32"},
+    {"unseen",
+     "rmsnorm:R=5,C=333;rmsnorm:R=200,C=1000;rmsnorm:R=2048,C=2050;layernorm:R=7,C=4100;"
+     "layernorm:R=600,C=777;softmax_mask:R=33,C=3000;softmax_mask:R=300,C=515;swiglu:R=11,C=999;"
+     "swiglu:R=500,C=3001;gelu_residual:R=2,C=6000;gelu_residual:R=700,C=1111;"
+     "rope:R=45,C=960,HD=96;rope_cache:R=45,C=960,HD=96,P=4096,H2=48"},
+    /* picked after the model changes of 2026-12-01, never used while tuning */
+    {"fresh",
+     "rmsnorm:R=3,C=1500;rmsnorm:R=77,C=2304;layernorm:R=1,C=777;layernorm:R=150,C=3333;"
+     "softmax_mask:R=9,C=1025;softmax_mask:R=1000,C=257;swiglu:R=31,C=4097;swiglu:R=3,C=111;"
+     "gelu_residual:R=123,C=321;gelu_residual:R=1500,C=700;rope:R=20,C=1152,HD=128;"
+     "rope_cache:R=20,C=1152,HD=128,P=4096,H2=64"},
+    {"tiny", "rmsnorm:R=3,C=40;swiglu:R=2,C=20"},
+};
+
+typedef struct slot {
+  const xir_kernel *k;
+  uint64_t args[XIR_MAX_ARG_SLOTS];
+  double t[64];
+} slot;
+
+static double time_entry(xir_runtime *rt, xir_batch *b, slot *s, const xir_plan_entry *e, int *n_io) {
+  int n = *n_io;
+  double best[3];
+  for (int r = 0; r < 3; r++) {
+    xir_batch_reset(b);
+    for (int i = 0; i < n; i++)
+      if (xir_batch_record(b, (xir_block_fn)xir_kernel_entry(s->k), s->args, e->cand.blocks,
+                           e->work.grain, e->work.workers, NULL))
+        return NAN;
+    double t0 = xir__now_ns();
+    if (xir_runtime_submit(rt, b, NULL)) return NAN;
+    best[r] = (xir__now_ns() - t0) / n;
+  }
+  double m = xir__median(best, 3);
+  if (*n_io == 1 && m > 0) {
+    int want = (int)(1e6 / m);
+    *n_io = want < 1 ? 1 : want > 2048 ? 2048 : want;
+  }
+  return m;
+}
+
+static void grain_name(uint32_t G, char *out, size_t cap) {
+  snprintf(out, cap, G == UINT32_MAX ? "max" : "%u", G);
+}
+
+/* One shape: 0 and *regret, or 1 after printing the error. */
+static double entry_time(slot *s, int rounds, int use_min) {
+  if (!use_min) return xir__median(s->t, (size_t)rounds);
+  double m = s->t[0];
+  for (int r = 1; r < rounds; r++) m = fmin(m, s->t[r]);
+  return m;
+}
+
+static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const char *spec,
+                     const xir_plan_options *po, int rounds, int use_min, int all, double *regret) {
+  xir_diag d;
+  xir_program *p = NULL;
+  xir_shape s;
+  xir_case c;
+  memset(&c, 0, sizeof c);
+  xir_plan *pl = NULL;
+  slot *sl = NULL;
+  int *reps = NULL, rc = 1;
+  xir_batch *b = NULL;
+  if (cli_load_program(kname, &p, &d) || xir_shape_parse(p, spec, &s, &d) ||
+      xir__case_init(&c, p, &s, 1, &d) || xir_plan_make(p, &s, po, &pl, &d) ||
+      xir_batch_create(rt, &b, &d))
+    goto fail;
+  sl = calloc(pl->count, sizeof *sl);
+  reps = calloc(pl->count, sizeof *reps);
+  if (!sl || !reps) {
+    xir__err(&d, XIR_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
+  for (size_t i = 0; i < pl->count; i++) {
+    if (xir_compile(cc, p, &s, &pl->entries[i].cand, &sl[i].k, &d) ||
+        xir_kernel_pack_args(sl[i].k, c.args, sl[i].args, &d))
+      goto fail;
+    reps[i] = 1;
+    time_entry(rt, b, &sl[i], &pl->entries[i], &reps[i]); /* warm-up, sizes the batch */
+  }
+  for (int r = 0; r < rounds; r++)
+    for (size_t j = 0; j < pl->count; j++) {
+      size_t i = r % 2 ? pl->count - 1 - j : j;
+      sl[i].t[r] = time_entry(rt, b, &sl[i], &pl->entries[i], &reps[i]);
+    }
+  size_t best = 0;
+  double tb = INFINITY, t0 = 0;
+  for (size_t i = 0; i < pl->count; i++) {
+    double t = entry_time(&sl[i], rounds, use_min);
+    if (!(t > 0)) {
+      xir__err(&d, XIR_ERR_RUNTIME, "entry %zu could not be timed", i + 1);
+      goto fail;
+    }
+    if (i == 0) t0 = t;
+    if (t < tb) tb = t, best = i;
+  }
+  /* the choice's output against the oracle */
+  xir__case_reset_outputs(&c);
+  const xir_plan_entry *e0 = &pl->entries[0], *eb = &pl->entries[best];
+  if (xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(sl[0].k), sl[0].args, e0->cand.blocks,
+                         e0->work.grain, e0->work.workers, NULL, &d) ||
+      xir__case_oracle(&c, &d))
+    goto fail;
+  int ok = xir__case_sentinels_ok(&c);
+  for (int i = 0; i < p->nparams; i++)
+    if (p->params[i].is_output && !xir__case_compare(&c, i, xir__kernel_tolerance(kname)).pass) ok = 0;
+  if (all)
+    for (size_t i = 0; i < pl->count; i++) {
+      char nm[96], g[16];
+      xir_candidate_name(p, &pl->entries[i].cand, nm, sizeof nm);
+      grain_name(pl->entries[i].work.grain, g, sizeof g);
+      const xir_execution_work *w = &pl->entries[i].work;
+      printf("  %4zu %-28s G=%-4s C=%-6llu h=%u  model %11.0f  measured %11.0f ns  [", i + 1, nm, g,
+             (unsigned long long)w->tasks, w->active, pl->entries[i].cost.total,
+             entry_time(&sl[i], rounds, use_min));
+      for (int t = 0; t < XIR_TERM_COUNT; t++) printf(" %.0f", pl->entries[i].cost.term[t]);
+      printf(" ]\n");
+    }
+  char n0[96], nb[96], g0[16], gb[16];
+  xir_candidate_name(p, &e0->cand, n0, sizeof n0);
+  xir_candidate_name(p, &eb->cand, nb, sizeof nb);
+  grain_name(e0->work.grain, g0, sizeof g0);
+  grain_name(eb->work.grain, gb, sizeof gb);
+  *regret = t0 / tb;
+  printf("%-14s %-30s %4zu  chosen %-26s G=%-4s %10.2f us  best %-26s G=%-4s %10.2f us  (rank %zu)  "
+         "ratio %.3f%s\n",
+         kname, spec, pl->count, n0, g0, t0 / 1e3, nb, gb, tb / 1e3, best + 1, *regret,
+         ok ? "" : "  OUTPUT MISMATCH");
+  fflush(stdout);
+  if (!ok) {
+    xir__err(&d, XIR_ERR_RUNTIME, "the chosen entry's output does not match the oracle");
+    goto fail;
+  }
+  rc = 0;
+  goto out;
+fail:
+  fprintf(stderr, "xir bench: %s %s: %s\n", kname, spec, d.msg);
+out:
+  xir_batch_destroy(b);
+  free(sl);
+  free(reps);
+  xir_plan_free(pl);
+  xir__case_free(&c);
+  xir_program_free(p);
+  return rc;
+}
+
+static void help(void) {
+  printf(
+      "usage: xir bench --suite regret [--set NAME] [--kernels a,b] [--cases 'K:SHAPE;...'] [options]\n\n"
+      "The planner's regret: for each kernel and shape, every candidate x grain of the default\n"
+      "plan is compiled and timed in one run; prints the chosen and the fastest entry, their\n"
+      "ratio (t(chosen) / t(fastest)), and the geometric mean and worst ratio at the end. The\n"
+      "chosen entry's output is checked against the oracle. Quick tool, no records.\n\n"
+      "options:\n"
+      "  --set NAME        a named shape set: report (default), unseen, fresh, tiny\n"
+      "  --cases 'K:S;..'  these kernel:shape cases instead (K a built-in kernel or an XIR file)\n"
+      "  --kernels a,b     only the set's cases of these kernels\n"
+      "  --workers N       runtime workers incl. the caller (default 2)\n"
+      "  --rounds N        timing rounds per entry (default 5, at most 64)\n"
+      "  --stat S          an entry's time over the rounds: median (default) or min (on a\n"
+      "                    shared machine: interference only adds)\n"
+      "  --all             also print every entry: model vs measured ns and the model's terms\n");
+}
+
+static int in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *q = list; q && *q;) {
+    const char *e = strchr(q, ',');
+    size_t len = e ? (size_t)(e - q) : strlen(q);
+    if (len == n && !strncmp(q, name, n)) return 1;
+    q = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
+int bench_regret_main(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) {
+    help();
+    return 0;
+  }
+  static const struct option opts[] = {
+      {"suite", required_argument, 0, 's'},   {"set", required_argument, 0, 'S'},
+      {"cases", required_argument, 0, 'c'},   {"kernels", required_argument, 0, 'k'},
+      {"workers", required_argument, 0, 'w'}, {"rounds", required_argument, 0, 'r'},
+      {"all", no_argument, 0, 'a'},           {"stat", required_argument, 0, 't'},
+      {0, 0, 0, 0}};
+  const char *set = "report", *cases = NULL, *kernels = NULL;
+  uint64_t H = 2, rounds = 5;
+  int all = 0, use_min = 0, c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+      case 's': break;
+      case 'S': set = optarg; break;
+      case 'c': cases = optarg; break;
+      case 'k': kernels = optarg; break;
+      case 'w':
+        if (cli_parse_u64(optarg, &H) || H < 1 || H > XIR_RUNTIME_MAX_WORKERS) {
+          fprintf(stderr, "xir bench: --workers must be 1..%d\n", XIR_RUNTIME_MAX_WORKERS);
+          return 2;
+        }
+        break;
+      case 'r':
+        if (cli_parse_u64(optarg, &rounds) || rounds < 1 || rounds > 64) {
+          fprintf(stderr, "xir bench: --rounds must be 1..64\n");
+          return 2;
+        }
+        break;
+      case 'a': all = 1; break;
+      case 't':
+        if (strcmp(optarg, "median") && strcmp(optarg, "min")) {
+          fprintf(stderr, "xir bench: --stat is median or min\n");
+          return 2;
+        }
+        use_min = !strcmp(optarg, "min");
+        break;
+      default:
+        fprintf(stderr, "xir bench: unknown or incomplete option '%s' for the regret suite\n",
+                argv[optind - 1]);
+        return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "xir bench: unexpected argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  if (!cases) {
+    for (size_t i = 0; i < sizeof kSets / sizeof kSets[0] && !cases; i++)
+      if (!strcmp(kSets[i].name, set)) cases = kSets[i].cases;
+    if (!cases) {
+      fprintf(stderr, "xir bench: unknown shape set '%s' (report, unseen, fresh, tiny)\n", set);
+      return 2;
+    }
+  }
+  xir_diag d;
+  xir_compiler *cc = NULL;
+  xir_runtime *rt = NULL;
+  xir_runtime_options ro;
+  xir_runtime_options_default(&ro);
+  ro.workers = (uint32_t)H;
+  if (xir_compiler_create(NULL, &cc, &d) || xir_runtime_create(&ro, &rt, &d)) {
+    fprintf(stderr, "xir bench: %s\n", d.msg);
+    xir_compiler_destroy(cc);
+    return 1;
+  }
+  xir_plan_options po;
+  xir_plan_options_default(&po);
+  po.workers = (uint32_t)H;
+  po.width = xir_compiler_width(cc);
+  po.budget = 1 << 16;
+  printf("regret of the default plan, %u workers, W = %u, %d rounds, %s per entry\n", (unsigned)H,
+         po.width, (int)rounds, use_min ? "min" : "median");
+  double lsum = 0, worst = 0;
+  int n = 0, bad = 0;
+  char *list = strdup(cases), *save = NULL;
+  for (char *t = list ? strtok_r(list, ";", &save) : NULL; t; t = strtok_r(NULL, ";", &save)) {
+    char *colon = strchr(t, ':');
+    if (!colon) {
+      fprintf(stderr, "xir bench: case '%s' is not KERNEL:SHAPE\n", t);
+      bad++;
+      continue;
+    }
+    *colon = 0;
+    if (kernels && !in_list(kernels, t)) continue;
+    double r = 1;
+    if (run_shape(cc, rt, t, colon + 1, &po, (int)rounds, use_min, all, &r)) {
+      bad++;
+      continue;
+    }
+    lsum += log(r);
+    if (r > worst) worst = r;
+    n++;
+  }
+  free(list);
+  printf("regret over %d cases: geomean %.3f, worst %.3f, failures %d\n", n,
+         n ? exp(lsum / n) : 1.0, worst, bad);
+  xir_runtime_destroy(rt);
+  xir_compiler_destroy(cc);
+  return bad || !n ? 1 : 0;
+}
