@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "lower/irutil.h"
+#include "xir.h"
 
 LLVMValueRef xir__ir_entry_alloca(LLVMContextRef ctx, LLVMValueRef fn, LLVMTypeRef t,
                                   const char *name) {
@@ -42,4 +43,13 @@ LLVMValueRef xir__ir_splat(LLVMBuilderRef b, LLVMValueRef x, unsigned W) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
   LLVMValueRef ins = LLVMBuildInsertElement(b, LLVMGetPoison(vt), x, LLVMConstInt(i32, 0, 0), "");
   return LLVMBuildShuffleVector(b, ins, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(i32, W)), "");
+}
+
+LLVMValueRef xir__ir_cmp(LLVMBuilderRef b, int op, int integer, LLVMValueRef x, LLVMValueRef y) {
+  static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE,
+                                         LLVMRealOEQ, LLVMRealUNE};
+  static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE,
+                                        LLVMIntEQ, LLVMIntNE};
+  int w = op - XIR_OP_LT;
+  return integer ? LLVMBuildICmp(b, ip[w], x, y, "") : LLVMBuildFCmp(b, fp[w], x, y, "");
 }

@@ -14,6 +14,9 @@ LLVMValueRef xir__ir_intrinsic(LLVMBuilderRef b, LLVMModuleRef mod, const char *
  * and d, as the interpreter's: d = 0 divides by 1. one is the constant 1 of a's type. */
 LLVMValueRef xir__ir_floordiv(LLVMBuilderRef b, LLVMValueRef a, LLVMValueRef d, LLVMValueRef one,
                               int rem);
+/* The comparison XIR op `op` (XIR_OP_LT .. XIR_OP_NE, in that order) of x and y: ordered
+ * predicates for floats except NE (unordered, so NaN != NaN), signed for integers. */
+LLVMValueRef xir__ir_cmp(LLVMBuilderRef b, int op, int integer, LLVMValueRef x, LLVMValueRef y);
 /* <W x typeof(x)> with every lane x. */
 LLVMValueRef xir__ir_splat(LLVMBuilderRef b, LLVMValueRef x, unsigned W);
 

@@ -681,15 +681,9 @@ static val eval_elementwise(lw *L, const xir_node *n) {
         r[q] = n0->type.elem == XIR_BOOL ? LLVMBuildUIToFP(L->b, x, L->vf, "")
                                          : LLVMBuildSIToFP(L->b, x, L->vf, "");
         break;
-      case XIR_OP_LT: case XIR_OP_LE: case XIR_OP_GT: case XIR_OP_GE: case XIR_OP_EQ: case XIR_OP_NE: {
-        static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE,
-                                               LLVMRealOEQ, LLVMRealUNE};
-        static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE,
-                                              LLVMIntEQ, LLVMIntNE};
-        int w = n->op - XIR_OP_LT;
-        r[q] = integer ? LLVMBuildICmp(L->b, ip[w], x, y, "") : LLVMBuildFCmp(L->b, fp[w], x, y, "");
+      case XIR_OP_LT: case XIR_OP_LE: case XIR_OP_GT: case XIR_OP_GE: case XIR_OP_EQ: case XIR_OP_NE:
+        r[q] = xir__ir_cmp(L->b, n->op, integer, x, y);
         break;
-      }
       case XIR_OP_AND: r[q] = LLVMBuildAnd(L->b, x, y, ""); break;
       case XIR_OP_OR: r[q] = LLVMBuildOr(L->b, x, y, ""); break;
       case XIR_OP_NOT: r[q] = LLVMBuildNot(L->b, x, ""); break;

@@ -212,15 +212,9 @@ static LLVMValueRef scalar(al *A, int id) {
         r = intrinsic(A, n->op == XIR_OP_MAX ? "llvm.maximum" : "llvm.minimum", &t, 1, args, 2);
       }
       break;
-    case XIR_OP_LT: case XIR_OP_LE: case XIR_OP_GT: case XIR_OP_GE: case XIR_OP_EQ: case XIR_OP_NE: {
-      static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE,
-                                             LLVMRealOEQ, LLVMRealUNE};
-      static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE,
-                                            LLVMIntEQ, LLVMIntNE};
-      int w = n->op - XIR_OP_LT;
-      r = integer ? LLVMBuildICmp(A->b, ip[w], x, y, "") : LLVMBuildFCmp(A->b, fp[w], x, y, "");
+    case XIR_OP_LT: case XIR_OP_LE: case XIR_OP_GT: case XIR_OP_GE: case XIR_OP_EQ: case XIR_OP_NE:
+      r = xir__ir_cmp(A->b, n->op, integer, x, y);
       break;
-    }
     case XIR_OP_AND: r = LLVMBuildAnd(A->b, x, y, ""); break;
     case XIR_OP_OR: r = LLVMBuildOr(A->b, x, y, ""); break;
     case XIR_OP_NOT: r = LLVMBuildNot(A->b, x, ""); break;
