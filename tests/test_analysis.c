@@ -396,6 +396,26 @@ static void test_math_part(void **state) {
   xir_program_free(p);
 }
 
+/* A rank-0 value is one per root program: with ℓ > W the unit's k packets hold the same value
+ * and the object code computes it once, so the work charges it once per unit (rmsnorm's rsqrt
+ * and division: 8 + 4 math units a row, whatever ℓ). */
+static void test_rank0_once_per_unit(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=8,C=1024", &s);
+  uint8_t perm[1] = {0};
+  for (uint32_t l = 16; l <= 128; l *= 2) {
+    xir_candidate c;
+    xir_execution_work w;
+    xir_diag d;
+    if (xir_candidate_make(p, &s, 16, 128, l, perm, &c, &d) ||
+        xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
+      die(&d);
+    assert_true(fabs(w.math_per_packet * (double)(l / 16) - 12) < 1e-9);
+  }
+  xir_program_free(p);
+}
+
 /* A rank-0 reduction's accumulation chain is counted in steps by kind (sum 0, max/min 1): ℓ = 16
  * on rows of 1024 is 64 steps a packet, ℓ = 64 four packets sharing 16 steps. ns_per_step adds
  * its cost per step to the prior's arithmetic; a max step weighs more ops than a sum's
@@ -657,6 +677,9 @@ static void test_mask_work_counts(void **state) {
   assert_int_equal(wl1.mask_live_iterations, 88);
   assert_int_equal(wl1.mask_full_iterations, 192);
   assert_int_equal(wl1.mask_critical_live_iterations, 56); /* blocks 0 and 2 on worker 0 */
+  /* the skipped reductions' chains are their live steps: 72 over 40 rows, max and sum alike */
+  assert_true(fabs(w.steps_per_packet[1] - 72.0 / 40) < 1e-12);
+  assert_true(fabs(w.steps_per_packet[0] - 72.0 / 40) < 1e-12);
   xir_execution_work w4 = work_of(p, &s, 16, 16, 4, 1, 1);
   assert_int_equal(w4.mask_live_iterations, 55);
   assert_int_equal(w4.mask_full_iterations, 160);
@@ -666,6 +689,7 @@ static void test_mask_work_counts(void **state) {
   xir_execution_work w32 = work_of(p, &s, 16, 32, 32, 1, 1);
   assert_int_equal(w32.mask_live_iterations, 168);
   assert_int_equal(w32.mask_full_iterations, 200);
+  assert_true(fabs(w32.steps_per_packet[1] - 168.0 / 100 / 2) < 1e-12); /* 2 packets share a chain */
   xir_program_free(p);
   p = load("softmax_mask", "R=40,C=64", &s);
   xir_execution_work wm = work_of(p, &s, 16, 16, 16, 8, 2);
@@ -709,6 +733,7 @@ int main(void) {
       cmocka_unit_test(test_near_bytes),
       cmocka_unit_test(test_byte_rate),
       cmocka_unit_test(test_math_part),
+      cmocka_unit_test(test_rank0_once_per_unit),
       cmocka_unit_test(test_reduction_chain_steps),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
       cmocka_unit_test(test_window_load_without_check),

@@ -44,6 +44,10 @@ static const struct {
      "gelu_residual:R=123,C=321;gelu_residual:R=1500,C=700;rope:R=20,C=1152,HD=128;"
      "rope_cache:R=20,C=1152,HD=128,P=4096,H2=64"},
     {"tiny", "rmsnorm:R=3,C=40;swiglu:R=2,C=20"},
+    /* the masked triangle (unequal rows): the report shapes, then two odd ones (R < C, R > C) */
+    {"causal",
+     "softmax_causal:R=129,C=768;softmax_causal:R=257,C=1538;softmax_causal:R=1024,C=4096;"
+     "softmax_causal:R=4096,C=1024;softmax_causal:R=77,C=1000;softmax_causal:R=1500,C=333"},
 };
 
 typedef struct slot {
@@ -188,7 +192,8 @@ static void help(void) {
       "ratio (t(chosen) / t(fastest)), and the geometric mean and worst ratio at the end. The\n"
       "chosen entry's output is checked against the oracle. Quick tool, no records.\n\n"
       "options:\n"
-      "  --set NAME        a named shape set: report (default), unseen, fresh, tiny\n"
+      "  --set NAME        a named shape set: report (default), unseen, fresh, tiny,\n"
+      "                    causal (softmax_causal)\n"
       "  --cases 'K:S;..'  these kernel:shape cases instead (K a built-in kernel or an XIR file)\n"
       "  --kernels a,b     only the set's cases of these kernels\n"
       "  --workers N       runtime workers incl. the caller (default 2)\n"
@@ -265,7 +270,7 @@ int bench_regret_main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof kSets / sizeof kSets[0] && !cases; i++)
       if (!strcmp(kSets[i].name, set)) cases = kSets[i].cases;
     if (!cases) {
-      fprintf(stderr, "xir bench: unknown shape set '%s' (report, unseen, fresh, tiny)\n", set);
+      fprintf(stderr, "xir bench: unknown shape set '%s' (report, unseen, fresh, tiny, causal)\n", set);
       return 2;
     }
   }

@@ -77,6 +77,8 @@ typedef struct wctx {
    * value there); the unit's cost is arith + n·sk_a + (I − n)·fl_a for n live iterations of I. */
   uint8_t *skip;
   double sk_a, sk_b, sk_m, fl_a, fl_b;
+  double sk_steps[XIR_CHAIN_KINDS]; /* dependent steps per live iteration of the skipped rank-0
+                                     * reductions, by kind (mask_counts scales them) */
   /* lower.c runs the live iterations every lane of which is live as a loop of their own, where
    * the mask is its live operand: their cost per iteration (sl_*), counted with mask_live = the
    * mask's node (-1 otherwise) */
@@ -376,6 +378,7 @@ static void unit_cost(wctx *w) {
         w->sl_m += k * lm;
         w->sl_a += fmax(k * la, kAccumulateLatency);
         w->sl_b += k * lb;
+        if (n->type.rank == 0) w->sk_steps[maxmin] += 1;
         w->arith += k * a + (k - 1) + 2 * log2((double)(w->c->local < w->c->W ? w->c->local : w->c->W));
         continue;
       }
@@ -396,9 +399,11 @@ static void unit_cost(wctx *w) {
         access_cost(w, access_kind(w, n, n->nargs),
                     (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b);
       else a = op_weight(n->op);
-      w->arith += k * a;
-      if (n->op != XIR_OP_LOAD && a > 1) w->math += k * a;
-      w->bytes += k * b;
+      /* once per unit: with ℓ > W its k packets hold the same value (one root program), and
+       * the object code computes it once (rmsnorm's sqrt and div) */
+      w->arith += a;
+      if (n->op != XIR_OP_LOAD && a > 1) w->math += a;
+      w->bytes += b;
     }
   }
 }
@@ -476,6 +481,7 @@ static int mask_counts(wctx *x, const xir__prefix_mask *m, const xir_launch_shap
   x->arith = unit_a;
   x->bytes = unit_b;
   x->math += ((double)total_all * x->sl_m + (double)(total - total_all) * x->sk_m) / U;
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++) x->steps[i] += (double)total / U * x->sk_steps[i];
   return 0;
 }
 
@@ -590,6 +596,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     x.arith += I * x.sk_a;
     x.bytes += I * x.sk_b;
     x.math += I * x.sk_m;
+    for (int i = 0; i < XIR_CHAIN_KINDS; i++) x.steps[i] += I * x.sk_steps[i];
   }
   /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
    * on the caller path, one per task on the pool) — spread over the packets */
