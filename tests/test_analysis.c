@@ -295,8 +295,9 @@ static void test_window_load_without_check(void **state) {
 }
 
 /* A contiguous slice is one vector load (1 unit), never charged as a window load: a row copy
- * with l = 64 costs load + store = 2 units per chunk and packet (the first version of window
- * loads charged every slice the shuffle too, and moved softmax_mask to l = 16). */
+ * with l = 64 costs load + store = 2 units per chunk and packet, plus the chunk loop's 2 units an
+ * iteration shared by the 4 packets (the first version of window loads charged every slice the
+ * shuffle too, and moved softmax_mask to l = 16). */
 static void test_slices_are_not_window_loads(void **state) {
   (void)state;
   const char *text =
@@ -315,7 +316,7 @@ static void test_slices_are_not_window_loads(void **state) {
   if (xir_candidate_make(p, &s, 16, 64, 64, perm, &c, &d) ||
       xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
     die(&d);
-  assert_true(w.arith_per_packet == 2.0 * (768 / 64));
+  assert_true(w.arith_per_packet == (2.0 + 2.0 / 4) * (768 / 64));
   assert_true(w.memory_per_packet == 2.0 * 64 * (768 / 64));
   xir_program_free(p);
 }
@@ -717,7 +718,8 @@ static void test_mask_work_priors_and_imbalance(void **state) {
   if (xir_cost_evaluate(NULL, &wc, &k, &t1, &d) || xir_cost_evaluate(NULL, &halves, &k, &t2, &d)) die(&d);
   assert_true(t1.term[XIR_TERM_IMBALANCE] < 1e-3 * t1.total);
   assert_true(t2.term[XIR_TERM_IMBALANCE] > 0.2 * t2.term[XIR_TERM_ARITH]);
-  assert_true(halves.critical_arith_packets > 1.3 * (double)halves.critical_packets); /* 74% of the live chunks */
+  /* 74% of the live chunks; the zero-fill iterations (stores and their loop) are the same on both */
+  assert_true(halves.critical_arith_packets > 1.25 * (double)halves.critical_packets);
   xir_program_free(p);
   xir_program_free(q);
 }

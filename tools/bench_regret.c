@@ -4,7 +4,7 @@
  * width) ranks every legal candidate × grain; every entry is compiled once and timed in the same
  * run as batches of repeated launches (≈ 1 ms a batch) through the runtime with its grain and
  * workers. Rounds visit the entries forward, then backward; an entry's time is the median over
- * rounds of the round's median of three batches. regret = t(the choice) / t(the fastest entry).
+ * rounds of the round's median of three batches (--stat min: the fastest batch of all rounds). regret = t(the choice) / t(the fastest entry).
  * The choice's whole output is checked against the oracle (with sentinels). It prints, per
  * shape, the chosen and the fastest entry with their times and the ratio, and at the end the
  * geometric mean and the worst ratio. Not the measurement protocol of SPEC.md (no records): a
@@ -56,7 +56,10 @@ typedef struct slot {
   double t[64];
 } slot;
 
-static double time_entry(xir_runtime *rt, xir_batch *b, slot *s, const xir_plan_entry *e, int *n_io) {
+/* One round of an entry: three batches, their median (use_min: their fastest — on a shared
+ * machine interference only adds). */
+static double time_entry(xir_runtime *rt, xir_batch *b, slot *s, const xir_plan_entry *e, int *n_io,
+                         int use_min) {
   int n = *n_io;
   double best[3];
   for (int r = 0; r < 3; r++) {
@@ -69,7 +72,7 @@ static double time_entry(xir_runtime *rt, xir_batch *b, slot *s, const xir_plan_
     if (xir_runtime_submit(rt, b, NULL)) return NAN;
     best[r] = (xir__now_ns() - t0) / n;
   }
-  double m = xir__median(best, 3);
+  double m = use_min ? fmin(best[0], fmin(best[1], best[2])) : xir__median(best, 3);
   if (*n_io == 1 && m > 0) {
     int want = (int)(1e6 / m);
     *n_io = want < 1 ? 1 : want > 2048 ? 2048 : want;
@@ -115,12 +118,12 @@ static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const
         xir_kernel_pack_args(sl[i].k, c.args, sl[i].args, &d))
       goto fail;
     reps[i] = 1;
-    time_entry(rt, b, &sl[i], &pl->entries[i], &reps[i]); /* warm-up, sizes the batch */
+    time_entry(rt, b, &sl[i], &pl->entries[i], &reps[i], 0); /* warm-up, sizes the batch */
   }
   for (int r = 0; r < rounds; r++)
     for (size_t j = 0; j < pl->count; j++) {
       size_t i = r % 2 ? pl->count - 1 - j : j;
-      sl[i].t[r] = time_entry(rt, b, &sl[i], &pl->entries[i], &reps[i]);
+      sl[i].t[r] = time_entry(rt, b, &sl[i], &pl->entries[i], &reps[i], use_min);
     }
   size_t best = 0;
   double tb = INFINITY, t0 = 0;
@@ -198,8 +201,9 @@ static void help(void) {
       "  --kernels a,b     only the set's cases of these kernels\n"
       "  --workers N       runtime workers incl. the caller (default 2)\n"
       "  --rounds N        timing rounds per entry (default 5, at most 64)\n"
-      "  --stat S          an entry's time over the rounds: median (default) or min (on a\n"
-      "                    shared machine: interference only adds)\n"
+      "  --stat S          an entry's time over the rounds: median (default; of each round's\n"
+      "                    three batches, then of the rounds) or min (the fastest batch of all\n"
+      "                    rounds: on a shared machine interference only adds)\n"
       "  --all             also print every entry: model vs measured ns and the model's terms\n");
 }
 
