@@ -272,14 +272,15 @@ static LLVMValueRef body_log(em *e, LLVMValueRef x) {
 static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
   static const float P[] = {-5.70498872745E-3f, 2.06390887954E-2f, -5.37397155531E-2f,
                             1.33314422036E-1f, -3.33332819422E-1f};
+  /* Both branches on a = |x|, the sign applied once at the end (tanh(±0) = ±0 too): the same
+   * bits as evaluating the small branch on x, whose rounding is symmetric in x. */
   LLVMValueRef a = fabs32(e, x);
-  LLVMValueRef z = mul(e, x, x);
-  LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), x, x);
+  LLVMValueRef z = mul(e, a, a);
+  LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), a, a);
   LLVMValueRef ex = call_fn(e, XIR__VM_EXP, add(e, a, a), NULL);
   LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
-  tl = copysign32(e, tl, x);
   LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 0.625f)), ps, tl);
-  return sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, r); /* tanh(±0) = ±0 */
+  return copysign32(e, r, x);
 }
 
 /* ---- sigmoid (fp32) ----
