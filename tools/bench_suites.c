@@ -46,6 +46,9 @@ static const char *kPeerRows[] = {"R=1,C=4096",   "R=3,C=1000",    "R=129,C=768"
  * paired ratio causal / non-causal of xir's default plan). */
 static const char kDecodeShape[] = "B=1,HQ=32,HKV=8,Q=1,K=4096,D=128,DV=128";
 static const char kLongShape[] = "B=1,HQ=32,HKV=8,Q=512,K=512,D=64,DV=64";
+/* softmax_causal's own odd shapes beyond kPeerRows: a triangle that ends inside the row (R < C)
+ * and one whose last rows are full (R > C), neither a multiple of 16 */
+static const char *kCausalRows[] = {"R=77,C=1000", "R=1500,C=333"};
 /* Row shapes with at least this many elements get the streaming probe. */
 #define PROBE_MIN_ELEMENTS 1000000L
 /* rope_cache's cache length (positions are < P). */
@@ -324,6 +327,8 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     }
     each_shape(&b, ks, nk, kPeerRows, (int)(sizeof kPeerRows / sizeof kPeerRows[0]), kAttnShapes,
                2, vs_peers);
+    const char *causal[] = {"softmax_causal"};
+    each_shape(&b, causal, 1, kCausalRows, 2, NULL, 0, vs_peers);
     const char *decode[] = {kDecodeShape}, *lng[] = {kLongShape};
     const char *attn[] = {"attention", "attention_causal"};
     each_shape(&b, attn, 1, NULL, 0, decode, 1, vs_peers);

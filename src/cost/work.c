@@ -89,6 +89,11 @@ typedef struct wctx {
   double sl_a, sl_b, sl_m;
   int mask_id, mask_live, mask_live_arg;
   uint8_t *snap;    /* stored[] and loaded[] before a skipped consumer (2 × nodes) */
+  /* ℓ ≥ W with X not a multiple of ℓ: the peeled tail chunk clamps the element index, so its
+   * accesses along X are gathers and scatters (lower.c, tile_loops_at part 1); tail set while
+   * costing that chunk; tsnap: stored[] and loaded[] before the consumer, and after (4 × nodes) */
+  int ragged, tail;
+  uint8_t *tsnap;
 } wctx;
 
 static int lane_dep(const wctx *w, int id) {
@@ -145,7 +150,7 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
 
   if (dep == 2) return 2;
   int a = n->args[last];
-  if (a < 0) return ell >= W ? 1 : 2; /* the inner axis slice */
+  if (a < 0) return ell >= W && !w->tail ? 1 : 2; /* the inner axis slice */
   const xir_node *ix = &w->p->nodes[a];
   if (ell == 1 && ix->op == XIR_OP_ROOT) {
     /* the fastest root axis, when packets never wrap it (lower.c's unit_coords) */
@@ -315,6 +320,38 @@ static void live_cost(wctx *w, int root, double *a, double *b, double *m) {
   w->m_once = m_once;
 }
 
+/* The tail chunk's cost of consumer expression `root` (and of `store`'s own access): costed again
+ * from the state before the consumer with the accesses along X as gathers/scatters; the state
+ * after the first costing is kept. *a, *b per packet of that one chunk. */
+static void tail_cost(wctx *w, int root, const xir_node *store, double *a, double *b) {
+  size_t nn = (size_t)w->p->nnodes;
+  double once_a = w->once_a, once_b = w->once_b, m_cur = w->m_cur, m_once = w->m_once;
+  memcpy(w->tsnap + 2 * nn, w->stored, nn);
+  memcpy(w->tsnap + 3 * nn, w->loaded, nn);
+  memcpy(w->stored, w->tsnap, nn);
+  memcpy(w->loaded, w->tsnap + nn, nn);
+  w->gen++;
+  w->tail = 1;
+  *a = *b = 0;
+  expr_cost(w, root, a, b);
+  if (store)
+    access_cost(w, access_kind(w, store, store->nargs - 1),
+                (double)xir_elem_size((xir_elem)w->p->params[store->ref].elem), a, b);
+  w->tail = 0;
+  memcpy(w->stored, w->tsnap + 2 * nn, nn);
+  memcpy(w->loaded, w->tsnap + 3 * nn, nn);
+  w->once_a = once_a;
+  w->once_b = once_b;
+  w->m_cur = m_cur;
+  w->m_once = m_once;
+}
+
+static int type_has_axis(const xir_type *t, int dim) {
+  for (int i = 0; i < t->rank; i++)
+    if (t->axes[i] == dim) return 1;
+  return 0;
+}
+
 static void unit_cost(wctx *w) {
   const xir_program *p = w->p;
   double k = w->k;
@@ -322,6 +359,10 @@ static void unit_cost(wctx *w) {
     const xir_node *n = &p->nodes[i];
     double a = 0, b = 0;
     w->gen++;
+    if (w->ragged) {
+      memcpy(w->tsnap, w->stored, (size_t)p->nnodes);
+      memcpy(w->tsnap + p->nnodes, w->loaded, (size_t)p->nnodes);
+    }
     if (w->skip && w->skip[i]) {
       memcpy(w->snap, w->stored, (size_t)p->nnodes);
       memcpy(w->snap + p->nnodes, w->loaded, (size_t)p->nnodes);
@@ -336,6 +377,13 @@ static void unit_cost(wctx *w) {
       access_cost(w, access_kind(w, n, n->nargs - 1),
                   (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b); /* f32, bf16, f16 */
       double it = iterations(w, &tile);
+      if (w->ragged && !(w->skip && w->skip[i]) && type_has_axis(&tile, w->c->inner_dim)) {
+        double ta, tb; /* one of the `it` chunks is the tail */
+        tail_cost(w, n->args[n->nargs - 1], n, &ta, &tb);
+        w->arith += k * (ta - a);
+        w->bytes += k * (tb - b);
+        w->gen++;
+      }
       if (w->skip && w->skip[i]) {
         /* live iterations as usual; the masked ones store the masked value, computed once */
         double fa = 0, fb = 0, es = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem);
@@ -365,6 +413,13 @@ static void unit_cost(wctx *w) {
       w->nest_rank = in->rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
       expr_cost(w, n->args[0], &a, &b);
+      if (w->ragged && !(w->skip && w->skip[i]) && type_has_axis(in, w->c->inner_dim)) {
+        double ta, tb; /* one of the chunks is the tail */
+        tail_cost(w, n->args[0], NULL, &ta, &tb);
+        w->arith += k * (ta - a);
+        w->bytes += k * (tb - b);
+        w->gen++;
+      }
       int maxmin = n->op != XIR_OP_REDUCE_SUM;
       a += n->type.rank > 0 ? 3 : maxmin ? kMaxAccumulateOps : 1;
       double it = iterations(w, in);
@@ -498,6 +553,7 @@ static void wctx_free(wctx *x) {
   xir__free(x->loaded);
   xir__free(x->skip);
   xir__free(x->snap);
+  xir__free(x->tsnap);
 }
 
 /* Distinct bytes the launch touches: every buffer once. */
@@ -585,6 +641,11 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
       wctx_free(&x);
       return xir__err(d, XIR_ERR_NOMEM, "out of memory");
     }
+  }
+  x.ragged = c->local >= c->W && c->inner_dim >= 0 && s->dims[c->inner_dim] % c->local != 0;
+  if (x.ragged && !(x.tsnap = xir__calloc(4 * (size_t)p->nnodes + 1, 1))) {
+    wctx_free(&x);
+    return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   if (c->local >= c->W && c->inner_dim >= 0 &&
       chunk_invariant_tiles(&x, &x.cinv) != XIR_OK) {
