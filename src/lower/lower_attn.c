@@ -17,8 +17,10 @@
  *
  * Every order of summation is fixed by the candidate (W, vec, qb, hb) and the shape: results
  * do not depend on the task grain. Rows past Q are clamped onto Q − 1 (loads stay in bounds) and
- * never stored; padding lanes compute finite garbage that is never stored. The loop bounds B, Q
- * and K are read through dim_value() only. */
+ * never stored; padding lanes compute finite garbage that is never stored. B, Q and K (the tile
+ * count, the row clamp, the key loop and the causal end) are launch-time values read from the
+ * argument block, as are every buffer's strides (a K/V view into a larger cache); HQ, HKV, D and
+ * DV are compile-time (the candidate's fixed_dims, src/bridge/attn.c). */
 #include <llvm-c/Core.h>
 #include <math.h>
 #include <string.h>
@@ -46,6 +48,8 @@ typedef struct al {
   unsigned W;
   int fma;
   LLVMValueRef buf[XIR_MAX_PARAMS], scal[XIR_MAX_PARAMS];
+  LLVMValueRef dimv[XIR_MAX_DIMS];                 /* every dim: a constant or a launch slot */
+  LLVMValueRef stride[XIR_MAX_PARAMS][XIR_MAX_RANK]; /* element strides of the buffers */
   LLVMValueRef *sval; /* per node: emitted scalar values */
 } al;
 
@@ -53,9 +57,9 @@ static LLVMValueRef ci64(al *A, int64_t v) { return LLVMConstInt(A->i64, (unsign
 static LLVMValueRef ci32(al *A, unsigned v) { return LLVMConstInt(A->i32, v, 0); }
 static LLVMValueRef cf32(al *A, double v) { return LLVMConstReal(A->f32, v); }
 
-/* The extent of a dim. B, Q and K (the loop bounds) are read through here only, so that they
- * can become launch-time values. */
-static LLVMValueRef dim_value(al *A, int dim) { return ci64(A, A->sh->dims[dim]); }
+/* The extent of a dim: a constant for a compile-time dim (the candidate's fixed_dims: HQ, HKV,
+ * D, DV), else the value in its launch slot (B, Q, K). */
+static LLVMValueRef dim_value(al *A, int dim) { return A->dimv[dim]; }
 
 static LLVMValueRef splat(al *A, LLVMValueRef x) { return xir__ir_splat(A->b, x, A->W); }
 
@@ -290,6 +294,11 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     return xir__err(d, XIR_ERR_UNSUPPORTED, "'%s' is not the attention chain", p->name);
   const xir__attn_form *F = &A.f;
   const int64_t *dims = shape->dims;
+  const int need[4] = {F->dim_d, F->dim_dv, F->dim_hq, F->dim_hkv};
+  for (int i = 0; i < 4; i++)
+    if (!(c->fixed_dims >> need[i] & 1))
+      return xir__err(d, XIR_ERR_UNSUPPORTED, "the attention mapping needs %s compile-time",
+                      p->dims[need[i]]);
   int64_t Dd = dims[F->dim_d], DV = dims[F->dim_dv], HQ = dims[F->dim_hq], HKV = dims[F->dim_hkv];
   int64_t E = F->group;
   unsigned W = A.W, qb = c->attn_qb, hb = c->attn_hb;
@@ -322,6 +331,29 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     if (p->params[i].kind == XIR_PARAM_BUFFER) A.buf[i] = LLVMBuildLoad2(A.b, A.ptr, slot, "");
     else A.scal[i] = LLVMBuildLoad2(A.b, p->params[i].elem == XIR_I64 ? A.i64 : A.f32, slot, "");
   }
+  /* the launch-time dims and the buffers' strides, from the argument block (lower.h's layout) */
+  xir__arg_layout lay;
+  xir__arg_layout_make(p, c->fixed_dims, &lay);
+  for (int i = 0; i < p->ndims; i++) {
+    if (lay.dim_slot[i] < 0) {
+      A.dimv[i] = ci64(&A, dims[i]);
+      continue;
+    }
+    LLVMValueRef idx = ci64(&A, lay.dim_slot[i]);
+    A.dimv[i] = LLVMBuildLoad2(A.b, A.i64, LLVMBuildGEP2(A.b, A.i64, args, &idx, 1, ""), p->dims[i]);
+  }
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER) continue;
+    for (int r = 0; r < q->rank; r++) {
+      if (r == q->rank - 1 || lay.stride_slot[i] < 0) {
+        A.stride[i][r] = ci64(&A, 1);
+        continue;
+      }
+      LLVMValueRef idx = ci64(&A, lay.stride_slot[i] + r);
+      A.stride[i][r] = LLVMBuildLoad2(A.b, A.i64, LLVMBuildGEP2(A.b, A.i64, args, &idx, 1, ""), "");
+    }
+  }
   LLVMValueRef qbuf = A.buf[F->q], kbuf = A.buf[F->k], vbuf = A.buf[F->v], obuf = A.buf[F->o];
   LLVMValueRef sc = splat(&A, scalar(&A, F->scale));
   LLVMValueRef Bv = dim_value(&A, F->dim_b), Qv = dim_value(&A, F->dim_q), Kv = dim_value(&A, F->dim_k);
@@ -350,19 +382,22 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   LLVMValueRef tb = LLVMBuildSDiv(A.b, rest, ci64(&A, HQ / hb), "");
   LLVMValueRef h0 = LLVMBuildMul(A.b, th, ci64(&A, hb), ""), i0 = LLVMBuildMul(A.b, ti, ci64(&A, qb), "");
   LLVMValueRef g = imin(&A, LLVMBuildSDiv(A.b, h0, ci64(&A, E), ""), ci64(&A, HKV - 1));
-  LLVMValueRef bg = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, ci64(&A, HKV), ""), g, "");
-  LLVMValueRef kbase = LLVMBuildMul(A.b, LLVMBuildMul(A.b, bg, Kv, ""), ci64(&A, Dd), "");
-  LLVMValueRef vbase = LLVMBuildMul(A.b, LLVMBuildMul(A.b, bg, Kv, ""), ci64(&A, DV), "");
+  LLVMValueRef *ks = A.stride[F->k], *vs = A.stride[F->v], *qs = A.stride[F->q], *os = A.stride[F->o];
+  LLVMValueRef kbase = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, ks[0], ""), LLVMBuildMul(A.b, g, ks[1], ""), "");
+  LLVMValueRef vbase = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, vs[0], ""), LLVMBuildMul(A.b, g, vs[1], ""), "");
+  LLVMValueRef kst = ks[2], vst = vs[2]; /* the row strides: key j's row at base + j·stride */
   LLVMValueRef qrow[MAXROWS], orow[MAXROWS], valid[MAXROWS];
   LLVMValueRef Qm1 = LLVMBuildSub(A.b, Qv, ci64(&A, 1), "");
   for (unsigned lam = 0; lam < n; lam++) {
     LLVMValueRef i = LLVMBuildAdd(A.b, i0, ci64(&A, lam % qb), "");
     valid[lam] = LLVMBuildICmp(A.b, LLVMIntSLT, i, Qv, "");
-    LLVMValueRef hq = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, ci64(&A, HQ), ""),
-                                   LLVMBuildAdd(A.b, h0, ci64(&A, lam / qb), ""), "");
-    LLVMValueRef row = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, hq, Qv, ""), imin(&A, i, Qm1), "");
-    qrow[lam] = LLVMBuildMul(A.b, row, ci64(&A, Dd), "");
-    orow[lam] = LLVMBuildMul(A.b, row, ci64(&A, DV), "");
+    LLVMValueRef h = LLVMBuildAdd(A.b, h0, ci64(&A, lam / qb), ""), ic = imin(&A, i, Qm1);
+    qrow[lam] = LLVMBuildAdd(A.b, LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, qs[0], ""),
+                                               LLVMBuildMul(A.b, h, qs[1], ""), ""),
+                             LLVMBuildMul(A.b, ic, qs[2], ""), "");
+    orow[lam] = LLVMBuildAdd(A.b, LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, os[0], ""),
+                                               LLVMBuildMul(A.b, h, os[1], ""), ""),
+                             LLVMBuildMul(A.b, ic, os[2], ""), "");
   }
   /* the mask (causal): keys j ≥ end[λ] are −inf for row λ; the tile runs over [0, kmax) only,
    * kmax the largest end of its rows that exist — keys past it are never loaded */
@@ -427,7 +462,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     LLVMValueRef kptr[MAXJR];
     for (unsigned r = 0; r < JR; r++) {
       LLVMValueRef j = imin(&A, LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""), Km1);
-      kptr[r] = gep(&A, kbuf, LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, ci64(&A, Dd), ""), ""));
+      kptr[r] = gep(&A, kbuf, LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), ""));
     }
     LLVMValueRef srow = LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, NVL), "");
     LLVMValueRef accv[MAXJR * 2];
@@ -545,7 +580,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       }
       loop jl;
       loop_begin(&A, &jl, ci64(&A, 0), kn, 1);
-      LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, k0, jl.i, ""), ci64(&A, DV), ""), "");
+      LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, k0, jl.i, ""), vst, ""), "");
       LLVMValueRef vv[MAXCB];
       for (unsigned cc = 0; cc < cbn; cc++) {
         int64_t e0 = (int64_t)((cb0 + cc) * W);
@@ -584,7 +619,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     }
     loop zl;
     loop_begin(&A, &zl, kmax, Kv, 1);
-    LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, zl.i, ci64(&A, DV), ""), "");
+    LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, zl.i, vst, ""), "");
     for (unsigned cc = 0; cc < ncz; cc++) {
       int64_t e0 = (int64_t)(cc * W);
       unsigned nval = DV - e0 >= (int64_t)W ? W : (unsigned)(DV - e0);
