@@ -96,6 +96,14 @@ static LLVMValueRef gepc(al *A, LLVMValueRef base, LLVMValueRef idx, int64_t add
   return gep(A, base, add ? LLVMBuildAdd(A->b, idx, ci64(A, add), "") : idx);
 }
 
+/* A hint that the line at ptr is read soon (llvm.prefetch, read, into L2: locality 2). It never
+ * faults, so the rows one block past the last key may be named (docs/lowering.md). */
+static void prefetch(al *A, LLVMValueRef ptr) {
+  LLVMTypeRef t = A->ptr;
+  LLVMValueRef args[4] = {ptr, ci32(A, 0), ci32(A, 2), ci32(A, 1)};
+  intrinsic(A, "llvm.prefetch", &t, 1, args, 4);
+}
+
 static LLVMValueRef load(al *A, LLVMTypeRef t, LLVMValueRef ptr) {
   LLVMValueRef x = LLVMBuildLoad2(A->b, t, ptr, "");
   LLVMSetAlignment(x, 4);
@@ -237,6 +245,20 @@ static LLVMValueRef mask_scores(al *A, LLVMValueRef s, LLVMValueRef ends, LLVMVa
   if (!ends) return s;
   LLVMValueRef dead = LLVMBuildICmp(A->b, LLVMIntSGE, splat(A, j), ends, "");
   return LLVMBuildSelect(A->b, dead, splat(A, cf32(A, -INFINITY)), s, "");
+}
+
+/* Folds the key slots of a packed score vector: lane l holds slot l / np of row l % np; after
+ * log2(W / np) butterfly steps (lane l with lane l ^ step, step = np, 2np, …) every lane holds
+ * the max (is_max) or the sum of its row's slots, the same bits in every slot (each step is
+ * commutative). np = W: nothing to fold. */
+static LLVMValueRef fold_slots(al *A, LLVMValueRef x, unsigned np, int is_max) {
+  for (unsigned step = np; step < A->W; step *= 2) {
+    LLVMValueRef ix[16];
+    for (unsigned l = 0; l < A->W; l++) ix[l] = ci32(A, l ^ step);
+    LLVMValueRef y = LLVMBuildShuffleVector(A->b, x, LLVMGetPoison(A->vf), LLVMConstVector(ix, A->W), "");
+    x = is_max ? vmaximum(A, x, y) : LLVMBuildFAdd(A->b, x, y, "");
+  }
+  return x;
 }
 
 /* m ≤ W vectors a[0..m) → one vector whose lane i is the sum of a[i]'s lanes: log2(W) levels of
@@ -464,6 +486,11 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       LLVMValueRef j = imin(&A, LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""), Km1);
       kptr[r] = gep(&A, kbuf, LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), ""));
     }
+    /* the same keys of the next block: one prefetch per 64-byte line of each K row */
+    for (unsigned r = 0; r < JR; r++) {
+      LLVMValueRef pb = gep(&A, kptr[r], LLVMBuildMul(A.b, kst, ci64(&A, KB), ""));
+      for (int64_t e = 0; e < Dd; e += XIR_ATTN_PREFETCH_LINE) prefetch(&A, gepc(&A, pb, ci64(&A, 0), e));
+    }
     LLVMValueRef srow = LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, NVL), "");
     LLVMValueRef accv[MAXJR * 2];
     unsigned nacc = G.vec_d ? JR * G.npad : JR * NV;
@@ -521,33 +548,41 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
         if (part == 0) loop_end(&A, &dl);
       }
       for (unsigned a = 0; a < nacc; a++) accv[a] = LLVMBuildLoad2(A.b, A.vf, slot[a], "");
+      /* the group's JR·np = W scores packed in one vector, lane r·np + t = (key r, row t); the
+       * clamped keys past kend (and, with a mask, keys at or past a row's end) are −inf */
       LLVMValueRef sums = LLVMBuildFMul(A.b, lane_sums(&A, accv, nacc), sc, "");
-      for (unsigned r = 0; r < JR; r++) {
-        LLVMValueRef ix[16];
-        for (unsigned lam = 0; lam < W; lam++) ix[lam] = ci32(&A, r * np + lam % np);
-        LLVMValueRef row = LLVMBuildShuffleVector(A.b, sums, LLVMGetPoison(A.vf), LLVMConstVector(ix, W), "");
-        row = mask_scores(&A, row, endv[0], LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""));
-        store(&A, row, gepc(&A, sbuf, srow, (int64_t)(r * NVL)));
-      }
+      LLVMValueRef koff[16];
+      for (unsigned l = 0; l < W; l++) koff[l] = ci64(&A, l / np);
+      LLVMValueRef kj = LLVMBuildAdd(A.b, xir__ir_splat(A.b, jl.i, W), LLVMConstVector(koff, W), "");
+      LLVMValueRef dead = LLVMBuildICmp(A.b, LLVMIntSGE, kj, xir__ir_splat(A.b, kend, W), "");
+      if (endv[0]) dead = LLVMBuildOr(A.b, dead, LLVMBuildICmp(A.b, LLVMIntSGE, kj, endv[0], ""), "");
+      sums = LLVMBuildSelect(A.b, dead, ninf, sums, "");
+      store(&A, sums, gep(&A, sbuf, LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, np), "")));
     }
     loop_end(&A, &jl);
   }
-  /* softmax over the block, per lane: running max, rescale factor, exponentials, running sum */
+  /* softmax over the block, per lane: running max, rescale factor, exponentials, running sum.
+   * vec q: one vector per key (lanes = rows); vec d: one vector per group of JR keys (lanes =
+   * (key, row), packed), the max and the sum then folded across the JR key slots */
+  LLVMValueRef nvec = G.vec_d ? LLVMBuildSDiv(A.b, LLVMBuildAdd(A.b, kn, ci64(&A, JR - 1), ""),
+                                              ci64(&A, JR), "")
+                              : kn;
   for (unsigned v = 0; v < NV; v++) {
     LLVMValueRef mx = entry_alloca(&A, A.vf, "mx"), ls = entry_alloca(&A, A.vf, "ls");
     LLVMBuildStore(A.b, ninf, mx);
     loop jl;
-    loop_begin(&A, &jl, ci64(&A, 0), kn, 1);
+    loop_begin(&A, &jl, ci64(&A, 0), nvec, 1);
     LLVMValueRef sp = gepc(&A, sbuf, LLVMBuildMul(A.b, jl.i, ci64(&A, NVL), ""), v * W);
     LLVMBuildStore(A.b, vmaximum(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""), load(&A, A.vf, sp)), mx);
     loop_end(&A, &jl);
     LLVMValueRef mold = load(&A, A.vf, gepc(&A, mb, ci64(&A, 0), v * W));
-    LLVMValueRef mnew = vmaximum(&A, mold, LLVMBuildLoad2(A.b, A.vf, mx, ""));
+    LLVMValueRef mnew = vmaximum(&A, mold, fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""),
+                                                        G.vec_d ? G.npad : W, 1));
     LLVMValueRef msafe = LLVMBuildSelect(A.b, LLVMBuildFCmp(A.b, LLVMRealOEQ, mnew, ninf, ""), zero, mnew, "");
     LLVMValueRef alpha = vexp(&A, LLVMBuildFSub(A.b, mold, msafe, ""));
     LLVMBuildStore(A.b, zero, ls);
     loop el;
-    loop_begin(&A, &el, ci64(&A, 0), kn, 1);
+    loop_begin(&A, &el, ci64(&A, 0), nvec, 1);
     LLVMValueRef ep = gepc(&A, sbuf, LLVMBuildMul(A.b, el.i, ci64(&A, NVL), ""), v * W);
     LLVMValueRef pj = vexp(&A, LLVMBuildFSub(A.b, load(&A, A.vf, ep), msafe, ""));
     store(&A, pj, ep);
@@ -555,7 +590,8 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     loop_end(&A, &el);
     LLVMValueRef lp = gepc(&A, lb, ci64(&A, 0), v * W);
     LLVMValueRef lnew = LLVMBuildFAdd(A.b, LLVMBuildFMul(A.b, load(&A, A.vf, lp), alpha, ""),
-                                      LLVMBuildLoad2(A.b, A.vf, ls, ""), "");
+                                      fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, ls, ""),
+                                                 G.vec_d ? G.npad : W, 0), "");
     store(&A, lnew, lp);
     store(&A, mnew, gepc(&A, mb, ci64(&A, 0), v * W));
     store(&A, alpha, gepc(&A, alb, ci64(&A, 0), v * W));
@@ -582,12 +618,18 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       loop_begin(&A, &jl, ci64(&A, 0), kn, 1);
       LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, k0, jl.i, ""), vst, ""), "");
       LLVMValueRef vv[MAXCB];
+      { /* the same V row of the next block, its lines of this column block */
+        LLVMValueRef pr = LLVMBuildAdd(A.b, vrow, LLVMBuildMul(A.b, vst, ci64(&A, KB), ""), "");
+        for (int64_t e = (int64_t)(cb0 * W); e < (int64_t)((cb0 + cbn) * W) && e < DV;
+             e += XIR_ATTN_PREFETCH_LINE)
+          prefetch(&A, gepc(&A, vbuf, pr, e));
+      }
       for (unsigned cc = 0; cc < cbn; cc++) {
         int64_t e0 = (int64_t)((cb0 + cc) * W);
         unsigned nval = DV - e0 >= (int64_t)W ? W : (unsigned)(DV - e0);
         vv[cc] = vload_n(&A, gepc(&A, vbuf, vrow, e0), nval);
       }
-      LLVMValueRef prow = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, jl.i, ci64(&A, NVL), ""), rl.i, "");
+      LLVMValueRef prow = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, jl.i, ci64(&A, G.vec_d ? G.npad : NVL), ""), rl.i, "");
       for (unsigned r = 0; r < RR; r++) {
         LLVMValueRef pb = splat(&A, load(&A, A.f32, gepc(&A, sbuf, prow, r)));
         for (unsigned cc = 0; cc < cbn; cc++) {
