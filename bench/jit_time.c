@@ -40,20 +40,22 @@ static int per_function(unsigned W) {
     x[i] = 0.01f + 20.0f * (float)i / NEL;
     y[i] = -2.0f + 4.0f * (float)((i * 7919) % NEL) / NEL;
   }
-  /* Both variants, interleaved per function, so that a before/after pair comes from one run:
-   * "plain" (fmul/fadd, sin/cos/pow in fp64 lanes) and "fma" (xir__vm_set_fma, host only). */
-  int nvar = xir__vm_host_has_fma() ? 2 : 1;
+  /* The variants, interleaved per function, so that a before/after pair comes from one run:
+   * "plain" (fmul/fadd, sin/cos/pow in fp64 lanes), "fma" (xir__vm_set_fma, host only) and
+   * "x512" (fma plus xir__vm_set_avx512, where the host has AVX-512F+VL). */
+  int nvar = !xir__vm_host_has_fma() ? 1 : xir__vm_host_has_avx512() ? 3 : 2;
   printf("W=%u: ns per element (best of 50 runs over %d elements)\n", W, NEL);
-  printf("  %-8s %7s %7s\n", "fn", "plain", nvar > 1 ? "fma" : "");
+  printf("  %-8s %7s %7s %7s\n", "fn", "plain", nvar > 1 ? "fma" : "", nvar > 2 ? "x512" : "");
   for (int f = 0; f <= XIR__VM_COUNT; f++) { /* XIR__VM_COUNT: pow with a uniform base */
-    double ns[2] = {0, 0};
+    double ns[3] = {0, 0, 0};
     for (int v = 0; v < nvar; v++) {
       xir__jit_module m;
       xir__vm *vm;
       const xir__jit_artifact *a;
       if (xir__jit_module_create(jit, "pf", &m, &d) || xir__vm_create(m.mod, NULL, &vm, &d))
         return 1;
-      xir__vm_set_fma(vm, v);
+      xir__vm_set_fma(vm, v > 0);
+      xir__vm_set_avx512(vm, v > 1);
       if (f == XIR__VM_COUNT ? xir__vm_build_pow_uniform_kernel(vm, "k", W, &d)
                              : xir__vm_build_map_kernel(vm, "k", (xir__vm_fn)f, W, &d))
         return 1;
@@ -69,7 +71,10 @@ static int per_function(unsigned W) {
       ns[v] = best * 1e6 / NEL;
     }
     const char *fname = f == XIR__VM_COUNT ? "pow_ub" : xir__vm_name((xir__vm_fn)f);
-    if (nvar > 1)
+    if (nvar > 2)
+      printf("  %-8s %7.3f %7.3f %7.3f  (fma %.2fx, x512 %.2fx faster than plain)\n", fname,
+             ns[0], ns[1], ns[2], ns[0] / ns[1], ns[0] / ns[2]);
+    else if (nvar > 1)
       printf("  %-8s %7.3f %7.3f  (%.2fx)\n", fname, ns[0], ns[1], ns[0] / ns[1]);
     else
       printf("  %-8s %7.3f\n", fname, ns[0]);

@@ -44,7 +44,8 @@ typedef struct kset {
   double ms;
 } kset;
 
-/* Two variants: [0] plain fmul/fadd (every host), [1] FMA (only where the host has it). Within a
+/* Two variants: [0] plain fmul/fadd (every host), [1] FMA (only where the host has it; with
+ * vscalefps where the host has AVX-512F+VL, as the lowering emits it). Within a
  * variant every W must give the same bits; the variants may differ by the documented ulp. */
 static xir__jit *g_jit;
 static kset g_vsets[2][3];
@@ -69,6 +70,10 @@ static void compile_set(kset *s, unsigned W, int fma) {
   assert_int_equal(xir__vm_fma(vm), 0); /* off by default */
   xir__vm_set_fma(vm, fma);
   assert_int_equal(xir__vm_fma(vm), fma);
+  /* the FMA variant as the lowering builds it on this host: with vscalefps where AVX-512F+VL
+   * exist (W = 8, 16; W = 1 keeps the integer scaling, so the W check below also checks that the
+   * two give the same bits) */
+  if (fma) xir__vm_set_avx512(vm, xir__vm_host_has_avx512());
   for (int f = 0; f < XIR__VM_COUNT; f++) {
     char name[64];
     snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
@@ -661,12 +666,14 @@ static void test_api_errors_and_emit_once(void **state) {
  * runs the widest kernel of each named unary function over all 2^32 fp32 bit patterns (chunks of
  * 2^20) in each variant, and prints the max ulp error (for sin and cos: over |x| ≤ 1e4 and over
  * |x| ≤ 5.2e7, the range where the reduction is exact), the max abs error where |f| ≤ 1, and the
- * special-value mismatches, measured as measure() does. With XIR_VMATH_STEP=k only every k-th
- * pattern is evaluated (a sample). About a minute per function and variant on one core. */
+ * special-value mismatches, measured as measure() does, and an FNV-1a hash of the output bits
+ * (to compare two builds or two widths bit for bit). With XIR_VMATH_STEP=k only every k-th
+ * pattern is evaluated (a sample); XIR_VMATH_W=1|8 picks a narrower kernel. About a minute per function and variant on one core. */
 static int exhaustive(const char *list) {
   if (setup(NULL)) return 1;
   const char *vsel = getenv("XIR_VMATH_VARIANT");
   const char *st = getenv("XIR_VMATH_STEP");
+  const char *wsel = getenv("XIR_VMATH_W"); /* a width of the set (1, 8, 16); default the widest */
   uint32_t step = st ? (uint32_t)strtoul(st, NULL, 10) : 1;
   if (!step) step = 1;
   enum { CH = 1 << 20 };
@@ -685,11 +692,13 @@ static int exhaustive(const char *list) {
     for (int v = 0; v < g_nvar; v++) {
       if (vsel && strcmp(vsel, g_vname[v])) continue;
       const kset *k = &g_vsets[v][g_vn[v] - 1];
+      for (int s = 0; wsel && s < g_vn[v]; s++)
+        if (g_vsets[v][s].W == (unsigned)atoi(wsel)) k = &g_vsets[v][s];
       double mu = 0, mu2 = 0, ma = 0;
       float at = 0, at2 = 0, ata = 0;
       size_t bad = 0, n = 0;
       float badx = 0;
-      uint64_t u = 0;
+      uint64_t u = 0, hash = 1469598103934665603ull; /* FNV-1a over the output bits */
       while (u < (1ull << 32)) {
         size_t m = 0;
         for (; m < CH && u < (1ull << 32); m++, u += step) xs[m] = u2f((uint32_t)u);
@@ -698,6 +707,7 @@ static int exhaustive(const char *list) {
         n += m;
         for (size_t i = 0; i < m; i++) {
           float x = xs[i], g = o[i];
+          hash = (hash ^ f2u(g)) * 1099511628211ull;
           double r = ref_of(fn, x, 0);
           float rf = (float)r;
           if (isnan(rf) || isinf(rf) || isnan(g) || isinf(g) ||
@@ -719,12 +729,13 @@ static int exhaustive(const char *list) {
       }
       if (trig)
         printf("%-5s %-8s W=%u n=%zu  max ulp %.3f (x=%.9g) |x|<=1e4, %.3f (x=%.9g) |x|<=5.2e7"
-               "  max abs %.3g (x=%.9g)  special mismatches %zu (x=%a)\n",
-               g_vname[v], tok, k->W, n, mu, at, mu2, at2, ma, ata, bad, badx);
+               "  max abs %.3g (x=%.9g)  special mismatches %zu (x=%a)  bits %016llx\n",
+               g_vname[v], tok, k->W, n, mu, at, mu2, at2, ma, ata, bad, badx,
+               (unsigned long long)hash);
       else
         printf("%-5s %-8s W=%u n=%zu  max ulp %.3f (x=%.9g)  max abs %.3g (x=%.9g)  special "
-               "mismatches %zu (x=%a)\n",
-               g_vname[v], tok, k->W, n, mu, at, ma, ata, bad, badx);
+               "mismatches %zu (x=%a)  bits %016llx\n",
+               g_vname[v], tok, k->W, n, mu, at, ma, ata, bad, badx, (unsigned long long)hash);
       fflush(stdout);
     }
   }

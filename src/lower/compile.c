@@ -263,7 +263,10 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
     xir__jit_module m;
     if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
     xir__cvt_target cvt = {xir__jit_has_feature(cc->jit, "f16c"),
-                           xir__jit_has_feature(cc->jit, "avx512bf16")};
+                           xir__jit_has_feature(cc->jit, "avx512bf16"),
+                           xir__jit_has_feature(cc->jit, "fma"),
+                           xir__jit_has_feature(cc->jit, "avx512f") &&
+                               xir__jit_has_feature(cc->jit, "avx512vl")};
     if ((s = xir__lower_for(p, &canon, &legal, &cvt, m.mod, entry, d))) {
       xir__jit_module_dispose(&m);
       goto fail;

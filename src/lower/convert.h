@@ -13,10 +13,12 @@
 
 #include <llvm-c/Core.h>
 
-/* What the target can do in hardware. */
+/* What the target can do in hardware (conversions, and the vector math's variants). */
 typedef struct xir__cvt_target {
   int f16c;        /* vcvtph2ps / vcvtps2ph */
   int avx512bf16;  /* vcvtneps2bf16 */
+  int fma;         /* vfmadd: the vector math's FMA variant (xir__vm_set_fma) */
+  int avx512;      /* AVX-512F + VL: vscalefps in the vector math (xir__vm_set_avx512) */
 } xir__cvt_target;
 
 /* The host's capabilities (what the JIT targets by default). */

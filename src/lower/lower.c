@@ -1452,7 +1452,8 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "entry");
   LLVMPositionBuilderAtEnd(L.b, bb);
   if ((st = xir__vm_create(mod, L.b, &L.vm, d))) goto done;
-  xir__vm_set_fma(L.vm, xir__vm_host_has_fma()); /* the JIT compiles for the host */
+  xir__vm_set_fma(L.vm, t->fma); /* what the JIT's target has */
+  xir__vm_set_avx512(L.vm, t->avx512);
   LLVMValueRef args = LLVMGetParam(L.fn, 0);
   for (int i = 0; i < p->nparams; i++) {
     LLVMValueRef idx = ci64(&L, i);

@@ -31,8 +31,9 @@ struct xir__vm {
   LLVMModuleRef mod;
   LLVMContextRef ctx;
   LLVMBuilderRef b;
-  int fma; /* xir__vm_set_fma: use llvm.fma (functions emitted from then on) */
-  LLVMValueRef fns[2][XIR__VM_COUNT][NWIDTH]; /* [fma] */
+  int fma;    /* xir__vm_set_fma: use llvm.fma (functions emitted from then on) */
+  int avx512; /* xir__vm_set_avx512: AVX-512F + VL instructions (vscalefps) where they pay */
+  LLVMValueRef fns[4][XIR__VM_COUNT][NWIDTH]; /* [fma + 2·avx512] */
   LLVMValueRef powlog[2], powu[2][NWIDTH];      /* xir__vm_pow_uniform_base's two halves */
 };
 
@@ -74,6 +75,7 @@ typedef struct em {
   LLVMBuilderRef b;
   unsigned W;
   int fma;                    /* emit llvm.fma for the fused steps (else fmul + fadd) */
+  int scalef;                 /* y·2^n by vscalefps (AVX-512, W = 4, 8, 16) */
   LLVMTypeRef vf, vi, vd, vl; /* float, i32, double, i64 lanes (scalars when W = 1) */
 } em;
 
@@ -87,6 +89,7 @@ static void em_init(em *e, xir__vm *vm, LLVMBuilderRef b, unsigned W) {
   e->b = b;
   e->W = W;
   e->fma = vm->fma;
+  e->scalef = vm->avx512 && (W == 4 || W == 8 || W == 16);
   e->vf = lanes(LLVMFloatTypeInContext(e->C), W);
   e->vi = lanes(LLVMInt32TypeInContext(e->C), W);
   e->vd = lanes(LLVMDoubleTypeInContext(e->C), W);
@@ -160,6 +163,22 @@ static LLVMValueRef fmadd(em *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
   return e->fma ? fma_exact(e, a, b, c) : add(e, mul(e, a, b), c);
 }
 
+/* y·2^n for integral n (float lanes), rounded once: vscalefps (AVX-512F, VL below 512 bits).
+ * Its result is the correctly rounded product, also when it is subnormal, 0 or ±inf, so it gives
+ * the bits of the two-step integer scaling in body_exp. Only when e->scalef. */
+static LLVMValueRef scalef(em *e, LLVMValueRef y, LLVMValueRef n) {
+  const char *name = e->W == 16  ? "llvm.x86.avx512.mask.scalef.ps.512"
+                     : e->W == 8 ? "llvm.x86.avx512.mask.scalef.ps.256"
+                                 : "llvm.x86.avx512.mask.scalef.ps.128";
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->vm->mod, id, NULL, 0);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(e->C, id, NULL, 0);
+  LLVMTypeRef mt = LLVMIntTypeInContext(e->C, e->W == 16 ? 16 : 8);
+  LLVMValueRef args[5] = {y, n, LLVMGetUndef(e->vf), LLVMConstAllOnes(mt),
+                          LLVMConstInt(LLVMInt32TypeInContext(e->C), 4, 0)}; /* current rounding */
+  return LLVMBuildCall2(e->b, fty, decl, args, e->W == 16 ? 5 : 4, "");
+}
+
 /* c[0]·t^(n-1) + … + c[n-1], Horner (each step one fmadd), fp32. */
 static LLVMValueRef horner32(em *e, LLVMValueRef t, const float *c, int n) {
   LLVMValueRef r = kf(e, c[0]);
@@ -188,11 +207,13 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
   /* Below ln(2^-150) the result rounds to +0: those lanes (-inf included: masked softmax and
    * attention columns) compute on 0 instead, so that no subnormal intermediate is produced
    * (x86 handles those with slow microcode assists), and are set to 0 at the end. */
-  LLVMValueRef tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
-  xc = sel(e, tiny, kf(e, 0.0f), xc);
+  LLVMValueRef tiny = NULL;
+  if (!e->scalef) { /* vscalefps rounds those lanes to +0 itself, and has no subnormal input */
+    tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
+    xc = sel(e, tiny, kf(e, 0.0f), xc);
+  }
   LLVMValueRef t = fmadd(e, xc, kf(e, 1.44269504088896341f), kf(e, 12582912.0f));
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
-  LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
   LLVMValueRef r = fmadd(e, nf, kf(e, -0.693359375f), xc);
   r = fmadd(e, nf, kf(e, 2.12194440e-4f), r);
   LLVMValueRef z = mul(e, r, r);
@@ -200,6 +221,12 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
   /* r²·P + r stays unfused in both variants: fused, the FMA variant measured 1.010 ulp
    * (exhaustive, x = −5.87788439) against 0.98 unfused, with the Cephes coefficients */
   y = add(e, add(e, mul(e, y, z), r), kf(e, 1.0f));
+  if (e->scalef) {
+    /* one vscalefps by nf instead of the integer scaling: the same bits (the tiny lanes round to
+     * +0 either way: x < −103.98 means e^x < 2^−150), checked over every fp32 input */
+    return sel(e, isnan, x, scalef(e, y, nf));
+  }
+  LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
   LLVMValueRef n1 = ashr(e, ni, ki(e, 1));
   LLVMValueRef n2 = isub(e, ni, n1);
   LLVMValueRef s1 = i2f(e, shl(e, iadd(e, n1, ki(e, 127)), ki(e, 23)));
@@ -245,14 +272,15 @@ static LLVMValueRef body_log(em *e, LLVMValueRef x) {
 static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
   static const float P[] = {-5.70498872745E-3f, 2.06390887954E-2f, -5.37397155531E-2f,
                             1.33314422036E-1f, -3.33332819422E-1f};
+  /* Both branches on a = |x|, the sign applied once at the end (tanh(±0) = ±0 too): the same
+   * bits as evaluating the small branch on x, whose rounding is symmetric in x. */
   LLVMValueRef a = fabs32(e, x);
-  LLVMValueRef z = mul(e, x, x);
-  LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), x, x);
+  LLVMValueRef z = mul(e, a, a);
+  LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), a, a);
   LLVMValueRef ex = call_fn(e, XIR__VM_EXP, add(e, a, a), NULL);
   LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
-  tl = copysign32(e, tl, x);
   LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 0.625f)), ps, tl);
-  return sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, r); /* tanh(±0) = ±0 */
+  return copysign32(e, r, x);
 }
 
 /* ---- sigmoid (fp32) ----
@@ -497,10 +525,11 @@ static LLVMValueRef new_internal_fn(xir__vm *vm, const char *name, LLVMTypeRef f
 static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
   int wi = width_index(W);
   if (wi < 0) return NULL;
-  int fz = vm->fma ? 1 : 0;
+  int fz = (vm->fma ? 1 : 0) + (vm->avx512 ? 2 : 0);
   if (vm->fns[fz][fn][wi]) return vm->fns[fz][fn][wi];
   char name[64];
-  const char *tag = fz ? ".fma" : "";
+  static const char *const tags[4] = {"", ".fma", ".x512", ".fma.x512"};
+  const char *tag = tags[fz];
   if (W == 1) snprintf(name, sizeof name, "xir.v%s%s.f32", k_fn[fn].name, tag);
   else snprintf(name, sizeof name, "xir.v%s%s.v%uf32", k_fn[fn].name, tag, W);
   LLVMTypeRef vf = lanes(LLVMFloatTypeInContext(vm->ctx), W);
@@ -649,23 +678,43 @@ void xir__vm_set_fma(xir__vm *vm, int on) {
   if (vm) vm->fma = on != 0;
 }
 int xir__vm_fma(const xir__vm *vm) { return vm && vm->fma; }
+void xir__vm_set_avx512(xir__vm *vm, int on) {
+  if (vm) vm->avx512 = on != 0;
+}
 
-int xir__vm_host_has_fma(void) {
+/* 1 when LLVM's host feature list (the one the JIT compiles for by default) has every one of
+ * the n names ("+name"); x86 only. */
+static int host_has_all(const char *const *names, int n) {
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
-  /* LLVM's view of the host, the same one the JIT compiles for by default. */
   char *f = LLVMGetHostCPUFeatures();
-  int has = 0;
-  for (const char *p = f; p && *p;) {
-    const char *c = strchr(p, ',');
-    size_t len = c ? (size_t)(c - p) : strlen(p);
-    if (len == 4 && !memcmp(p, "+fma", 4)) has = 1;
-    p = c ? c + 1 : NULL;
+  int found = 0;
+  for (int i = 0; i < n; i++) {
+    size_t nl = strlen(names[i]);
+    for (const char *p = f; p && *p;) {
+      const char *c = strchr(p, ',');
+      size_t len = c ? (size_t)(c - p) : strlen(p);
+      if (len == nl + 1 && p[0] == '+' && !memcmp(p + 1, names[i], nl)) {
+        found++;
+        break;
+      }
+      p = c ? c + 1 : NULL;
+    }
   }
   LLVMDisposeMessage(f);
-  return has;
+  return found == n;
 #else
+  (void)names;
+  (void)n;
   return 0; /* only x86 hosts are known to need the choice; the plain path is always valid */
 #endif
+}
+int xir__vm_host_has_fma(void) {
+  static const char *const f[] = {"fma"};
+  return host_has_all(f, 1);
+}
+int xir__vm_host_has_avx512(void) {
+  static const char *const f[] = {"avx512f", "avx512vl"};
+  return host_has_all(f, 2);
 }
 
 /* W of a float / <W x float> type in vm's context, or 0. */
