@@ -302,7 +302,8 @@ static LLVMValueRef lane_sums(al *A, const LLVMValueRef *a, unsigned m) {
 }
 
 xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
-                           LLVMModuleRef mod, const char *entry, xir_diag *d) {
+                           const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
+                           xir_diag *d) {
   al A;
   memset(&A, 0, sizeof A);
   A.p = p;
@@ -345,8 +346,9 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   LLVMPositionBuilderAtEnd(A.b, LLVMAppendBasicBlockInContext(A.ctx, A.fn, "entry"));
   xir_status st = xir__vm_create(mod, A.b, &A.vm, d);
   if (st) goto done;
-  A.fma = xir__vm_host_has_fma();
+  A.fma = t->fma; /* what the JIT's target has (as lower.c) */
   xir__vm_set_fma(A.vm, A.fma);
+  xir__vm_set_avx512(A.vm, t->avx512);
   LLVMValueRef args = LLVMGetParam(A.fn, 0);
   for (int i = 0; i < p->nparams; i++) {
     LLVMValueRef idx = ci64(&A, i), slot = LLVMBuildGEP2(A.b, A.i64, args, &idx, 1, "");
