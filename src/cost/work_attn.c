@@ -51,9 +51,11 @@ static void tile_cost(const xir__attn_geom *g, unsigned W, double Dd, double DV,
     double rr = g->rr, groups_pv = g->rows_pv / g->rr;
     for (unsigned cb0 = 0; cb0 < g->cv; cb0 += g->cb) {
       double cbn = g->cv - cb0 < g->cb ? g->cv - cb0 : g->cb;
-      double vpf = 1 + ceil(fmin(cbn * W, DV - cb0 * W) / line); /* next block's V lines */
-      double body = kn * (cbn + rr + rr * cbn + vpf);
-      a += groups_pv * (rr * (1 + 2 * cbn) + fmax(body, kn * kChain) + rr * cbn);
+      /* the first row group also prefetches the next block's V lines of the column block */
+      double vpf = 1 + ceil(fmin(cbn * W, DV - cb0 * W) / line);
+      double body = kn * (cbn + rr + rr * cbn);
+      a += groups_pv * (rr * (1 + 2 * cbn) + rr * cbn) + fmax(body + kn * vpf, kn * kChain) +
+           (groups_pv - 1) * fmax(body, kn * kChain);
     }
   }
   /* per tile: q packed (vec q), the running state set, the accumulators zeroed, the output */

@@ -598,16 +598,22 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     store(&A, mnew, gepc(&A, mb, ci64(&A, 0), v * W));
     store(&A, alpha, gepc(&A, alb, ci64(&A, 0), v * W));
   }
-  /* PV: acc[λ] = acc[λ]·α[λ] + Σ_j p[j][λ]·v[k0 + j], RR rows × CB vectors at a time */
-  {
+  /* PV: acc[λ] = acc[λ]·α[λ] + Σ_j p[j][λ]·v[k0 + j], RR rows × CB vectors at a time. The
+   * first row group (peeled) also prefetches the next block's V rows; the others loop. */
+  for (int pass = 0; pass < 2; pass++) {
     unsigned RR = G.rr;
+    if (pass == 1 && G.rows_pv <= RR) break;
     loop rl;
-    loop_begin(&A, &rl, ci64(&A, 0), ci64(&A, G.rows_pv), RR);
+    LLVMValueRef r0 = ci64(&A, 0);
+    if (pass == 1) {
+      loop_begin(&A, &rl, ci64(&A, RR), ci64(&A, G.rows_pv), RR);
+      r0 = rl.i;
+    }
     for (unsigned cb0 = 0; cb0 < G.cv; cb0 += G.cb) {
       unsigned cbn = G.cv - cb0 < G.cb ? G.cv - cb0 : G.cb;
       LLVMValueRef slot[MAXRR * MAXCB];
       for (unsigned r = 0; r < RR; r++) {
-        LLVMValueRef lam = LLVMBuildAdd(A.b, rl.i, ci64(&A, r), "");
+        LLVMValueRef lam = LLVMBuildAdd(A.b, r0, ci64(&A, r), "");
         LLVMValueRef al_ = splat(&A, load(&A, A.f32, gep(&A, alb, lam)));
         LLVMValueRef arow = LLVMBuildMul(A.b, lam, ci64(&A, (int64_t)DVP), "");
         for (unsigned cc = 0; cc < cbn; cc++) {
@@ -620,7 +626,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       loop_begin(&A, &jl, ci64(&A, 0), kn, 1);
       LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, k0, jl.i, ""), vst, ""), "");
       LLVMValueRef vv[MAXCB];
-      { /* the same V row of the next block, its lines of this column block */
+      if (pass == 0) { /* the same V row of the next block, its lines of this column block */
         LLVMValueRef pr = LLVMBuildAdd(A.b, vrow, LLVMBuildMul(A.b, vst, ci64(&A, KB), ""), "");
         for (int64_t e = (int64_t)(cb0 * W); e < (int64_t)((cb0 + cbn) * W) && e < DV;
              e += XIR_ATTN_PREFETCH_LINE)
@@ -631,7 +637,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
         unsigned nval = DV - e0 >= (int64_t)W ? W : (unsigned)(DV - e0);
         vv[cc] = vload_n(&A, gepc(&A, vbuf, vrow, e0), nval);
       }
-      LLVMValueRef prow = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, jl.i, ci64(&A, G.vec_d ? G.npad : NVL), ""), rl.i, "");
+      LLVMValueRef prow = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, jl.i, ci64(&A, G.vec_d ? G.npad : NVL), ""), r0, "");
       for (unsigned r = 0; r < RR; r++) {
         LLVMValueRef pb = splat(&A, load(&A, A.f32, gepc(&A, sbuf, prow, r)));
         for (unsigned cc = 0; cc < cbn; cc++) {
@@ -641,13 +647,13 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       }
       loop_end(&A, &jl);
       for (unsigned r = 0; r < RR; r++) {
-        LLVMValueRef arow = LLVMBuildMul(A.b, LLVMBuildAdd(A.b, rl.i, ci64(&A, r), ""), ci64(&A, (int64_t)DVP), "");
+        LLVMValueRef arow = LLVMBuildMul(A.b, LLVMBuildAdd(A.b, r0, ci64(&A, r), ""), ci64(&A, (int64_t)DVP), "");
         for (unsigned cc = 0; cc < cbn; cc++)
           store(&A, LLVMBuildLoad2(A.b, A.vf, slot[r * MAXCB + cc], ""),
                 gepc(&A, accb, arow, (int64_t)((cb0 + cc) * W)));
       }
     }
-    loop_end(&A, &rl);
+    if (pass == 1) loop_end(&A, &rl);
   }
   loop_end(&A, &kl);
   /* the keys past kmax (a mask): every row of the tile sees them masked, p = 0, and the oracle
