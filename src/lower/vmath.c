@@ -197,13 +197,18 @@ static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y
  * n = round(x·log2 e), r = x − n·C1 − n·C2 (C1 has 9 bits: n·C1 and x − n·C1 are exact),
  * e^r = 1 + r + r²·P(r), deg P = 5, |r| ≤ ln2/2; 2^n applied as 2^n1·2^n2 (n1 = n>>1) so that
  * subnormal results are rounded once and overflow gives +inf. */
-static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
+/* exp_core(x, keep_nan): keep_nan = 1 returns a NaN input itself (the public exp); 0 only
+ * promises some NaN for a NaN input (the ordered clamps pass it on and every later step
+ * propagates it), which is all sigmoid and tanh need, and saves a compare and two selects. The
+ * other lanes get the same bits either way (and so did the NaN lanes, measured: the exhaustive
+ * hashes of sigmoid and tanh did not change). */
+static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan) {
   static const float P[] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
                             4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
-  LLVMValueRef isnan = fcmp(e, LLVMRealUNO, x, x);
+  LLVMValueRef isnan = keep_nan ? fcmp(e, LLVMRealUNO, x, x) : NULL;
   LLVMValueRef xc = sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
   xc = sel(e, fcmp(e, LLVMRealOLT, xc, kf(e, -104.0f)), kf(e, -104.0f), xc);
-  xc = sel(e, isnan, kf(e, 0.0f), xc);
+  if (keep_nan) xc = sel(e, isnan, kf(e, 0.0f), xc);
   /* Below ln(2^-150) the result rounds to +0: those lanes (-inf included: masked softmax and
    * attention columns) compute on 0 instead, so that no subnormal intermediate is produced
    * (x86 handles those with slow microcode assists), and are set to 0 at the end. */
@@ -224,7 +229,8 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
   if (e->scalef) {
     /* one vscalefps by nf instead of the integer scaling: the same bits (the tiny lanes round to
      * +0 either way: x < −103.98 means e^x < 2^−150), checked over every fp32 input */
-    return sel(e, isnan, x, scalef(e, y, nf));
+    LLVMValueRef res = scalef(e, y, nf);
+    return keep_nan ? sel(e, isnan, x, res) : res;
   }
   LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
   LLVMValueRef n1 = ashr(e, ni, ki(e, 1));
@@ -233,8 +239,9 @@ static LLVMValueRef body_exp(em *e, LLVMValueRef x) {
   LLVMValueRef s2 = i2f(e, shl(e, iadd(e, n2, ki(e, 127)), ki(e, 23)));
   LLVMValueRef res = mul(e, mul(e, y, s1), s2);
   res = sel(e, tiny, kf(e, 0.0f), res);
-  return sel(e, isnan, x, res);
+  return keep_nan ? sel(e, isnan, x, res) : res;
 }
+static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 1); }
 
 /* ---- log (fp32): Cephes logf ----
  * x = m·2^k, m ∈ [√½, √2) (subnormals scaled by 2^23 first), f = m − 1 (exact),
@@ -277,7 +284,7 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
   LLVMValueRef a = fabs32(e, x);
   LLVMValueRef z = mul(e, a, a);
   LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), a, a);
-  LLVMValueRef ex = call_fn(e, XIR__VM_EXP, add(e, a, a), NULL);
+  LLVMValueRef ex = exp_core(e, add(e, a, a), 0);
   LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
   LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 0.625f)), ps, tl);
   return copysign32(e, r, x);
@@ -288,7 +295,7 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
  * 1 + t is kept as s + c exactly (Fast2Sum, 1 ≥ t), and the quotients are corrected by c:
  * a/(s + c) ≈ a/s − (a/s)·(c/s). */
 static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
-  LLVMValueRef t = call_fn(e, XIR__VM_EXP, neg(e, fabs32(e, x)), NULL);
+  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0);
   LLVMValueRef s = add(e, kf(e, 1.0f), t);
   LLVMValueRef c = add(e, sub(e, kf(e, 1.0f), s), t);
   if (e->fma) {
