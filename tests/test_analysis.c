@@ -221,6 +221,27 @@ static void test_window_load_falls_back_when_clamped(void **state) {
   xir_program_free(p);
 }
 
+/* Compiles the row candidate perm = (0), ℓ = B = ell at W = 16 (when the host has it) and checks
+ * its IR: each of has[] appears, lacks (if any) does not. */
+static void check_ir16(const xir_program *p, const xir_shape *s, uint32_t ell, const char *const *has,
+                       int nhas, const char *lacks) {
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  if (xir_compiler_width(cc) == 16) {
+    uint8_t perm[1] = {0};
+    xir_candidate c;
+    const xir_kernel *k;
+    if (xir_candidate_make(p, s, 16, ell, ell, perm, &c, &d) || xir_compile(cc, p, s, &c, &k, &d))
+      die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    for (int i = 0; i < nhas; i++) assert_non_null(strstr(info.ir_text, has[i]));
+    if (lacks) assert_null(strstr(info.ir_text, lacks));
+  }
+  xir_compiler_destroy(cc);
+}
+
 /* With HD = 100 no power-of-two ℓ is a multiple of the table column's period ((c % HD) / 2):
  * xir__window_access refuses it, xir__window_access_local gives the pattern of a chunk that does
  * not cross a head, and the ℓ = 16 code has both the window path (checked at run time) and the
@@ -244,21 +265,8 @@ static void test_window_load_local_pattern(void **state) {
     }
   assert_int_equal(periodic, 0);
   assert_int_equal(local, 2);
-  xir_diag d;
-  xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  if (xir_compiler_width(cc) == 16) {
-    uint8_t perm[1] = {0};
-    xir_candidate c;
-    const xir_kernel *k;
-    if (xir_candidate_make(p, &s, 16, 16, 16, perm, &c, &d) || xir_compile(cc, p, &s, &c, &k, &d))
-      die(&d);
-    xir_kernel_info info;
-    xir_kernel_get_info(k, &info);
-    assert_non_null(strstr(info.ir_text, "perm.fast"));
-    assert_non_null(strstr(info.ir_text, "masked.gather"));
-  }
-  xir_compiler_destroy(cc);
+  static const char *const has[] = {"perm.fast", "masked.gather"};
+  check_ir16(p, &s, 16, has, 2, NULL);
   xir_program_free(p);
 }
 
@@ -326,21 +334,8 @@ static void test_window_load_without_check(void **state) {
     }
   assert_int_equal(n_loads, 4); /* x[r, :], the partner, cos[p, i], sin[p, i] */
   assert_int_equal(n_in, 4);
-  xir_diag d;
-  xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  if (xir_compiler_width(cc) == 16) {
-    uint8_t perm[1] = {0};
-    xir_candidate c;
-    const xir_kernel *k;
-    if (xir_candidate_make(p, &s, 16, 64, 64, perm, &c, &d) || xir_compile(cc, p, &s, &c, &k, &d))
-      die(&d);
-    xir_kernel_info info;
-    xir_kernel_get_info(k, &info);
-    assert_non_null(strstr(info.ir_text, "masked.load"));
-    assert_null(strstr(info.ir_text, "masked.gather"));
-  }
-  xir_compiler_destroy(cc);
+  static const char *const has[] = {"masked.load"};
+  check_ir16(p, &s, 64, has, 1, "masked.gather");
   xir_program_free(p);
 
   static const struct {
@@ -365,6 +360,7 @@ static void test_window_load_without_check(void **state) {
       {"kernel k[R, C](x: f32[R, C], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
        "  store y[r, :] = load x[r, (c + r) % C]\n}\n", "R=3,C=128", 0},
   };
+  xir_diag d;
   for (size_t t = 0; t < sizeof kCases / sizeof kCases[0]; t++) {
     xir_program *q;
     if (xir_program_parse(kCases[t].text, strlen(kCases[t].text), "k.xir", &q, &d) ||
