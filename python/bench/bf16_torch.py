@@ -10,7 +10,8 @@ only xir and ml_dtypes (which the peers' venv lacks) from build/pyenv. Nothing i
 modified in either venv; both must be the same Python minor version (3.11 here).
 
     bash scripts/setup.sh build && bash scripts/setup_python.sh build
-    nice -n -20 ~/.cache/xir-peers/venv/bin/python python/bench/bf16_torch.py [--rounds 6]
+    XIR_CACHE_DIR=/tmp/bf16torch-cache nice -n -20 ~/.cache/xir-peers/venv/bin/python \
+        python/bench/bf16_torch.py [--rounds 6] [--torch-threads 1]
     build/pyenv/bin/python python/bench/bf16_torch.py --check      # outputs only, torch optional
 
 (`--xir-site DIR` names another site-packages holding xir.)
