@@ -1425,7 +1425,7 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
 xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                           const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
                           xir_diag *d) {
-  if (c->attn_vec) return xir__lower_attn(p, shape, c, mod, entry, d); /* lower_attn.c */
+  if (c->attn_vec) return xir__lower_attn(p, shape, c, t, mod, entry, d); /* lower_attn.c */
   lw L;
   memset(&L, 0, sizeof L);
   L.cvt = *t;

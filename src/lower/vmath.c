@@ -199,7 +199,7 @@ static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y
  * n = round(x·log2 e), r = x − n·C1 − n·C2 (C1 has 9 bits: n·C1 and x − n·C1 are exact),
  * e^r = 1 + r + r²·P(r), deg P = 5, |r| ≤ ln2/2; 2^n applied as 2^n1·2^n2 (n1 = n>>1) so that
  * subnormal results are rounded once and overflow gives +inf. */
-/* exp_core(x, keep_nan): keep_nan = 1 returns a NaN input itself (the public exp); 0 only
+/* exp_core(x, keep_nan): keep_nan = 1 returns a NaN input itself; 0 (exp, sigmoid, tanh) only
  * promises some NaN for a NaN input (the ordered clamps pass it on and every later step
  * propagates it), which is all sigmoid and tanh need, and saves a compare and two selects. The
  * other lanes get the same bits either way (and so did the NaN lanes, measured: the exhaustive
@@ -243,7 +243,7 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan) {
   res = sel(e, tiny, kf(e, 0.0f), res);
   return keep_nan ? sel(e, isnan, x, res) : res;
 }
-static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 1); }
+static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0); }
 
 /* ---- log (fp32): Cephes logf ----
  * x = m·2^k, m ∈ [√½, √2) (subnormals scaled by 2^23 first), f = m − 1 (exact),
