@@ -115,7 +115,10 @@ xir_status xir_session_prepare(xir_session *s, const xir_program *p, const xir_s
  * default. Blocks until the launch is complete. Buffer sizes are the caller's promise (xir cannot
  * check raw pointers): each buffer holds xir_param_numel elements for the prepared shape.
  * Errors: XIR_ERR_INVALID_ARG (a wrong argument count, a NULL buffer, a prepared kernel of another
- * session), XIR_ERR_UNSUPPORTED (custom strides), XIR_ERR_BUSY (a nested pool submission). */
+ * session), XIR_ERR_UNSUPPORTED (strides native code cannot take: a non-unit innermost stride,
+ * overlapping rows; an in-place launch the kernel does not allow; see xir_kernel_pack_launch),
+ * XIR_ERR_BUSY (a nested pool submission). Row strides (xir_arg.row_stride / strides) are
+ * accepted as for xir_kernel_pack_launch. */
 xir_status xir_session_launch(xir_session *s, const xir_prepared *k, const xir_arg *args,
                               int nargs, xir_diag *d);
 

@@ -221,6 +221,103 @@ static void test_window_load_falls_back_when_clamped(void **state) {
   xir_program_free(p);
 }
 
+/* Compiles the row candidate perm = (0), ℓ = B = ell at W = 16 (when the host has it) and checks
+ * its IR: each of has[] appears, lacks (if any) does not. */
+static void check_ir16(const xir_program *p, const xir_shape *s, uint32_t ell, const char *const *has,
+                       int nhas, const char *lacks) {
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  if (xir_compiler_width(cc) == 16) {
+    uint8_t perm[1] = {0};
+    xir_candidate c;
+    const xir_kernel *k;
+    if (xir_candidate_make(p, s, 16, ell, ell, perm, &c, &d) || xir_compile(cc, p, s, &c, &k, &d))
+      die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    for (int i = 0; i < nhas; i++) assert_non_null(strstr(info.ir_text, has[i]));
+    if (lacks) assert_null(strstr(info.ir_text, lacks));
+  }
+  xir_compiler_destroy(cc);
+}
+
+/* With HD = 100 no power-of-two ℓ is a multiple of the table column's period ((c % HD) / 2):
+ * xir__window_access refuses it, xir__window_access_local gives the pattern of a chunk that does
+ * not cross a head, and the ℓ = 16 code has both the window path (checked at run time) and the
+ * gather; its output equals the oracle's (test_native runs every candidate of HD = 100). */
+static void test_window_load_local_pattern(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=3,C=1000,HD=100,P=8,H2=50", &s);
+  int C = 1, local = 0, periodic = 0;
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_LOAD && (p->params[p->nodes[i].ref].name[0] == 'c' ||
+                                           p->params[p->nodes[i].ref].name[0] == 's')) {
+      xir__lpat pt;
+      periodic += xir__window_access(p, &s, C, 16, 16, i, NULL);
+      if (xir__window_access_local(p, &s, C, 16, 16, i, &pt)) {
+        local++;
+        int64_t pi[16], lo;
+        assert_true(xir__lane_window(&pt, 16, 0, pi, &lo));
+        for (int l = 0; l < 16; l++) assert_int_equal(pi[l], l / 2); /* each column twice */
+      }
+    }
+  assert_int_equal(periodic, 0);
+  assert_int_equal(local, 2);
+  static const char *const has[] = {"perm.fast", "masked.gather"};
+  check_ir16(p, &s, 16, has, 2, NULL);
+  xir_program_free(p);
+}
+
+/* Floor division and modulo of an affine index by a constant (affine_divmod in lower.c: one
+ * scalar division per packet, constants per lane) agree with floor semantics for negative
+ * values, strides other than 1 and several packets per chunk, at every candidate. */
+static void test_affine_divmod_floor(void **state) {
+  (void)state;
+  const char *text =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  c = iota(C)\n"
+      "  a = (3 * c - 50) % 7\n"
+      "  b = (c - 37) / 6\n"
+      "  e = (0 - 5 * c + 11) / 9\n"
+      "  store y[r, :] = load x[r, :] + f32(a) + 100.0 * f32(b) + 10000.0 * f32(e)\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=3,C=203", &s, &d)) die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &s, W, &cands, &n, &d)) die(&d);
+  float x[3 * 203], y[3 * 203];
+  for (int i = 0; i < 3 * 203; i++) x[i] = (float)(i % 5);
+  for (size_t ci = 0; ci < n; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[2] = {{.in = x}, {.out = y}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    for (int r = 0; r < 3; r++)
+      for (int64_t c = 0; c < 203; c++) {
+        int64_t a = 3 * c - 50, b = c - 37, e = -5 * c + 11;
+        int64_t fa = a - 7 * (a / 7 - (a % 7 < 0)), fb = b / 6 - (b % 6 < 0), fe = e / 9 - (e % 9 < 0);
+        float want = x[r * 203 + c] + (float)fa + 100.0f * (float)fb + 10000.0f * (float)fe;
+        if (y[r * 203 + c] != want)
+          fail_msg("candidate %zu, c = %lld: got %g, want %g", ci, (long long)c, y[r * 203 + c], want);
+      }
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* Window loads whose indices never clamp (every X-dependent index known and inside its dim over
  * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
  * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
@@ -237,21 +334,8 @@ static void test_window_load_without_check(void **state) {
     }
   assert_int_equal(n_loads, 4); /* x[r, :], the partner, cos[p, i], sin[p, i] */
   assert_int_equal(n_in, 4);
-  xir_diag d;
-  xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  if (xir_compiler_width(cc) == 16) {
-    uint8_t perm[1] = {0};
-    xir_candidate c;
-    const xir_kernel *k;
-    if (xir_candidate_make(p, &s, 16, 64, 64, perm, &c, &d) || xir_compile(cc, p, &s, &c, &k, &d))
-      die(&d);
-    xir_kernel_info info;
-    xir_kernel_get_info(k, &info);
-    assert_non_null(strstr(info.ir_text, "masked.load"));
-    assert_null(strstr(info.ir_text, "masked.gather"));
-  }
-  xir_compiler_destroy(cc);
+  static const char *const has[] = {"masked.load"};
+  check_ir16(p, &s, 64, has, 1, "masked.gather");
   xir_program_free(p);
 
   static const struct {
@@ -276,6 +360,7 @@ static void test_window_load_without_check(void **state) {
       {"kernel k[R, C](x: f32[R, C], y: out f32[R, C])\nroot r in R {\n  c = iota(C)\n"
        "  store y[r, :] = load x[r, (c + r) % C]\n}\n", "R=3,C=128", 0},
   };
+  xir_diag d;
   for (size_t t = 0; t < sizeof kCases / sizeof kCases[0]; t++) {
     xir_program *q;
     if (xir_program_parse(kCases[t].text, strlen(kCases[t].text), "k.xir", &q, &d) ||
@@ -739,6 +824,8 @@ int main(void) {
       cmocka_unit_test(test_reduction_chain_steps),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
       cmocka_unit_test(test_window_load_without_check),
+      cmocka_unit_test(test_window_load_local_pattern),
+      cmocka_unit_test(test_affine_divmod_floor),
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),
       cmocka_unit_test(test_prefix_mask_forms),
       cmocka_unit_test(test_prefix_mask_rejects),

@@ -2,7 +2,9 @@
  * candidate kind compiled and checked against the fp64 oracle with sentinels on small odd shapes
  * (Q, K, D, DV not multiples of 16, more than one key block, HQ/HKV = 1, 2, 4, 3), the results
  * independent of how the tiles are split into calls (the grain), legality and its messages, the
- * stable names, and the execution work's counts. */
+ * stable names, and the execution work's counts. Launch-time K: a kernel compiled at one K and
+ * run at a K that ends mid-block with K and V ending at a guard page (no read past key K − 1),
+ * and decode compiled once for K = 4096, 4097, 4100 through the session. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,11 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "check/check.h"
 #include "xir_compile.h"
 #include "xir_plan.h"
+#include "xir_session.h"
 
 static void die(const xir_diag *d) {
   char b[2048];
@@ -235,11 +240,19 @@ static void test_attention_work_counts(void **state) {
   assert_int_equal(w.packets, 2u * 2 * 4);
   assert_true(w.memory_per_packet == 4.0 * (70.0 * 36 + 8.0 * 36));
   /* a hand count: W = 16, vec q, one row, D = DV = K = 1 (lower_attn.c, work_attn.c):
-   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65; softmax 2 + 5 + 14 + (4 + 14) + 6 = 45; p·v 1·3 +
-   * max(3, 8) + 1 = 12; the tile 2 (q) + 2 + 1 (state) + 1·(2 + 7) (output) = 14 */
+   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65 and the next block's K rows prefetched 16·(1 + 1) = 32;
+   * softmax 2 + 5 + 14 + (4 + 14) + 6 = 45; p·v 1·3 + max(1·(1 + 1 + 1 + 2), 8) + 1 = 12 (its
+   * V prefetch: an address and a line); the tile 2 (q) + 2 + 1 (state) + 1·(2 + 7) (output) =
+   * 14 */
   s = shape_of(p, "B=1,HQ=1,HKV=1,Q=1,K=1,D=1,DV=1");
   w = work_of(p, &s, XIR_ATTN_VEC_Q, 1, 1, 0);
-  assert_true(w.arith_per_packet == 136);
+  assert_true(w.arith_per_packet == 168);
+  assert_true(w.math_per_packet == 14 * 2 + 4);
+  /* vec d, the same shape: q·kᵀ 1·(16 + 1 + 16) = 33, the tree 3·15 + 2 (order, ·sc) + 3 (dead
+   * lanes) + 1 (store) = 51, the prefetches 32; softmax over one packed vector with 4 folds
+   * 2 + 4·4 + 5 + 14 + (4 + 14) + 6 = 61; p·v 12; the tile 2 + 1 (state) + 9 (output) = 12 */
+  w = work_of(p, &s, XIR_ATTN_VEC_D, 1, 1, 0);
+  assert_true(w.arith_per_packet == 201);
   assert_true(w.math_per_packet == 14 * 2 + 4);
   assert_true(w.memory_per_packet == 4.0 * (2 + 2));
   xir_program_free(p);
@@ -290,6 +303,134 @@ static void test_attention_mapping_is_chosen(void **state) {
   xir_program_free(p);
 }
 
+/* A copy of n floats that ends at a page boundary followed by an inaccessible page: any read past
+ * the last element faults. *map / *len: the mapping, for munmap. */
+static float *guarded(const float *src, size_t n, void **map, size_t *len) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = n * sizeof(float);
+  size_t open = (bytes + page - 1) / page;
+  *len = (open + 1) * page;
+  *map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(*map != MAP_FAILED);
+  float *x = (float *)((uint8_t *)*map + open * page - bytes);
+  memcpy(x, src, bytes);
+  assert_int_equal(mprotect((uint8_t *)*map + open * page, page, PROT_NONE), 0);
+  return x;
+}
+
+/* K is a launch-time dim: every attention-mapping candidate compiled at K = 100 runs at K = 67
+ * (a full block and a tail of 3 keys) and K = 5 (a tail only) with K and V each ending at a guard
+ * page, and matches the oracle with sentinels intact (attention and attention_causal, two
+ * widths). */
+static void test_attention_tail_stays_in_bounds(void **state) {
+  (void)state;
+  const char *kernels[] = {"attention", "attention_causal"};
+  const char *specs[] = {"B=1,HQ=4,HKV=2,Q=3,K=67,D=16,DV=12", "B=2,HQ=4,HKV=2,Q=6,K=5,D=16,DV=12"};
+  uint32_t widths[] = {0, 8};
+  size_t ran = 0;
+  for (int w = 0; w < 2; w++) {
+    xir_compiler_options o = {.force_width = widths[w]};
+    xir_compiler *cc;
+    xir_diag d;
+    if (xir_compiler_create(&o, &cc, &d)) {
+      if (widths[w]) continue;
+      die(&d);
+    }
+    for (int kk = 0; kk < 2; kk++) {
+      xir_program *p = load(kernels[kk]);
+      xir_shape s0 = shape_of(p, "B=1,HQ=4,HKV=2,Q=3,K=100,D=16,DV=12");
+      xir_candidate *cands;
+      size_t n;
+      if (xir_candidates(p, &s0, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+      for (int sp = 0; sp < 2; sp++) {
+        xir_shape s = shape_of(p, specs[sp]);
+        xir_case c;
+        if (xir__case_init(&c, p, &s, 31, &d) || xir__case_oracle(&c, &d)) die(&d);
+        int kp = xir_program_find_param(p, "k"), vp = xir_program_find_param(p, "v"),
+            op = xir_program_find_param(p, "o");
+        void *mk, *mv;
+        size_t lk, lv;
+        xir_arg a[XIR_MAX_PARAMS];
+        memcpy(a, c.args, sizeof a);
+        a[kp].in = guarded(c.data[kp], c.numel[kp], &mk, &lk);
+        a[vp].in = guarded(c.data[vp], c.numel[vp], &mv, &lv);
+        for (size_t i = 0; i < n; i++) {
+          if (!cands[i].attn_vec) continue;
+          const xir_kernel *k;
+          if (xir_compile(cc, p, &s0, &cands[i], &k, &d)) die(&d);
+          xir__case_reset_outputs(&c);
+          uint64_t slots[XIR_MAX_ARG_SLOTS], blocks;
+          if (xir_kernel_pack_launch(k, &s, a, slots, &blocks, &d)) die(&d);
+          assert_int_equal(xir_kernel_entry(k)(slots, 0, blocks), 0);
+          char name[160];
+          xir_candidate_name(p, &cands[i], name, sizeof name);
+          if (!xir__case_sentinels_ok(&c)) fail_msg("%s %s %s: a sentinel was overwritten", kernels[kk], specs[sp], name);
+          xir_compare r = xir__case_compare(&c, op, xir__kernel_tolerance(kernels[kk]));
+          if (!r.pass)
+            fail_msg("%s compiled at K=100, %s, launched at %s: %zu of %zu elements out of "
+                     "tolerance", kernels[kk], name, specs[sp], r.bad, r.n);
+          ran++;
+        }
+        munmap(mk, lk);
+        munmap(mv, lv);
+        xir__case_free(&c);
+      }
+      xir_free(cands);
+      xir_program_free(p);
+    }
+    xir_compiler_destroy(cc);
+  }
+  assert_true(ran > 8);
+}
+
+/* Decode (B1 HQ32 HKV8 Q1 D128 DV128) compiles once for every K: the session plans K = 4096,
+ * 4097 and 4100, the planner picks the same attention-mapping candidate, and the compiler hands
+ * back the same code (a reused kernel: cached, the same entry and object); the last one matches
+ * the oracle. */
+static void test_attention_decode_compiles_once(void **state) {
+  (void)state;
+  xir_session *ss;
+  xir_diag d;
+  if (xir_session_create(NULL, &ss, &d)) die(&d);
+  const xir_program *p;
+  if (xir_session_program(ss, "attention", &p, &d)) die(&d);
+  const char *ks[] = {"4096", "4097", "4100"};
+  const xir_prepared *pk[3];
+  char first[160] = "";
+  for (int i = 0; i < 3; i++) {
+    char spec[128];
+    snprintf(spec, sizeof spec, "B=1,HQ=32,HKV=8,Q=1,K=%s,D=128,DV=128", ks[i]);
+    xir_shape s = shape_of(p, spec);
+    if (xir_session_prepare(ss, p, &s, &pk[i], &d)) die(&d);
+    const xir_candidate *c = &xir_prepared_plan(pk[i])->entries[0].cand;
+    assert_int_not_equal(c->attn_vec, 0);
+    char name[160];
+    xir_candidate_name(p, c, name, sizeof name);
+    if (i == 0) snprintf(first, sizeof first, "%s", name);
+    else assert_string_equal(name, first);
+    xir_kernel_info info, info0;
+    xir_kernel_get_info(xir_prepared_kernel(pk[i]), &info);
+    xir_kernel_get_info(xir_prepared_kernel(pk[0]), &info0);
+    if (i > 0) {
+      assert_int_equal(info.cached, 1); /* no lowering, no JIT: the K = 4096 kernel's code */
+      assert_int_equal(info.jit_ms, 0);
+      assert_ptr_equal(xir_kernel_entry(xir_prepared_kernel(pk[i])),
+                       xir_kernel_entry(xir_prepared_kernel(pk[0])));
+      assert_string_equal(info.obj_sha256, info0.obj_sha256);
+    }
+  }
+  xir_session_stats st;
+  xir_session_get_stats(ss, &st);
+  assert_int_equal(st.misses, 3); /* three shapes planned ... */
+  xir_case c;
+  if (xir__case_init(&c, p, xir_prepared_shape(pk[2]), 5, &d) || xir__case_oracle(&c, &d)) die(&d);
+  if (xir_session_launch(ss, pk[2], c.args, xir_program_num_params(p), &d)) die(&d);
+  assert_true(xir__case_sentinels_ok(&c));
+  xir_compare r = xir__case_compare(&c, xir_program_find_param(p, "o"), xir__kernel_tolerance("attention"));
+  if (!r.pass) fail_msg("decode K=4100: %zu of %zu elements out of tolerance", r.bad, r.n);
+  xir__case_free(&c);
+  xir_session_destroy(ss);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attention_candidates_match_oracle),
@@ -298,6 +439,8 @@ int main(void) {
       cmocka_unit_test(test_attention_legality),
       cmocka_unit_test(test_attention_work_counts),
       cmocka_unit_test(test_attention_mapping_is_chosen),
+      cmocka_unit_test(test_attention_tail_stays_in_bounds),
+      cmocka_unit_test(test_attention_decode_compiles_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

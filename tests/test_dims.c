@@ -10,9 +10,10 @@
  *   gaps of outputs untouched, the interpreter reading the same elements; bad strides refused.
  * - In place: the allowed y = x of each built-in kernel matches the oracle; RoPE's y = x, a
  *   partial overlap and two overlapping outputs are refused.
- * - Merged with main: attention-mapping candidates fix every dim, refuse other shapes, strided
- *   buffers and in place; a masked kernel fixes the dims its mask end reads; strided bf16/f16
- *   buffers are refused. */
+ * - Attention-mapping candidates fix HQ, HKV, D and DV only: one kernel serves every B, Q and K
+ *   (attention_causal too: its causal end is computed at launch), reads K/V views into a larger
+ *   KV cache through their strides, and refuses in place. A masked row kernel fixes the dims its
+ *   mask end reads; strided bf16/f16 buffers are refused. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -133,8 +134,8 @@ static void test_bridge_fixed_dims(void **state) {
 static void expect_refused(const xir_kernel *k, const xir_program *p, const char *spec,
                            xir_status want, const char *needle);
 
-/* The attention mapping reads the shape directly: every dim of its candidates is compile-time
- * (dims.c, rule 6). A masked kernel's mask axis and the dims its end reads are compile-time
+/* The attention mapping fixes HQ, HKV, D and DV (dims.c, rule 6): B, Q and K are launch-time,
+ * and K has no launch bound. A masked kernel's mask axis and the dims its end reads are compile-time
  * (rule 5): softmax_causal's end r + 1 reads none, an end r + (C - R) reads R and C. */
 static void test_bridge_attn_and_mask_dims(void **state) {
   (void)state;
@@ -143,19 +144,26 @@ static void test_bridge_attn_and_mask_dims(void **state) {
   xir_candidate c;
   xir_diag d;
   if (xir_candidate_make_attn(p, &s, 16, XIR_ATTN_VEC_Q, 4, 2, &c, &d)) die(&d);
-  assert_int_equal(c.fixed_dims, mask_of(p, "B,HQ,HKV,Q,K,D,DV"));
+  assert_int_equal(c.fixed_dims, mask_of(p, "HQ,HKV,D,DV"));
+  assert_int_equal(xir_candidate_dim_max(p, &c, xir_program_find_dim(p, "K")), INT32_MAX);
   xir_candidate *cands;
   size_t n, nattn = 0;
   if (xir_candidates(p, &s, 16, &cands, &n, &d)) die(&d);
   for (size_t i = 0; i < n; i++)
     if (cands[i].attn_vec) {
-      assert_int_equal(cands[i].fixed_dims, mask_of(p, "B,HQ,HKV,Q,K,D,DV"));
+      assert_int_equal(cands[i].fixed_dims, mask_of(p, "HQ,HKV,D,DV"));
       nattn++;
     } else {
       assert_int_not_equal(cands[i].fixed_dims & mask_of(p, "B"), mask_of(p, "B"));
     }
   assert_true(nattn > 0);
   xir_free(cands);
+  xir_program_free(p);
+  /* causal: the mask end i + (K − Q) + 1 is computed at launch, so Q and K stay launch-time */
+  p = load("attention_causal");
+  s = shape_of(p, "B=1,HQ=8,HKV=2,Q=16,K=128,D=64,DV=64");
+  if (xir_candidate_make_attn(p, &s, 16, XIR_ATTN_VEC_D, 4, 2, &c, &d)) die(&d);
+  assert_int_equal(c.fixed_dims, mask_of(p, "HQ,HKV,D,DV"));
   xir_program_free(p);
   expect_fixed("softmax_causal", "R=129,C=768", 1, "C");
   const char *text =
@@ -231,10 +239,11 @@ static void test_strided_16bit_refused(void **state) {
  * perm, plus the multi-packet ones (ℓ = B > W). test_native runs them all. */
 static int sampled(const xir_candidate *c) { return c->B == c->W || c->local == c->B; }
 
-/* Compiles every candidate of `kernel` at `compile_spec`, launches each at every spec of
- * `launch` (the same compiled code: in-memory reuse), at three grains; returns the count. */
+/* Compiles every candidate of `kernel` at `compile_spec` (attention-mapping ones only when
+ * attn_only), launches each at every spec of `launch` (the same compiled code: in-memory reuse),
+ * at three grains; returns the count. */
 static size_t many_shapes(const char *kernel, const char *compile_spec, const char **specs,
-                          int nl) {
+                          int nl, int attn_only) {
   xir_program *p = load(kernel);
   xir_shape s0 = shape_of(p, compile_spec);
   xir_candidate *cands;
@@ -242,32 +251,9 @@ static size_t many_shapes(const char *kernel, const char *compile_spec, const ch
   xir_diag d;
   if (xir_candidates(p, &s0, xir_compiler_width(g_cc), &cands, &n, &d)) die(&d);
   for (size_t i = 0; i < n; i++) {
-    if (!sampled(&cands[i])) continue;
+    if (!sampled(&cands[i]) || (attn_only && !cands[i].attn_vec)) continue;
     const xir_kernel *k;
     if (xir_compile(g_cc, p, &s0, &cands[i], &k, &d)) die(&d);
-    if (cands[i].attn_vec) {
-      /* the attention mapping reads the shape directly: every dim is compile-time, and a launch
-       * at any other shape is refused */
-      assert_int_equal(xir_kernel_candidate(k)->fixed_dims, (1u << xir_program_num_dims(p)) - 1);
-      /* at its own shape it launches its tiles (pack_launch's block count) and matches */
-      uint64_t b0 = 0;
-      if (xir_kernel_check_shape(k, &s0, &b0, &d)) die(&d);
-      assert_int_equal(b0, cands[i].blocks);
-      xir_case c0;
-      if (xir__case_init(&c0, p, &s0, 98, &d) || xir__case_oracle(&c0, &d)) die(&d);
-      launch(k, &c0, 1);
-      check_case(&c0, "attention mapping at its own shape");
-      xir__case_free(&c0);
-      for (int j = 0; j < nl; j++) {
-        xir_shape s = shape_of(p, specs[j]);
-        if (!memcmp(s.dims, s0.dims, sizeof(int64_t) * (size_t)s.ndims)) continue;
-        uint64_t blocks = 7;
-        assert_int_equal(xir_kernel_check_shape(k, &s, &blocks, &d), XIR_ERR_INVALID_ARG);
-        assert_non_null(strstr(d.msg, "a compile-time dim"));
-        assert_int_equal(blocks, 0);
-      }
-      continue;
-    }
     xir_kernel_info info0;
     xir_kernel_get_info(k, &info0);
     char name[128];
@@ -289,6 +275,14 @@ static size_t many_shapes(const char *kernel, const char *compile_spec, const ch
       uint64_t blocks;
       if (xir_kernel_check_shape(k, &s, &blocks, &d)) die(&d);
       assert_int_equal(blocks, xir_kernel_blocks(k2));
+      /* the launch's blocks are the bridge's count for that shape (attention: its tiles) */
+      xir_candidate at;
+      if ((cands[i].attn_vec ? xir_candidate_make_attn(p, &s, cands[i].W, cands[i].attn_vec,
+                                                       cands[i].attn_qb, cands[i].attn_hb, &at, &d)
+                             : xir_candidate_make(p, &s, cands[i].W, cands[i].B, cands[i].local,
+                                                  cands[i].perm, &at, &d)))
+        die(&d);
+      assert_int_equal(blocks, at.blocks);
       float *first[XIR_MAX_PARAMS] = {0};
       const uint32_t grains[3] = {1, 0, UINT32_MAX};
       for (int g = 0; g < 3; g++) {
@@ -324,14 +318,14 @@ static void test_row_kernels_many_r(void **state) {
   const char *kernels[] = {"rmsnorm", "layernorm", "softmax_mask", "softmax_causal", "swiglu",
                            "gelu_residual"};
   size_t runs = 0;
-  for (int i = 0; i < 6; i++) runs += many_shapes(kernels[i], "R=129,C=768", rows, 5);
+  for (int i = 0; i < 6; i++) runs += many_shapes(kernels[i], "R=129,C=768", rows, 5, 0);
   const char *odd[] = {"R=1,C=65", "R=2,C=65", "R=33,C=65"};
-  runs += many_shapes("rmsnorm", "R=17,C=65", odd, 3);
-  runs += many_shapes("swiglu", "R=17,C=65", odd, 3);
+  runs += many_shapes("rmsnorm", "R=17,C=65", odd, 3, 0);
+  runs += many_shapes("swiglu", "R=17,C=65", odd, 3, 0);
   const char *rope[] = {"R=1,C=256,HD=64", "R=5,C=256,HD=64", "R=70,C=256,HD=64"};
-  runs += many_shapes("rope", "R=64,C=256,HD=64", rope, 3);
+  runs += many_shapes("rope", "R=64,C=256,HD=64", rope, 3, 0);
   const char *rc[] = {"R=1,C=256,HD=64,P=7,H2=32", "R=40,C=256,HD=64,P=300,H2=32"};
-  runs += many_shapes("rope_cache", "R=64,C=256,HD=64,P=100,H2=32", rc, 2);
+  runs += many_shapes("rope_cache", "R=64,C=256,HD=64,P=100,H2=32", rc, 2, 0);
   printf("# %zu launches of reused kernels checked\n", runs);
 }
 
@@ -340,23 +334,39 @@ static void test_attention_many_k(void **state) {
   const char *sh[] = {"B=1,HQ=4,HKV=2,Q=16,K=1,D=16,DV=16",  "B=1,HQ=4,HKV=2,Q=16,K=7,D=16,DV=16",
                       "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", "B=2,HQ=4,HKV=2,Q=5,K=100,D=16,DV=16",
                       "B=1,HQ=4,HKV=2,Q=1,K=300,D=16,DV=16", "B=3,HQ=4,HKV=2,Q=33,K=65,D=16,DV=16"};
-  size_t runs = many_shapes("attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", sh, 6);
-  /* causal: Q and K are compile-time (the mask's end reads them); B is launch-time */
+  size_t runs = many_shapes("attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", sh, 6, 0);
+  /* the attention mapping at K around the 64-key block (the ragged last block), Q around its
+   * query blocks, and odd D, DV (the vector tails are compile-time) */
+  const char *sha[] = {"B=1,HQ=4,HKV=2,Q=1,K=63,D=19,DV=13", "B=1,HQ=4,HKV=2,Q=1,K=64,D=19,DV=13",
+                       "B=2,HQ=4,HKV=2,Q=3,K=65,D=19,DV=13", "B=1,HQ=4,HKV=2,Q=17,K=130,D=19,DV=13",
+                       "B=1,HQ=4,HKV=2,Q=2,K=1,D=19,DV=13"};
+  runs += many_shapes("attention", "B=1,HQ=4,HKV=2,Q=8,K=100,D=19,DV=13", sha, 5, 1);
+  /* causal, row kernels: Q and K are compile-time (the mask's end reads them); B is launch-time */
   const char *shc[] = {"B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", "B=3,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16",
                        "B=2,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16"};
-  runs += many_shapes("attention_causal", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", shc, 3);
+  runs += many_shapes("attention_causal", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", shc, 3, 0);
+  /* causal, the attention mapping: the end i + (K − Q) + 1 from the launch's Q and K (Q > K:
+   * rows that see no key; Q = K: the triangle; Q = 1: decode) */
+  const char *shca[] = {"B=1,HQ=4,HKV=2,Q=9,K=5,D=16,DV=16", "B=1,HQ=4,HKV=2,Q=33,K=33,D=16,DV=16",
+                        "B=2,HQ=4,HKV=2,Q=1,K=67,D=16,DV=16", "B=1,HQ=4,HKV=2,Q=20,K=129,D=16,DV=16"};
+  runs += many_shapes("attention_causal", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", shca, 4, 1);
   printf("# %zu attention launches of reused kernels checked\n", runs);
 }
 
 /* The IR and object bytes depend on the compile-time dims only: two compilers (no disk cache)
- * compiling R=129 and R=1000 (attention: K=32 and K=500, Q=16 and Q=1) produce the same bytes. */
+ * compiling R=129 and R=1000 (attention: K=32 and K=500, Q=16 and Q=1; the attention mapping:
+ * decode at K = 4096 and K = 4100, and B, Q changed too) produce the same bytes. */
 static void test_code_independent_of_launch_dims(void **state) {
   (void)state;
   const char *pairs[][3] = {{"rmsnorm", "R=129,C=768", "R=1000,C=768"},
                             {"swiglu", "R=17,C=65", "R=1,C=65"},
                             {"attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16",
-                             "B=2,HQ=4,HKV=2,Q=1,K=500,D=16,DV=16"}};
-  for (int i = 0; i < 3; i++) {
+                             "B=2,HQ=4,HKV=2,Q=1,K=500,D=16,DV=16"},
+                            {"attention", "B=1,HQ=32,HKV=8,Q=1,K=4096,D=128,DV=128",
+                             "B=1,HQ=32,HKV=8,Q=1,K=4100,D=128,DV=128"},
+                            {"attention_causal", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16",
+                             "B=3,HQ=4,HKV=2,Q=5,K=77,D=16,DV=16"}};
+  for (int i = 0; i < 5; i++) {
     xir_program *p = load(pairs[i][0]);
     const char *obj[2];
     char hash[2][2][65];
@@ -369,7 +379,9 @@ static void test_code_independent_of_launch_dims(void **state) {
       uint8_t perm[3] = {0, 1, 2};
       xir_candidate c;
       uint32_t W = xir_compiler_width(cc);
-      if (xir_candidate_make(p, &s, W, W, 1, perm, &c, &d)) die(&d);
+      if (i < 3 ? xir_candidate_make(p, &s, W, W, 1, perm, &c, &d)
+                : xir_candidate_make_attn(p, &s, W, XIR_ATTN_VEC_D, 1, i == 3 ? 4 : 2, &c, &d))
+        die(&d);
       const xir_kernel *k;
       if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
       xir_kernel_info info;
@@ -427,6 +439,15 @@ static void test_mismatch_refused(void **state) {
   if (xir_compile(g_cc, p, &s, &c, &k, &d)) die(&d);
   expect_refused(k, p, "B=1,HQ=2,HKV=1,Q=1,K=16385,D=4,DV=4", XIR_ERR_UNSUPPORTED, "above 16384");
   expect_refused(k, p, "B=1,HQ=2,HKV=1,Q=1,K=64,D=8,DV=4", XIR_ERR_INVALID_ARG, "D = 4");
+  /* the attention mapping: no bound on K; HQ, HKV, D, DV must match */
+  if (xir_candidate_make_attn(p, &s, W, XIR_ATTN_VEC_Q, 1, 2, &c, &d)) die(&d);
+  if (xir_compile(g_cc, p, &s, &c, &k, &d)) die(&d);
+  xir_shape big = shape_of(p, "B=1,HQ=2,HKV=1,Q=1,K=20000,D=4,DV=4");
+  uint64_t nb = 0;
+  assert_int_equal(xir_kernel_check_shape(k, &big, &nb, &d), XIR_OK);
+  assert_int_equal(nb, 1);
+  expect_refused(k, p, "B=1,HQ=2,HKV=1,Q=1,K=64,D=4,DV=8", XIR_ERR_INVALID_ARG, "DV = 4");
+  expect_refused(k, p, "B=1,HQ=4,HKV=2,Q=1,K=64,D=4,DV=4", XIR_ERR_INVALID_ARG, "HQ = 2");
   xir_program_free(p);
 }
 
@@ -487,9 +508,17 @@ static void test_strided_rows(void **state) {
   strided("swiglu", "R=17,C=65", (const char *[]){"a", "b", "y"}, (const int64_t[]){130, 130, 70}, 3);
   strided("swiglu", "R=9,C=64", (const char *[]){"a", "b"}, (const int64_t[]){128, 128}, 2);
   strided("gelu_residual", "R=5,C=48", (const char *[]){"x", "y"}, (const int64_t[]){49, 64}, 2);
+  /* attention (every candidate, the attention mapping's too): rows of q, k, v and o apart by
+   * more than D or DV, odd strides */
+  strided("attention", "B=2,HQ=4,HKV=2,Q=5,K=70,D=16,DV=12", (const char *[]){"q", "k", "v", "o"},
+          (const int64_t[]){17, 21, 13, 19}, 4);
+  strided("attention_causal", "B=1,HQ=4,HKV=2,Q=9,K=67,D=8,DV=8",
+          (const char *[]){"k", "v", "o"}, (const int64_t[]){9, 24, 11}, 3);
 }
 
-/* A [B, HKV, K, D] view into a KV cache of capacity KC > K (strides), q and o contiguous. */
+/* A [B, HKV, K, D] view into a KV cache of capacity KC > K (strides), q and o contiguous; the
+ * unused capacity holds NaN, so any read of it shows. Every candidate runs, the attention
+ * mapping's too (it reads the strides from the argument block). */
 static void test_kv_cache_view(void **state) {
   (void)state;
   xir_program *p = load("attention");
@@ -514,27 +543,22 @@ static void test_kv_cache_view(void **state) {
     c.args[pi].strides = st;
   }
   xir_candidate *cands;
-  size_t n, refused = 0, ran = 0;
+  size_t n, mapped = 0, ran = 0;
   if (xir_candidates(p, &s, xir_compiler_width(g_cc), &cands, &n, &d)) die(&d);
   for (size_t i = 0; i < n; i++) {
     if (!sampled(&cands[i])) continue;
     const xir_kernel *k;
     if (xir_compile(g_cc, p, &s, &cands[i], &k, &d)) die(&d);
-    if (cands[i].attn_vec) { /* the attention mapping addresses contiguous buffers only */
-      uint64_t slots[XIR_MAX_ARG_SLOTS], blocks = 7;
-      assert_int_equal(xir_kernel_pack_launch(k, &s, c.args, slots, &blocks, &d),
-                       XIR_ERR_UNSUPPORTED);
-      assert_non_null(strstr(d.msg, "buffer 'k': the attention mapping needs contiguous buffers"));
-      assert_int_equal(blocks, 0);
-      refused++;
-      continue;
-    }
     xir__case_reset_outputs(&c);
     launch(k, &c, 0);
-    check_case(&c, "attention on a KV cache view");
+    char name[128], what[256];
+    xir_candidate_name(p, &cands[i], name, sizeof name);
+    snprintf(what, sizeof what, "attention on a KV cache view, %s", name);
+    check_case(&c, what);
+    mapped += cands[i].attn_vec != 0;
     ran++;
   }
-  assert_true(refused > 0 && ran > 0);
+  assert_true(mapped > 0 && ran > mapped);
   /* the interpreter reads the view the same way */
   double *ref0 = malloc(c.numel[3] * sizeof(double));
   memcpy(ref0, c.ref[3], c.numel[3] * sizeof(double));

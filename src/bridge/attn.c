@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "bridge/attn.h"
-#include "bridge/dims.h"
 #include "ir/attn_form.h"
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
@@ -76,7 +75,11 @@ xir_status xir_candidate_make_attn(const xir_program *p, const xir_shape *shape,
   c->attn_vec = vec;
   c->attn_qb = qb;
   c->attn_hb = hb;
-  c->fixed_dims = xir__all_dims(p); /* lower_attn.c reads the shape directly (dims.c, rule 6) */
+  /* compile-time: HQ and HKV (the tile decomposition, the group E), D and DV (the register
+   * blocking, the tails of the vectors), and any dim the group expression reads; B, Q and K
+   * (and the dims of the scale and of a mask's end) are launch arguments (dims.c, rule 6) */
+  c->fixed_dims = 1u << f.dim_hq | 1u << f.dim_hkv | 1u << f.dim_d | 1u << f.dim_dv |
+                  f.group_dims;
   return XIR_OK;
 }
 

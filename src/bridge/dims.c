@@ -15,8 +15,11 @@
  *   5. for a masked kernel (xir__mask_skips finds a prefix mask the lowering bounds loops by), the
  *      mask's axis and every dim its end reads (the ranged loops and the unit's end are built
  *      from their values);
- *   6. every dim of an attention-mapping candidate (attn_vec set: lower_attn.c reads the shape
- *      directly; xir__all_dims).
+ *   6. for an attention-mapping candidate (attn_vec set; src/bridge/attn.c): HQ and HKV (the tile
+ *      decomposition and the group E = HQ/HKV, with every dim E reads), D and DV (the register
+ *      blocking of q·kᵀ and p·v, the vector tails). Rules 1–5 do not apply: its B, Q and K —
+ *      and with them the causal end i + (K − Q) + 1 — are launch-time, and it has no K-sized
+ *      stack buffer (one block of XIR_ATTN_KEY_BLOCK scores), so K has no launch bound.
  * The rest — the root extents (R of the row kernels; B and Q of attention), attention's key
  * length K (a loop and reduction bound), rope_cache's table length P — are read from the
  * argument block at run time. */
@@ -135,12 +138,9 @@ xir_status xir__fixed_dims(const xir_program *p, const xir_shape *shape, uint32_
   return XIR_OK;
 }
 
-uint32_t xir__all_dims(const xir_program *p) {
-  return p->ndims >= 32 ? UINT32_MAX : (1u << p->ndims) - 1;
-}
-
 int64_t xir_candidate_dim_max(const xir_program *p, const xir_candidate *c, int dim) {
   if (!p || !c || dim < 0 || dim >= p->ndims) return 0;
+  if (c->attn_vec) return INT32_MAX; /* no stack buffer grows with a launch-time dim (rule 6) */
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
     for (int a = 0; a < n->type.rank; a++)

@@ -10,7 +10,5 @@
 xir_status xir__fixed_dims(const xir_program *p, const xir_shape *shape, uint32_t local,
                            uint32_t W, int inner_axis, uint32_t *out, xir_diag *d);
 
-/* The mask with every dim of `p` set (an attention-mapping candidate's fixed_dims: rule 6). */
-uint32_t xir__all_dims(const xir_program *p);
 
 #endif

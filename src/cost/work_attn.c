@@ -2,7 +2,8 @@
  * (ir/attn_form.h) exactly as src/lower/lower_attn.c emits it: one op per vector or scalar
  * load, store, shuffle, add, mul, fma, max, compare or select; exp weighs 14 and a division 4
  * (the weights of work.c's table); a loop whose iterations each accumulate into the previous
- * one costs at least its chain (iterations × 8, work.c's accumulate latency).
+ * one costs at least its chain (iterations × 8, work.c's accumulate latency); a software
+ * prefetch of the next key block's K and V rows costs 1 per 64-byte line plus 1 per row.
  *
  * Bytes beyond L1, per tile: every K and V row of its K/V head (K·(D + DV) floats), its q rows
  * and its output rows (n·(D + DV) floats). With a mask (attention_causal) a tile runs the keys
@@ -19,31 +20,42 @@
 static const double kExp = 14, kDiv = 4, kChain = 8;
 
 /* One tile that runs keys [0, kmax): its arithmetic and math part. */
-static void tile_cost(const xir__attn_geom *g, unsigned W, double Dd, int64_t kmax, double *arith,
-                      double *math) {
+static void tile_cost(const xir__attn_geom *g, unsigned W, double Dd, double DV, int masked,
+                      int64_t kmax, double *arith, double *math) {
   int64_t KB = XIR_ATTN_KEY_BLOCK;
   double n = g->rows, NV = g->nv, JR = g->jr, a = 0, m = 0;
+  double line = XIR_ATTN_PREFETCH_LINE, kpf = JR * (1 + ceil(Dd / line)); /* per group */
+  /* vec d: the scores of a group packed in one vector, the max and the sum folded over the
+   * log2(W/npad) key slots (a shuffle and a max or an add each) */
+  double folds = g->vec_d ? log2((double)W / g->npad) : 0;
   for (int64_t k0 = 0; k0 < kmax; k0 += KB) {
     double kn = (double)(kmax - k0 < KB ? kmax - k0 : KB), groups = ceil(kn / JR);
     /* q·kᵀ */
     if (!g->vec_d) {
-      a += groups * (Dd * (NV + JR + JR * NV) + 2 * JR * NV);
+      a += groups * (Dd * (NV + JR + JR * NV) + 2 * JR * NV + kpf);
     } else {
       double np = g->npad, full = floor(Dd / W), tail = fmod(Dd, W) > 0;
       double per = (full + tail) * (JR + np + JR * np);
-      double tree = 3.0 * (W - 1) + 2 + 2 * JR; /* W − 1 pairs (2 shuffles, 1 add), order, ·sc */
-      a += groups * (per + tree);
+      /* W − 1 pairs (2 shuffles, 1 add), order, ·sc, the dead lanes (key index, compare,
+       * select; with a mask a compare and an or more), one store */
+      double tree = 3.0 * (W - 1) + 2 + 3 + (masked ? 2 : 0) + 1;
+      a += groups * (per + tree + kpf);
     }
-    /* online softmax, per packet of lanes: max, α, exponentials and their sum */
-    double sm = kn * 2 + 5 + kExp + kn * (4 + kExp) + 6;
-    a += NV * fmax(sm, 2 * kn * kChain);
-    m += NV * (kExp * (kn + 1));
+    /* online softmax, per packet of lanes: max, α, exponentials and their sum (vec d: one
+     * vector per group of keys) */
+    double nvec = g->vec_d ? groups : kn;
+    double sm = nvec * 2 + 4 * folds + 5 + kExp + nvec * (4 + kExp) + 6;
+    a += NV * fmax(sm, 2 * nvec * kChain);
+    m += NV * (kExp * (nvec + 1));
     /* p·v: RR rows × CB vectors per register block */
     double rr = g->rr, groups_pv = g->rows_pv / g->rr;
     for (unsigned cb0 = 0; cb0 < g->cv; cb0 += g->cb) {
       double cbn = g->cv - cb0 < g->cb ? g->cv - cb0 : g->cb;
+      /* the first row group also prefetches the next block's V lines of the column block */
+      double vpf = 1 + ceil(fmin(cbn * W, DV - cb0 * W) / line);
       double body = kn * (cbn + rr + rr * cbn);
-      a += groups_pv * (rr * (1 + 2 * cbn) + fmax(body, kn * kChain) + rr * cbn);
+      a += groups_pv * (rr * (1 + 2 * cbn) + rr * cbn) + fmax(body + kn * vpf, kn * kChain) +
+           (groups_pv - 1) * fmax(body, kn * kChain);
     }
   }
   /* per tile: q packed (vec q), the running state set, the accumulators zeroed, the output */
@@ -71,7 +83,7 @@ int xir__attn_work(const xir_program *p, const xir_shape *s, const xir_candidate
   w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
   if (f.mask < 0 || c->blocks > ATTN_WALK_MAX) {
     /* every tile runs every key */
-    tile_cost(&g, c->W, Dd, K, &w->arith_per_packet, &w->math_per_packet);
+    tile_cost(&g, c->W, Dd, DV, 0, K, &w->arith_per_packet, &w->math_per_packet);
     w->memory_per_packet = 4.0 * ((double)K * (Dd + DV) + n * (Dd + DV));
     return 1;
   }
@@ -91,7 +103,7 @@ int xir__attn_work(const xir_program *p, const xir_shape *s, const xir_candidate
       int64_t e = xir__prefix_mask_end(&f.pm, root, dm, K);
       if (e > kmax) kmax = e;
     }
-    if (kmax != last) tile_cost(&g, c->W, Dd, kmax, &ta, &tm);
+    if (kmax != last) tile_cost(&g, c->W, Dd, DV, 1, kmax, &ta, &tm);
     last = kmax;
     /* the keys past kmax: V read once for 0·v (a load, a mul and an add per vector) */
     double tb = 4.0 * ((double)kmax * (Dd + DV) + n * (Dd + DV) + (double)(K - kmax) * DV);

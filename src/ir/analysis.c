@@ -285,16 +285,24 @@ int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, i
   return mx - mn < (int64_t)W;
 }
 
-int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
-                       int id, xir__lpat *pt_out) {
+static int window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell,
+                         unsigned W, int id, int periodic, xir__lpat *pt_out) {
   if (ell < W || X < 0 || W < 2 || W > 16) return 0;
   xir__lpat pt;
-  if (!xir__access_pattern(p, s, X, id, &pt) || ell % (unsigned)pt.P) return 0;
+  if (!xir__access_pattern(p, s, X, id, &pt) || (periodic && ell % (unsigned)pt.P)) return 0;
   int64_t pi[16], lo;
   for (unsigned q = 0; q < ell / W; q++)
     if (!xir__lane_window(&pt, W, q, pi, &lo)) return 0;
   if (pt_out) *pt_out = pt;
   return 1;
+}
+int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
+                       int id, xir__lpat *pt_out) {
+  return window_access(p, s, X, ell, W, id, 1, pt_out);
+}
+int xir__window_access_local(const xir_program *p, const xir_shape *s, int X, unsigned ell,
+                             unsigned W, int id, xir__lpat *pt_out) {
+  return window_access(p, s, X, ell, W, id, 0, pt_out);
 }
 
 /* ---- prefix masks ---- */

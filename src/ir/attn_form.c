@@ -48,6 +48,16 @@ static void mark_expr(const xir_program *p, int id, uint8_t *used) {
   for (int a = 0; a < n->nargs; a++) mark_expr(p, n->args[a], used);
 }
 
+static uint32_t dims_read(const xir_program *p, int id, int depth) {
+  const xir_node *n = node(p, id);
+  if (!n || depth > 64) return 0;
+  uint32_t m = n->op == XIR_OP_DIM ? 1u << n->ref : 0;
+  for (int a = 0; a < n->nargs; a++) m |= dims_read(p, n->args[a], depth + 1);
+  return m;
+}
+
+uint32_t xir__attn_dims_read(const xir_program *p, int id) { return dims_read(p, id, 0); }
+
 /* load X[rb, g, :, :] of a rank-4 input buffer: its parameter, and the node of g. */
 static int kv_load(const xir_program *p, int id, int ax_b, int *param, int *g) {
   const xir_node *n = node(p, id);
@@ -198,6 +208,7 @@ int xir__attn_form_of(const xir_program *p, const xir_shape *s, xir__attn_form *
   int Ev;
   if (!group_of(p, s, gk, f->ax_h, &f->group_expr, &f->group)) return 0;
   if (gv != gk && (!group_of(p, s, gv, f->ax_h, &Ev, &ev) || ev != f->group)) return 0;
+  f->group_dims = dims_read(p, f->group_expr, 0) | (gv != gk ? dims_read(p, Ev, 0) : 0);
   /* dims: q[B, HQ, Q, D], k[B, HKV, K, D], v[B, HKV, K, DV], o[B, HQ, Q, DV] */
   const xir_param *pk = &p->params[f->k], *pv = &p->params[f->v];
   f->dim_b = pq->dims[0];

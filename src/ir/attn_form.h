@@ -26,12 +26,15 @@
 /* Keys per step of the online softmax (the attention mapping's scratch holds one such block of
  * scores per tile row, plus at most 16 keys of register-block overhang). */
 enum { XIR_ATTN_KEY_BLOCK = 64, XIR_ATTN_SCRATCH_MAX = 1 << 20 };
+/* Floats per software prefetch of the next key block's K and V rows (a 64-byte line). */
+enum { XIR_ATTN_PREFETCH_LINE = 16 };
 
 typedef struct xir__attn_form {
   int q, k, v, o;              /* parameter indices */
   int ax_b, ax_h, ax_i;        /* root axes of the batch, query-head and query coordinates */
   int dim_b, dim_hq, dim_hkv, dim_q, dim_k, dim_d, dim_dv; /* dim indices */
   int group_expr;              /* node id of E (g = h / E) */
+  uint32_t group_dims;         /* the dims E (and v's E', when another node) read */
   int64_t group;               /* E's value for the shape (≥ 1) */
   int scale;                   /* node id of sc */
   int mask;                    /* node id of the mask select, or -1 */
@@ -43,6 +46,9 @@ typedef struct xir__attn_form {
 /* 1 and *f filled when program p (verified) bound to shape s is the attention chain above (mask
  * forms: see attn_form.c), else 0. */
 int xir__attn_form_of(const xir_program *p, const xir_shape *s, xir__attn_form *f);
+
+/* The bit mask of the dims that the expression at node id reads. */
+uint32_t xir__attn_dims_read(const xir_program *p, int id);
 
 /* 1 when rank-0 node id is a root-invariant scalar expression the attention lowering emits:
  * constants, dims, scalar parameters, f32(), + − × ÷, min/max, neg/abs, sqrt/rsqrt, comparisons,

@@ -157,6 +157,13 @@ int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, i
  * within one window); *pt_out (may be NULL) then receives the pattern. */
 int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
                        int id, xir__lpat *pt_out);
+/* The same without requiring ell to be a multiple of the pattern's period: the lane windows are
+ * those of a chunk whose first element is ≡ 0 mod P, which chunks starting elsewhere match only
+ * where the pattern repeats locally (RoPE's table column (c % HD) / 2 with HD = 100: every even
+ * chunk start whose chunk does not cross a head boundary). The offsets must then be checked at
+ * run time before a window load is used (the lowering does, and gathers otherwise). */
+int xir__window_access_local(const xir_program *p, const xir_shape *s, int X, unsigned ell,
+                             unsigned W, int id, xir__lpat *pt_out);
 
 /* A prefix mask: value `id` is a select whose condition, on tile axis X of dim `axis_dim`,
  * holds exactly at the positions x >= end, where

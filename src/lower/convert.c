@@ -134,10 +134,23 @@ LLVMValueRef xir__cvt_from_f32(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt
   if (elem == XIR_F16) return f16_int(b, bits, i16);
   if (!t->avx512bf16) return bf16_int(b, bits, i16);
   /* vcvtneps2bf16, unless a lane is an f32 subnormal (the instruction flushes those to zero) */
-  LLVMValueRef hw = LLVMBuildBitCast(
-      b, LLVMBuildFPTrunc(b, x, shaped(xt, LLVMBFloatTypeInContext(ctx)), ""), i16, "");
-  /* llvm.is.fpclass(x, subnormal): one vfpclassps on AVX-512 */
   LLVMModuleRef mod = LLVMGetGlobalParent(fn);
+  unsigned lanes = LLVMGetTypeKind(xt) == LLVMVectorTypeKind ? LLVMGetVectorSize(xt) : 1;
+  LLVMValueRef hw;
+  if (lanes == 16 || lanes == 8) {
+    /* the instruction itself: LLVM 19 expands fptrunc to bfloat into integer operations even
+     * where the target has AVX512_BF16 (bf16 swiglu 1024x4096 ran slower than f32) */
+    const char *name = lanes == 16 ? "llvm.x86.avx512bf16.cvtneps2bf16.512"
+                                   : "llvm.x86.avx512bf16.cvtneps2bf16.256";
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, NULL, 0);
+    hw = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, NULL, 0), f, &x, 1, "");
+    hw = LLVMBuildBitCast(b, hw, i16, "");
+  } else {
+    hw = LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, x, shaped(xt, LLVMBFloatTypeInContext(ctx)), ""),
+                          i16, "");
+  }
+  /* llvm.is.fpclass(x, subnormal): one vfpclassps on AVX-512 */
   unsigned cid = LLVMLookupIntrinsicID("llvm.is.fpclass", 15);
   LLVMValueRef cf = LLVMGetIntrinsicDeclaration(mod, cid, &xt, 1);
   LLVMValueRef cargs[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(ctx), 0x90, 0)};

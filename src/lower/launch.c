@@ -65,8 +65,14 @@ xir_status xir_kernel_check_shape(const xir_kernel *k, const xir_shape *shape, u
       return xir__err(d, XIR_ERR_UNSUPPORTED, "buffer '%s' is too large", p->params[i].name);
   if (blocks) {
     uint64_t lanes = xir_shape_root_count(p, shape) * k->cand.local;
-    /* the attention mapping's blocks are its tiles (every dim is compile-time: the same shape) */
-    *blocks = k->cand.attn_vec ? k->cand.blocks : (lanes + k->cand.B - 1) / k->cand.B;
+    *blocks = (lanes + k->cand.B - 1) / k->cand.B;
+    if (k->cand.attn_vec) { /* its tiles: B · HQ/hb · ceil(Q/qb), in the bridge's order */
+      const xir_candidate *c = &k->cand;
+      uint64_t Bn = (uint64_t)shape->dims[p->root[c->perm[0]].dim];
+      uint64_t HQ = (uint64_t)shape->dims[p->root[c->perm[1]].dim];
+      uint64_t Q = (uint64_t)shape->dims[p->root[c->perm[2]].dim];
+      *blocks = Bn * (HQ / c->attn_hb) * ((Q + c->attn_qb - 1) / c->attn_qb);
+    }
   }
   return XIR_OK;
 }
@@ -118,14 +124,7 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
                           "buffer '%s': stride %d (%lld) is below %lld, the span of the dims "
                           "inside it: rows would overlap", q->name, r, (long long)st[i][r],
                           (long long)want);
-        if (st[i][r] != want && ext > 1) {
-          if (k->cand.attn_vec) /* lower_attn.c addresses contiguous buffers only */
-            return xir__err(d, XIR_ERR_UNSUPPORTED,
-                            "buffer '%s': the attention mapping needs contiguous buffers (stride "
-                            "%d is %lld, contiguous is %lld); pass it contiguous or compile "
-                            "another candidate", q->name, r, (long long)st[i][r], (long long)want);
-          flags &= ~(uint64_t)XIR__ARGS_CONTIGUOUS;
-        }
+        if (st[i][r] != want && ext > 1) flags &= ~(uint64_t)XIR__ARGS_CONTIGUOUS;
         want = (ext > 1 ? st[i][r] : want) * ext;
         if (r < q->rank - 1) memcpy(out + 8 * (k->lay.stride_slot[i] + r), &st[i][r], 8);
       }

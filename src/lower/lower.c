@@ -248,8 +248,45 @@ static int const_of(LLVMValueRef v, int64_t *out) {
   return 1;
 }
 
+/* floor(a / M) or floor-mod(a, M) of an affine a = u + s·g (s ≠ 0) by a constant M > 0, without
+ * a per-lane division: with u = q0·M + r0 (one scalar division) and each lane's offset
+ * d = s·g = dd·M + dm (compile-time constants, dm in [0, M)), lane g is q0 + dd + w and
+ * r0 + dm − w·M, where w = (r0 + dm ≥ M) ∈ {0, 1}: the same integers as dividing u + d lane by
+ * lane (vector i64 division has no instruction and is scalarized). RoPE's c % HD when no chunk
+ * width is a multiple of HD. 0 when a, b have another form. */
+static int affine_divmod(lw *L, int op, const val *a, const val *b, val *out) {
+  int64_t M = 0;
+  if ((op != XIR_OP_DIV && op != XIR_OP_REM) || !a->aff || a->s == 0 || !b->aff || b->s != 0 ||
+      !const_of(b->u, &M) || M <= 0 || M > (1LL << 40) || a->s > (1LL << 20) || a->s < -(1LL << 20))
+    return 0;
+  LLVMValueRef q0 = floordiv(L, a->u, b->u, 0);
+  LLVMValueRef r0 = LLVMBuildSub(L->b, a->u, LLVMBuildMul(L->b, q0, b->u, ""), "");
+  LLVMValueRef sr0 = splat(L, r0), sq0 = splat(L, q0), sM = splat(L, b->u);
+  LLVMValueRef r[MAXK];
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef dm[16], dd[16];
+    for (unsigned i = 0; i < L->W; i++) {
+      int64_t d = a->s * (int64_t)(q * L->W + i), qd = d / M - (d % M < 0), rd = d - qd * M;
+      dm[i] = ci64(L, rd);
+      dd[i] = ci64(L, qd);
+    }
+    LLVMValueRef t = LLVMBuildAdd(L->b, sr0, LLVMConstVector(dm, L->W), "");
+    LLVMValueRef w = LLVMBuildICmp(L->b, LLVMIntSGE, t, sM, "");
+    if (op == XIR_OP_REM) {
+      r[q] = LLVMBuildSelect(L->b, w, LLVMBuildSub(L->b, t, sM, ""), t, "");
+    } else {
+      LLVMValueRef base = LLVMBuildAdd(L->b, sq0, LLVMConstVector(dd, L->W), "");
+      r[q] = LLVMBuildAdd(L->b, base, LLVMBuildZExt(L->b, w, LLVMTypeOf(base), ""), "");
+    }
+  }
+  *out = vvec(L, r);
+  return 1;
+}
+
 static val int_binop_vec(lw *L, int op, const val *a, const val *b) {
   int64_t cv = 0;
+  val dmv;
+  if (affine_divmod(L, op, a, b, &dmv)) return dmv;
   if (a->aff && b->aff) {
     if (op == XIR_OP_ADD) return vaff(LLVMBuildAdd(L->b, a->u, b->u, ""), a->s + b->s);
     if (op == XIR_OP_SUB) return vaff(LLVMBuildSub(L->b, a->u, b->u, ""), a->s - b->s);
@@ -517,14 +554,17 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
       !type_has(&n->type, X) || !L->env[X].aff || L->env[X].s != 1)
     return 0;
   xir__lpat pt;
-  if (!xir__window_access(L->p, L->sh, X, L->ell, L->W, (int)(n - L->p->nodes), &pt)) return 0;
+  int id = (int)(n - L->p->nodes);
+  /* periodic: every chunk sees the pattern; local: only chunks where it repeats (checked below) */
+  int periodic = xir__window_access(L->p, L->sh, X, L->ell, L->W, id, &pt);
+  if (!periodic && !xir__window_access_local(L->p, L->sh, X, L->ell, L->W, id, &pt)) return 0;
   int64_t pi[MAXK][16], lo[MAXK];
   for (unsigned q = 0; q < L->k; q++) xir__lane_window(&pt, L->W, q, pi[q], &lo[q]);
   LLVMValueRef ov[MAXK], U[MAXK], all = NULL;
   ivecs(L, off, ov);
   /* No index is ever clamped differently across lanes: the offsets are exactly U + pi, so the
    * window load needs no run-time check (and no gather path). */
-  int exact = xir__access_in_bounds(L->p, L->sh, X, (int)(n - L->p->nodes));
+  int exact = periodic && xir__access_in_bounds(L->p, L->sh, X, id);
   /* ...and only when the element index enters the innermost (unit-stride) index alone: an outer
    * index varying along X would be scaled by a run-time stride the pattern does not know */
   for (int kd = 0; kd + 1 < n->nargs && exact; kd++)
@@ -1385,7 +1425,7 @@ xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_ca
 xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                           const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
                           xir_diag *d) {
-  if (c->attn_vec) return xir__lower_attn(p, shape, c, mod, entry, d); /* lower_attn.c */
+  if (c->attn_vec) return xir__lower_attn(p, shape, c, t, mod, entry, d); /* lower_attn.c */
   lw L;
   memset(&L, 0, sizeof L);
   L.cvt = *t;

@@ -33,8 +33,10 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
                           xir_diag *d);
 
 /* The attention mapping (candidates with attn_vec set; docs/lowering.md): the same entry, one
- * tile of query rows per block, online softmax. xir__lower calls it for those candidates. */
+ * tile of query rows per block, online softmax; the vector math's FMA and AVX-512 variants are
+ * `t`'s. xir__lower_for calls it for those candidates. */
 xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
-                           LLVMModuleRef mod, const char *entry, xir_diag *d);
+                           const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
+                           xir_diag *d);
 
 #endif

@@ -17,8 +17,10 @@
  *
  * Every order of summation is fixed by the candidate (W, vec, qb, hb) and the shape: results
  * do not depend on the task grain. Rows past Q are clamped onto Q − 1 (loads stay in bounds) and
- * never stored; padding lanes compute finite garbage that is never stored. The loop bounds B, Q
- * and K are read through dim_value() only. */
+ * never stored; padding lanes compute finite garbage that is never stored. B, Q and K (the tile
+ * count, the row clamp, the key loop and the causal end) are launch-time values read from the
+ * argument block, as are every buffer's strides (a K/V view into a larger cache); HQ, HKV, D and
+ * DV are compile-time (the candidate's fixed_dims, src/bridge/attn.c). */
 #include <llvm-c/Core.h>
 #include <math.h>
 #include <string.h>
@@ -46,6 +48,8 @@ typedef struct al {
   unsigned W;
   int fma;
   LLVMValueRef buf[XIR_MAX_PARAMS], scal[XIR_MAX_PARAMS];
+  LLVMValueRef dimv[XIR_MAX_DIMS];                 /* every dim: a constant or a launch slot */
+  LLVMValueRef stride[XIR_MAX_PARAMS][XIR_MAX_RANK]; /* element strides of the buffers */
   LLVMValueRef *sval; /* per node: emitted scalar values */
 } al;
 
@@ -53,9 +57,9 @@ static LLVMValueRef ci64(al *A, int64_t v) { return LLVMConstInt(A->i64, (unsign
 static LLVMValueRef ci32(al *A, unsigned v) { return LLVMConstInt(A->i32, v, 0); }
 static LLVMValueRef cf32(al *A, double v) { return LLVMConstReal(A->f32, v); }
 
-/* The extent of a dim. B, Q and K (the loop bounds) are read through here only, so that they
- * can become launch-time values. */
-static LLVMValueRef dim_value(al *A, int dim) { return ci64(A, A->sh->dims[dim]); }
+/* The extent of a dim: a constant for a compile-time dim (the candidate's fixed_dims: HQ, HKV,
+ * D, DV), else the value in its launch slot (B, Q, K). */
+static LLVMValueRef dim_value(al *A, int dim) { return A->dimv[dim]; }
 
 static LLVMValueRef splat(al *A, LLVMValueRef x) { return xir__ir_splat(A->b, x, A->W); }
 
@@ -90,6 +94,14 @@ static LLVMValueRef gep(al *A, LLVMValueRef base, LLVMValueRef idx) {
 }
 static LLVMValueRef gepc(al *A, LLVMValueRef base, LLVMValueRef idx, int64_t add) {
   return gep(A, base, add ? LLVMBuildAdd(A->b, idx, ci64(A, add), "") : idx);
+}
+
+/* A hint that the line at ptr is read soon (llvm.prefetch, read, into L2: locality 2). It never
+ * faults, so the rows one block past the last key may be named (docs/lowering.md). */
+static void prefetch(al *A, LLVMValueRef ptr) {
+  LLVMTypeRef t = A->ptr;
+  LLVMValueRef args[4] = {ptr, ci32(A, 0), ci32(A, 2), ci32(A, 1)};
+  intrinsic(A, "llvm.prefetch", &t, 1, args, 4);
 }
 
 static LLVMValueRef load(al *A, LLVMTypeRef t, LLVMValueRef ptr) {
@@ -235,6 +247,20 @@ static LLVMValueRef mask_scores(al *A, LLVMValueRef s, LLVMValueRef ends, LLVMVa
   return LLVMBuildSelect(A->b, dead, splat(A, cf32(A, -INFINITY)), s, "");
 }
 
+/* Folds the key slots of a packed score vector: lane l holds slot l / np of row l % np; after
+ * log2(W / np) butterfly steps (lane l with lane l ^ step, step = np, 2np, …) every lane holds
+ * the max (is_max) or the sum of its row's slots, the same bits in every slot (each step is
+ * commutative). np = W: nothing to fold. */
+static LLVMValueRef fold_slots(al *A, LLVMValueRef x, unsigned np, int is_max) {
+  for (unsigned step = np; step < A->W; step *= 2) {
+    LLVMValueRef ix[16];
+    for (unsigned l = 0; l < A->W; l++) ix[l] = ci32(A, l ^ step);
+    LLVMValueRef y = LLVMBuildShuffleVector(A->b, x, LLVMGetPoison(A->vf), LLVMConstVector(ix, A->W), "");
+    x = is_max ? vmaximum(A, x, y) : LLVMBuildFAdd(A->b, x, y, "");
+  }
+  return x;
+}
+
 /* m ≤ W vectors a[0..m) → one vector whose lane i is the sum of a[i]'s lanes: log2(W) levels of
  * "fold each lane group in half and pair two vectors" (2 shuffles and an add per pair), then one
  * shuffle that puts the sums in order. The tree is fixed by W: the same order every run. */
@@ -276,7 +302,8 @@ static LLVMValueRef lane_sums(al *A, const LLVMValueRef *a, unsigned m) {
 }
 
 xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
-                           LLVMModuleRef mod, const char *entry, xir_diag *d) {
+                           const xir__cvt_target *t, LLVMModuleRef mod, const char *entry,
+                           xir_diag *d) {
   al A;
   memset(&A, 0, sizeof A);
   A.p = p;
@@ -290,6 +317,11 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     return xir__err(d, XIR_ERR_UNSUPPORTED, "'%s' is not the attention chain", p->name);
   const xir__attn_form *F = &A.f;
   const int64_t *dims = shape->dims;
+  const int need[4] = {F->dim_d, F->dim_dv, F->dim_hq, F->dim_hkv};
+  for (int i = 0; i < 4; i++)
+    if (!(c->fixed_dims >> need[i] & 1))
+      return xir__err(d, XIR_ERR_UNSUPPORTED, "the attention mapping needs %s compile-time",
+                      p->dims[need[i]]);
   int64_t Dd = dims[F->dim_d], DV = dims[F->dim_dv], HQ = dims[F->dim_hq], HKV = dims[F->dim_hkv];
   int64_t E = F->group;
   unsigned W = A.W, qb = c->attn_qb, hb = c->attn_hb;
@@ -314,13 +346,37 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   LLVMPositionBuilderAtEnd(A.b, LLVMAppendBasicBlockInContext(A.ctx, A.fn, "entry"));
   xir_status st = xir__vm_create(mod, A.b, &A.vm, d);
   if (st) goto done;
-  A.fma = xir__vm_host_has_fma();
+  A.fma = t->fma; /* what the JIT's target has (as lower.c) */
   xir__vm_set_fma(A.vm, A.fma);
+  xir__vm_set_avx512(A.vm, t->avx512);
   LLVMValueRef args = LLVMGetParam(A.fn, 0);
   for (int i = 0; i < p->nparams; i++) {
     LLVMValueRef idx = ci64(&A, i), slot = LLVMBuildGEP2(A.b, A.i64, args, &idx, 1, "");
     if (p->params[i].kind == XIR_PARAM_BUFFER) A.buf[i] = LLVMBuildLoad2(A.b, A.ptr, slot, "");
     else A.scal[i] = LLVMBuildLoad2(A.b, p->params[i].elem == XIR_I64 ? A.i64 : A.f32, slot, "");
+  }
+  /* the launch-time dims and the buffers' strides, from the argument block (lower.h's layout) */
+  xir__arg_layout lay;
+  xir__arg_layout_make(p, c->fixed_dims, &lay);
+  for (int i = 0; i < p->ndims; i++) {
+    if (lay.dim_slot[i] < 0) {
+      A.dimv[i] = ci64(&A, dims[i]);
+      continue;
+    }
+    LLVMValueRef idx = ci64(&A, lay.dim_slot[i]);
+    A.dimv[i] = LLVMBuildLoad2(A.b, A.i64, LLVMBuildGEP2(A.b, A.i64, args, &idx, 1, ""), p->dims[i]);
+  }
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER) continue;
+    for (int r = 0; r < q->rank; r++) {
+      if (r == q->rank - 1 || lay.stride_slot[i] < 0) {
+        A.stride[i][r] = ci64(&A, 1);
+        continue;
+      }
+      LLVMValueRef idx = ci64(&A, lay.stride_slot[i] + r);
+      A.stride[i][r] = LLVMBuildLoad2(A.b, A.i64, LLVMBuildGEP2(A.b, A.i64, args, &idx, 1, ""), "");
+    }
   }
   LLVMValueRef qbuf = A.buf[F->q], kbuf = A.buf[F->k], vbuf = A.buf[F->v], obuf = A.buf[F->o];
   LLVMValueRef sc = splat(&A, scalar(&A, F->scale));
@@ -350,19 +406,22 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   LLVMValueRef tb = LLVMBuildSDiv(A.b, rest, ci64(&A, HQ / hb), "");
   LLVMValueRef h0 = LLVMBuildMul(A.b, th, ci64(&A, hb), ""), i0 = LLVMBuildMul(A.b, ti, ci64(&A, qb), "");
   LLVMValueRef g = imin(&A, LLVMBuildSDiv(A.b, h0, ci64(&A, E), ""), ci64(&A, HKV - 1));
-  LLVMValueRef bg = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, ci64(&A, HKV), ""), g, "");
-  LLVMValueRef kbase = LLVMBuildMul(A.b, LLVMBuildMul(A.b, bg, Kv, ""), ci64(&A, Dd), "");
-  LLVMValueRef vbase = LLVMBuildMul(A.b, LLVMBuildMul(A.b, bg, Kv, ""), ci64(&A, DV), "");
+  LLVMValueRef *ks = A.stride[F->k], *vs = A.stride[F->v], *qs = A.stride[F->q], *os = A.stride[F->o];
+  LLVMValueRef kbase = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, ks[0], ""), LLVMBuildMul(A.b, g, ks[1], ""), "");
+  LLVMValueRef vbase = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, vs[0], ""), LLVMBuildMul(A.b, g, vs[1], ""), "");
+  LLVMValueRef kst = ks[2], vst = vs[2]; /* the row strides: key j's row at base + j·stride */
   LLVMValueRef qrow[MAXROWS], orow[MAXROWS], valid[MAXROWS];
   LLVMValueRef Qm1 = LLVMBuildSub(A.b, Qv, ci64(&A, 1), "");
   for (unsigned lam = 0; lam < n; lam++) {
     LLVMValueRef i = LLVMBuildAdd(A.b, i0, ci64(&A, lam % qb), "");
     valid[lam] = LLVMBuildICmp(A.b, LLVMIntSLT, i, Qv, "");
-    LLVMValueRef hq = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, ci64(&A, HQ), ""),
-                                   LLVMBuildAdd(A.b, h0, ci64(&A, lam / qb), ""), "");
-    LLVMValueRef row = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, hq, Qv, ""), imin(&A, i, Qm1), "");
-    qrow[lam] = LLVMBuildMul(A.b, row, ci64(&A, Dd), "");
-    orow[lam] = LLVMBuildMul(A.b, row, ci64(&A, DV), "");
+    LLVMValueRef h = LLVMBuildAdd(A.b, h0, ci64(&A, lam / qb), ""), ic = imin(&A, i, Qm1);
+    qrow[lam] = LLVMBuildAdd(A.b, LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, qs[0], ""),
+                                               LLVMBuildMul(A.b, h, qs[1], ""), ""),
+                             LLVMBuildMul(A.b, ic, qs[2], ""), "");
+    orow[lam] = LLVMBuildAdd(A.b, LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, os[0], ""),
+                                               LLVMBuildMul(A.b, h, os[1], ""), ""),
+                             LLVMBuildMul(A.b, ic, os[2], ""), "");
   }
   /* the mask (causal): keys j ≥ end[λ] are −inf for row λ; the tile runs over [0, kmax) only,
    * kmax the largest end of its rows that exist — keys past it are never loaded */
@@ -427,7 +486,12 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     LLVMValueRef kptr[MAXJR];
     for (unsigned r = 0; r < JR; r++) {
       LLVMValueRef j = imin(&A, LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""), Km1);
-      kptr[r] = gep(&A, kbuf, LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, ci64(&A, Dd), ""), ""));
+      kptr[r] = gep(&A, kbuf, LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), ""));
+    }
+    /* the same keys of the next block: one prefetch per 64-byte line of each K row */
+    for (unsigned r = 0; r < JR; r++) {
+      LLVMValueRef pb = gep(&A, kptr[r], LLVMBuildMul(A.b, kst, ci64(&A, KB), ""));
+      for (int64_t e = 0; e < Dd; e += XIR_ATTN_PREFETCH_LINE) prefetch(&A, gepc(&A, pb, ci64(&A, 0), e));
     }
     LLVMValueRef srow = LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, NVL), "");
     LLVMValueRef accv[MAXJR * 2];
@@ -486,33 +550,41 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
         if (part == 0) loop_end(&A, &dl);
       }
       for (unsigned a = 0; a < nacc; a++) accv[a] = LLVMBuildLoad2(A.b, A.vf, slot[a], "");
+      /* the group's JR·np = W scores packed in one vector, lane r·np + t = (key r, row t); the
+       * clamped keys past kend (and, with a mask, keys at or past a row's end) are −inf */
       LLVMValueRef sums = LLVMBuildFMul(A.b, lane_sums(&A, accv, nacc), sc, "");
-      for (unsigned r = 0; r < JR; r++) {
-        LLVMValueRef ix[16];
-        for (unsigned lam = 0; lam < W; lam++) ix[lam] = ci32(&A, r * np + lam % np);
-        LLVMValueRef row = LLVMBuildShuffleVector(A.b, sums, LLVMGetPoison(A.vf), LLVMConstVector(ix, W), "");
-        row = mask_scores(&A, row, endv[0], LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""));
-        store(&A, row, gepc(&A, sbuf, srow, (int64_t)(r * NVL)));
-      }
+      LLVMValueRef koff[16];
+      for (unsigned l = 0; l < W; l++) koff[l] = ci64(&A, l / np);
+      LLVMValueRef kj = LLVMBuildAdd(A.b, xir__ir_splat(A.b, jl.i, W), LLVMConstVector(koff, W), "");
+      LLVMValueRef dead = LLVMBuildICmp(A.b, LLVMIntSGE, kj, xir__ir_splat(A.b, kend, W), "");
+      if (endv[0]) dead = LLVMBuildOr(A.b, dead, LLVMBuildICmp(A.b, LLVMIntSGE, kj, endv[0], ""), "");
+      sums = LLVMBuildSelect(A.b, dead, ninf, sums, "");
+      store(&A, sums, gep(&A, sbuf, LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, np), "")));
     }
     loop_end(&A, &jl);
   }
-  /* softmax over the block, per lane: running max, rescale factor, exponentials, running sum */
+  /* softmax over the block, per lane: running max, rescale factor, exponentials, running sum.
+   * vec q: one vector per key (lanes = rows); vec d: one vector per group of JR keys (lanes =
+   * (key, row), packed), the max and the sum then folded across the JR key slots */
+  LLVMValueRef nvec = G.vec_d ? LLVMBuildSDiv(A.b, LLVMBuildAdd(A.b, kn, ci64(&A, JR - 1), ""),
+                                              ci64(&A, JR), "")
+                              : kn;
   for (unsigned v = 0; v < NV; v++) {
     LLVMValueRef mx = entry_alloca(&A, A.vf, "mx"), ls = entry_alloca(&A, A.vf, "ls");
     LLVMBuildStore(A.b, ninf, mx);
     loop jl;
-    loop_begin(&A, &jl, ci64(&A, 0), kn, 1);
+    loop_begin(&A, &jl, ci64(&A, 0), nvec, 1);
     LLVMValueRef sp = gepc(&A, sbuf, LLVMBuildMul(A.b, jl.i, ci64(&A, NVL), ""), v * W);
     LLVMBuildStore(A.b, vmaximum(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""), load(&A, A.vf, sp)), mx);
     loop_end(&A, &jl);
     LLVMValueRef mold = load(&A, A.vf, gepc(&A, mb, ci64(&A, 0), v * W));
-    LLVMValueRef mnew = vmaximum(&A, mold, LLVMBuildLoad2(A.b, A.vf, mx, ""));
+    LLVMValueRef mnew = vmaximum(&A, mold, fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""),
+                                                        G.vec_d ? G.npad : W, 1));
     LLVMValueRef msafe = LLVMBuildSelect(A.b, LLVMBuildFCmp(A.b, LLVMRealOEQ, mnew, ninf, ""), zero, mnew, "");
     LLVMValueRef alpha = vexp(&A, LLVMBuildFSub(A.b, mold, msafe, ""));
     LLVMBuildStore(A.b, zero, ls);
     loop el;
-    loop_begin(&A, &el, ci64(&A, 0), kn, 1);
+    loop_begin(&A, &el, ci64(&A, 0), nvec, 1);
     LLVMValueRef ep = gepc(&A, sbuf, LLVMBuildMul(A.b, el.i, ci64(&A, NVL), ""), v * W);
     LLVMValueRef pj = vexp(&A, LLVMBuildFSub(A.b, load(&A, A.vf, ep), msafe, ""));
     store(&A, pj, ep);
@@ -520,21 +592,28 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     loop_end(&A, &el);
     LLVMValueRef lp = gepc(&A, lb, ci64(&A, 0), v * W);
     LLVMValueRef lnew = LLVMBuildFAdd(A.b, LLVMBuildFMul(A.b, load(&A, A.vf, lp), alpha, ""),
-                                      LLVMBuildLoad2(A.b, A.vf, ls, ""), "");
+                                      fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, ls, ""),
+                                                 G.vec_d ? G.npad : W, 0), "");
     store(&A, lnew, lp);
     store(&A, mnew, gepc(&A, mb, ci64(&A, 0), v * W));
     store(&A, alpha, gepc(&A, alb, ci64(&A, 0), v * W));
   }
-  /* PV: acc[λ] = acc[λ]·α[λ] + Σ_j p[j][λ]·v[k0 + j], RR rows × CB vectors at a time */
-  {
+  /* PV: acc[λ] = acc[λ]·α[λ] + Σ_j p[j][λ]·v[k0 + j], RR rows × CB vectors at a time. The
+   * first row group (peeled) also prefetches the next block's V rows; the others loop. */
+  for (int pass = 0; pass < 2; pass++) {
     unsigned RR = G.rr;
+    if (pass == 1 && G.rows_pv <= RR) break;
     loop rl;
-    loop_begin(&A, &rl, ci64(&A, 0), ci64(&A, G.rows_pv), RR);
+    LLVMValueRef r0 = ci64(&A, 0);
+    if (pass == 1) {
+      loop_begin(&A, &rl, ci64(&A, RR), ci64(&A, G.rows_pv), RR);
+      r0 = rl.i;
+    }
     for (unsigned cb0 = 0; cb0 < G.cv; cb0 += G.cb) {
       unsigned cbn = G.cv - cb0 < G.cb ? G.cv - cb0 : G.cb;
       LLVMValueRef slot[MAXRR * MAXCB];
       for (unsigned r = 0; r < RR; r++) {
-        LLVMValueRef lam = LLVMBuildAdd(A.b, rl.i, ci64(&A, r), "");
+        LLVMValueRef lam = LLVMBuildAdd(A.b, r0, ci64(&A, r), "");
         LLVMValueRef al_ = splat(&A, load(&A, A.f32, gep(&A, alb, lam)));
         LLVMValueRef arow = LLVMBuildMul(A.b, lam, ci64(&A, (int64_t)DVP), "");
         for (unsigned cc = 0; cc < cbn; cc++) {
@@ -545,14 +624,20 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       }
       loop jl;
       loop_begin(&A, &jl, ci64(&A, 0), kn, 1);
-      LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, k0, jl.i, ""), ci64(&A, DV), ""), "");
+      LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, k0, jl.i, ""), vst, ""), "");
       LLVMValueRef vv[MAXCB];
+      if (pass == 0) { /* the same V row of the next block, its lines of this column block */
+        LLVMValueRef pr = LLVMBuildAdd(A.b, vrow, LLVMBuildMul(A.b, vst, ci64(&A, KB), ""), "");
+        for (int64_t e = (int64_t)(cb0 * W); e < (int64_t)((cb0 + cbn) * W) && e < DV;
+             e += XIR_ATTN_PREFETCH_LINE)
+          prefetch(&A, gepc(&A, vbuf, pr, e));
+      }
       for (unsigned cc = 0; cc < cbn; cc++) {
         int64_t e0 = (int64_t)((cb0 + cc) * W);
         unsigned nval = DV - e0 >= (int64_t)W ? W : (unsigned)(DV - e0);
         vv[cc] = vload_n(&A, gepc(&A, vbuf, vrow, e0), nval);
       }
-      LLVMValueRef prow = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, jl.i, ci64(&A, NVL), ""), rl.i, "");
+      LLVMValueRef prow = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, jl.i, ci64(&A, G.vec_d ? G.npad : NVL), ""), r0, "");
       for (unsigned r = 0; r < RR; r++) {
         LLVMValueRef pb = splat(&A, load(&A, A.f32, gepc(&A, sbuf, prow, r)));
         for (unsigned cc = 0; cc < cbn; cc++) {
@@ -562,13 +647,13 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       }
       loop_end(&A, &jl);
       for (unsigned r = 0; r < RR; r++) {
-        LLVMValueRef arow = LLVMBuildMul(A.b, LLVMBuildAdd(A.b, rl.i, ci64(&A, r), ""), ci64(&A, (int64_t)DVP), "");
+        LLVMValueRef arow = LLVMBuildMul(A.b, LLVMBuildAdd(A.b, r0, ci64(&A, r), ""), ci64(&A, (int64_t)DVP), "");
         for (unsigned cc = 0; cc < cbn; cc++)
           store(&A, LLVMBuildLoad2(A.b, A.vf, slot[r * MAXCB + cc], ""),
                 gepc(&A, accb, arow, (int64_t)((cb0 + cc) * W)));
       }
     }
-    loop_end(&A, &rl);
+    if (pass == 1) loop_end(&A, &rl);
   }
   loop_end(&A, &kl);
   /* the keys past kmax (a mask): every row of the tile sees them masked, p = 0, and the oracle
@@ -584,7 +669,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     }
     loop zl;
     loop_begin(&A, &zl, kmax, Kv, 1);
-    LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, zl.i, ci64(&A, DV), ""), "");
+    LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, zl.i, vst, ""), "");
     for (unsigned cc = 0; cc < ncz; cc++) {
       int64_t e0 = (int64_t)(cc * W);
       unsigned nval = DV - e0 >= (int64_t)W ? W : (unsigned)(DV - e0);

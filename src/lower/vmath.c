@@ -76,6 +76,7 @@ typedef struct em {
   unsigned W;
   int fma;                    /* emit llvm.fma for the fused steps (else fmul + fadd) */
   int scalef;                 /* y·2^n by vscalefps (AVX-512, W = 4, 8, 16) */
+  int x512;                   /* AVX-512F + VL instructions allowed (every W) */
   LLVMTypeRef vf, vi, vd, vl; /* float, i32, double, i64 lanes (scalars when W = 1) */
 } em;
 
@@ -90,6 +91,7 @@ static void em_init(em *e, xir__vm *vm, LLVMBuilderRef b, unsigned W) {
   e->W = W;
   e->fma = vm->fma;
   e->scalef = vm->avx512 && (W == 4 || W == 8 || W == 16);
+  e->x512 = vm->avx512;
   e->vf = lanes(LLVMFloatTypeInContext(e->C), W);
   e->vi = lanes(LLVMInt32TypeInContext(e->C), W);
   e->vd = lanes(LLVMDoubleTypeInContext(e->C), W);
@@ -197,7 +199,7 @@ static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y
  * n = round(x·log2 e), r = x − n·C1 − n·C2 (C1 has 9 bits: n·C1 and x − n·C1 are exact),
  * e^r = 1 + r + r²·P(r), deg P = 5, |r| ≤ ln2/2; 2^n applied as 2^n1·2^n2 (n1 = n>>1) so that
  * subnormal results are rounded once and overflow gives +inf. */
-/* exp_core(x, keep_nan): keep_nan = 1 returns a NaN input itself (the public exp); 0 only
+/* exp_core(x, keep_nan): keep_nan = 1 returns a NaN input itself; 0 (exp, sigmoid, tanh) only
  * promises some NaN for a NaN input (the ordered clamps pass it on and every later step
  * propagates it), which is all sigmoid and tanh need, and saves a compare and two selects. The
  * other lanes get the same bits either way (and so did the NaN lanes, measured: the exhaustive
@@ -241,7 +243,7 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan) {
   res = sel(e, tiny, kf(e, 0.0f), res);
   return keep_nan ? sel(e, isnan, x, res) : res;
 }
-static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 1); }
+static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0); }
 
 /* ---- log (fp32): Cephes logf ----
  * x = m·2^k, m ∈ [√½, √2) (subnormals scaled by 2^23 first), f = m − 1 (exact),
@@ -273,10 +275,134 @@ static LLVMValueRef body_log(em *e, LLVMValueRef x) {
   return sel(e, fcmp(e, LLVMRealUNO, x, x), x, r);
 }
 
+/* tanh on AVX-512 hosts: 32 intervals of |x| (quarter binades from 2^-4 to 16; interval 0 is
+ * [0, 0.078125)), p(t) = c0 + c1·t + … + c6·t^6 with t = |x| − lo. Chebyshev interpolation
+ * of tanh(lo + t) at 7 nodes per interval (interval 0: c0 = 0, c1 = 1 and the rest fitted to
+ * tanh(t) − t), computed in fp64 and rounded to fp32 (generated for this file). Row k holds c_k;
+ * the last row is lo. Intervals from 10 on give exactly 1. */
+static const float k_tanh_tab[8][32] = {
+    {
+        0.000000000e+00f, 7.796644419e-02f, 9.347630292e-02f, 1.089409292e-01f, 1.243529990e-01f,
+        1.549907327e-01f, 1.853332072e-01f, 2.153263390e-01f, 2.449186593e-01f, 3.027097285e-01f,
+        3.583573997e-01f, 4.115700424e-01f, 4.621171653e-01f, 5.545997024e-01f, 6.351489425e-01f,
+        7.039055824e-01f, 7.615941763e-01f, 8.482836485e-01f, 9.051482677e-01f, 9.413755536e-01f,
+        9.640275836e-01f, 9.866142869e-01f, 9.950547814e-01f, 9.981778860e-01f, 9.993293285e-01f,
+        9.999092221e-01f, 9.999877214e-01f, 9.999983311e-01f, 9.999997616e-01f, 1.000000000e+00f,
+        1.000000000e+00f, 1.000000000e+00f,
+    },
+    {
+        1.000000000e+00f, 9.939212203e-01f, 9.912621975e-01f, 9.881318808e-01f, 9.845363498e-01f,
+        9.759778976e-01f, 9.656516314e-01f, 9.536345601e-01f, 9.400148392e-01f, 9.083667994e-01f,
+        8.715800047e-01f, 8.306100965e-01f, 7.864477038e-01f, 6.924191713e-01f, 5.965858102e-01f,
+        5.045168996e-01f, 4.199743569e-01f, 2.804148793e-01f, 1.807066500e-01f, 1.138120964e-01f,
+        7.065085322e-02f, 2.659220621e-02f, 9.866025299e-03f, 3.640879411e-03f, 1.340864575e-03f,
+        1.815713767e-04f, 2.457493974e-05f, 3.325891612e-06f, 4.492792698e-07f, 0.000000000e+00f,
+        0.000000000e+00f, 0.000000000e+00f,
+    },
+    {
+        -3.037122220e-10f, -7.749250531e-02f, -9.265952557e-02f, -1.076480076e-01f, -1.224300489e-01f,
+        -1.512675285e-01f, -1.789672971e-01f, -2.053426355e-01f, -2.302271873e-01f, -2.749714851e-01f,
+        -3.123371303e-01f, -3.418542445e-01f, -3.634307981e-01f, -3.840153217e-01f, -3.789207637e-01f,
+        -3.551322222e-01f, -3.198503852e-01f, -2.378722429e-01f, -1.635668725e-01f, -1.071401611e-01f,
+        -6.811029464e-02f, -2.623564191e-02f, -9.816854261e-03f, -3.634082852e-03f, -1.338654547e-03f,
+        -1.813743875e-04f, -2.455015238e-05f, -3.322571501e-06f, -4.430332297e-07f, 0.000000000e+00f,
+        0.000000000e+00f, 0.000000000e+00f,
+    },
+    {
+        -3.333331347e-01f, -3.252652586e-01f, -3.217592537e-01f, -3.176500201e-01f, -3.129541874e-01f,
+        -3.018808663e-01f, -2.887152433e-01f, -2.736624777e-01f, -2.569512129e-01f, -2.195525020e-01f,
+        -1.785986423e-01f, -1.361735165e-01f, -9.421011060e-02f, -1.783909649e-02f, 4.180442542e-02f,
+        8.180531114e-02f, 1.036130786e-01f, 1.083323359e-01f, 8.783004433e-02f, 6.292738020e-02f,
+        4.212121665e-02f, 1.701346785e-02f, 6.475262810e-03f, 2.411962720e-03f, 8.835528279e-04f,
+        1.198352911e-04f, 1.622269883e-05f, 2.195590696e-06f, 2.774231120e-07f, 0.000000000e+00f,
+        0.000000000e+00f, 0.000000000e+00f,
+    },
+    {
+        -1.991891986e-05f, 5.119015276e-02f, 6.096248329e-02f, 7.048684359e-02f, 7.972274721e-02f,
+        9.720779955e-02f, 1.131615564e-01f, 1.273722947e-01f, 1.396674663e-01f, 1.581221074e-01f,
+        1.681281328e-01f, 1.700165570e-01f, 1.648712009e-01f, 1.380690038e-01f, 9.986360371e-02f,
+        6.083953753e-02f, 2.762367763e-02f, -1.283494662e-02f, -2.512522601e-02f, -2.358789369e-02f,
+        -1.796918735e-02f, -8.004872128e-03f, -3.147905925e-03f, -1.186284353e-03f, -4.190407635e-04f,
+        -5.692409832e-05f, -7.707746590e-06f, -1.043201792e-06f, -1.139777410e-07f, 0.000000000e+00f,
+        0.000000000e+00f, 0.000000000e+00f,
+    },
+    {
+        1.340481788e-01f, 1.265679747e-01f, 1.236578673e-01f, 1.202328652e-01f, 1.164733171e-01f,
+        1.074105576e-01f, 9.685295820e-02f, 8.507982641e-02f, 7.250929624e-02f, 4.541579261e-02f,
+        1.834199578e-02f, -6.589544006e-03f, -2.950467728e-02f, -5.721556395e-02f, -6.538107991e-02f,
+        -5.942691118e-02f, -4.590176791e-02f, -1.774143241e-02f, -1.690756413e-03f, 4.115192220e-03f,
+        5.057370756e-03f, 2.732985653e-03f, 1.135455095e-03f, 4.359407467e-04f, 1.356196590e-04f,
+        1.845867700e-05f, 2.500027904e-06f, 3.383771627e-07f, 2.796690524e-08f, 0.000000000e+00f,
+        0.000000000e+00f, 0.000000000e+00f,
+    },
+    {
+        -1.048384421e-02f, -3.121388704e-02f, -3.698040545e-02f, -4.175992310e-02f, -4.823685810e-02f,
+        -5.619995669e-02f, -6.267061830e-02f, -6.756479293e-02f, -7.175236195e-02f, -7.179379463e-02f,
+        -6.620622426e-02f, -5.636908486e-02f, -3.726086020e-02f, -1.160766277e-02f, 7.233172189e-03f,
+        1.697891019e-02f, 1.848433353e-02f, 1.096992660e-02f, 4.114327021e-03f, 6.477360148e-04f,
+        -7.203537971e-04f, -5.454447819e-04f, -2.433091868e-04f, -9.552962001e-05f, -2.243886593e-05f,
+        -3.059685469e-06f, -4.145037735e-07f, -5.610470666e-08f, -3.065434351e-09f, 0.000000000e+00f,
+        0.000000000e+00f, 0.000000000e+00f,
+    },
+    {
+        0.000000000e+00f, 7.812500000e-02f, 9.375000000e-02f, 1.093750000e-01f, 1.250000000e-01f,
+        1.562500000e-01f, 1.875000000e-01f, 2.187500000e-01f, 2.500000000e-01f, 3.125000000e-01f,
+        3.750000000e-01f, 4.375000000e-01f, 5.000000000e-01f, 6.250000000e-01f, 7.500000000e-01f,
+        8.750000000e-01f, 1.000000000e+00f, 1.250000000e+00f, 1.500000000e+00f, 1.750000000e+00f,
+        2.000000000e+00f, 2.500000000e+00f, 3.000000000e+00f, 3.500000000e+00f, 4.000000000e+00f,
+        5.000000000e+00f, 6.000000000e+00f, 7.000000000e+00f, 8.000000000e+00f, 1.000000000e+01f,
+        1.200000000e+01f, 1.400000000e+01f,
+    },
+};
+
+/* Lane i of the result is tab[idx[i]] (idx: i32 lanes in [0, 32)), by one vpermi2ps over the
+ * two 16-entry halves of tab; W < 16 is widened to 16 lanes and back, so every W reads the same
+ * values. Only when e->x512. */
+static LLVMValueRef lookup32(em *e, const float *tab, LLVMValueRef idx) {
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->C), i32 = LLVMInt32TypeInContext(e->C);
+  LLVMTypeRef v16i = LLVMVectorType(i32, 16);
+  LLVMValueRef lo[16], hi[16], m[16];
+  for (int i = 0; i < 16; i++) {
+    lo[i] = LLVMConstReal(f32, tab[i]);
+    hi[i] = LLVMConstReal(f32, tab[16 + i]);
+    m[i] = LLVMConstInt(i32, (unsigned)(i < (int)e->W ? i : 0), 0);
+  }
+  LLVMValueRef ix = idx;
+  if (e->W == 1) ix = LLVMBuildInsertElement(e->b, LLVMConstNull(v16i), idx, LLVMConstInt(i32, 0, 0), "");
+  else if (e->W < 16) ix = LLVMBuildShuffleVector(e->b, idx, LLVMConstNull(e->vi), LLVMConstVector(m, 16), "");
+  const char *name = "llvm.x86.avx512.vpermi2var.ps.512";
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->vm->mod, id, NULL, 0);
+  LLVMValueRef args[3] = {LLVMConstVector(lo, 16), ix, LLVMConstVector(hi, 16)};
+  LLVMValueRef r = LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->C, id, NULL, 0), decl, args, 3, "");
+  if (e->W == 1) return LLVMBuildExtractElement(e->b, r, LLVMConstInt(i32, 0, 0), "");
+  if (e->W < 16)
+    return LLVMBuildShuffleVector(e->b, r, LLVMGetPoison(LLVMTypeOf(r)), LLVMConstVector(m, e->W), "");
+  return r;
+}
+
+/* tanh by the table above: a = min(|x|, 16) (NaN stays NaN), idx = clamp((bits(a) − bits(2^-4))
+ * >> 21, 0, 31), t = a − lo[idx], p = Horner of the interval's c6 … c0 (fused), the sign of x
+ * copied onto p (so tanh(±0) = ±0, and ±inf gives ±1 from interval 31). No division, no exp:
+ * 8 table lookups and 6 fmas, about half the latency of the exp-based form. */
+static LLVMValueRef tanh_table(em *e, LLVMValueRef x) {
+  LLVMValueRef a = fabs32(e, x);
+  a = sel(e, fcmp(e, LLVMRealOGT, a, kf(e, 16.0f)), kf(e, 16.0f), a);
+  LLVMValueRef d = isub(e, f2i(e, a), ki(e, 0x3d800000)); /* bits of 2^-4 */
+  d = sel(e, icmp(e, LLVMIntSLT, d, ki(e, 0)), ki(e, 0), d);
+  d = sel(e, icmp(e, LLVMIntSGT, d, ki(e, 31 << 21)), ki(e, 31 << 21), d);
+  LLVMValueRef idx = lshr(e, d, ki(e, 21));
+  LLVMValueRef t = sub(e, a, lookup32(e, k_tanh_tab[7], idx));
+  LLVMValueRef p = lookup32(e, k_tanh_tab[6], idx);
+  for (int k = 5; k >= 0; k--) p = fma_exact(e, p, t, lookup32(e, k_tanh_tab[k], idx));
+  return copysign32(e, p, x);
+}
+
 /* ---- tanh (fp32) ----
  * |x| < 0.625: x + x³·P(x²), deg P = 4 (Cephes tanhf); else sign(x)·(1 − 2/(e^{2|x|} + 1)) with
  * the vector exp above (e^{2|x|} = +inf gives exactly ±1). */
 static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
+  if (e->x512 && e->fma) return tanh_table(e, x);
   static const float P[] = {-5.70498872745E-3f, 2.06390887954E-2f, -5.37397155531E-2f,
                             1.33314422036E-1f, -3.33332819422E-1f};
   /* Both branches on a = |x|, the sign applied once at the end (tanh(±0) = ±0 too): the same
