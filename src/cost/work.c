@@ -89,9 +89,10 @@ typedef struct wctx {
   double sl_a, sl_b, sl_m;
   int mask_id, mask_live, mask_live_arg;
   uint8_t *snap;    /* stored[] and loaded[] before a skipped consumer (2 × nodes) */
-  /* ℓ ≥ W with X not a multiple of ℓ: the peeled tail chunk clamps the element index, so its
-   * accesses along X are gathers and scatters (lower.c, tile_loops_at part 1); tail set while
-   * costing that chunk; tsnap: stored[] and loaded[] before the consumer, and after (4 × nodes) */
+  /* ℓ ≥ W with X not a multiple of ℓ: the peeled tail chunk (lower.c, tile_loops_at part 1)
+   * masks its lanes past the row's end: the inner slice is a masked vector load/store, but no
+   * window load is used there (gathers); tail set while costing that chunk; tsnap: stored[] and
+   * loaded[] before the consumer, and after (4 × nodes) */
   int ragged, tail;
   uint8_t *tsnap;
 } wctx;
@@ -150,7 +151,7 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
 
   if (dep == 2) return 2;
   int a = n->args[last];
-  if (a < 0) return ell >= W && !w->tail ? 1 : 2; /* the inner axis slice */
+  if (a < 0) return ell >= W ? 1 : 2; /* the inner axis slice (masked in the tail chunk) */
   const xir_node *ix = &w->p->nodes[a];
   if (ell == 1 && ix->op == XIR_OP_ROOT) {
     /* the fastest root axis, when packets never wrap it (lower.c's unit_coords) */
@@ -166,7 +167,7 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
 static int access_kind(const wctx *w, const xir_node *n, int nidx) {
   int k = access_kind_base(w, n, nidx);
   int id = (int)(n - w->p->nodes);
-  if (k == 2 && n->op == XIR_OP_LOAD &&
+  if (k == 2 && n->op == XIR_OP_LOAD && !w->tail && /* the tail chunk gathers */
       xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, id, NULL))
     return xir__access_in_bounds(w->p, w->s, w->c->inner_dim, id) ? 4 : 3;
   return k;
@@ -321,7 +322,7 @@ static void live_cost(wctx *w, int root, double *a, double *b, double *m) {
 }
 
 /* The tail chunk's cost of consumer expression `root` (and of `store`'s own access): costed again
- * from the state before the consumer with the accesses along X as gathers/scatters; the state
+ * from the state before the consumer with its window loads as gathers; the state
  * after the first costing is kept. *a, *b per packet of that one chunk. */
 static void tail_cost(wctx *w, int root, const xir_node *store, double *a, double *b) {
   size_t nn = (size_t)w->p->nnodes;

@@ -499,11 +499,29 @@ static int is_half(int elem) { return elem == XIR_BF16 || elem == XIR_F16; }
 /* The elements base[off] of every lane, of a buffer of elem (f32, i64 for an i64 input buffer,
  * or bf16/f16 converted to f32 after the load): a scalar load when the offset is uniform (a splat
  * for f32, an affine stride-0 val for i64), contiguous vector loads at stride 1, else a gather. */
+static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m);
+
 static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
   int i64 = elem == XIR_I64, h = is_half(elem);
   LLVMTypeRef t = mem_type(L, elem), vt = LLVMVectorType(t, L->W);
   unsigned align = (unsigned)xir_elem_size((xir_elem)elem);
-  LLVMValueRef r[MAXK];
+  LLVMValueRef r[MAXK], tm[MAXK];
+  /* in a row's tail chunk the lanes past the row's end read nothing (the element index is not
+   * clamped there) */
+  int tail = L->ell > 1 && L->tail && !(off.aff && off.s == 0);
+  if (tail) lane_mask(L, 1, tm);
+  if (off.aff && off.s == 1 && tail) {
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
+      LLVMTypeRef tys[2] = {vt, L->ptr};
+      LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, align, 0),
+                              tm[q] ? tm[q] : LLVMConstAllOnes(L->vb), LLVMConstNull(vt)};
+      r[q] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+      if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
+    }
+    return vvec(L, r);
+  }
   if (off.aff && off.s == 0) {
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &off.u, 1, "");
     LLVMValueRef x = LLVMBuildLoad2(L->b, t, ptr, "");
@@ -528,7 +546,9 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
   for (unsigned q = 0; q < L->k; q++) {
     LLVMValueRef ptrs = LLVMBuildGEP2(L->b, t, base, &ov[q], 1, "");
     LLVMTypeRef tys[2] = {vt, vp};
-    LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, align, 0), ones, LLVMGetPoison(vt)};
+    LLVMValueRef gm = tail && tm[q] ? tm[q] : ones;
+    LLVMValueRef args[4] = {ptrs, LLVMConstInt(L->i32, align, 0), gm,
+                            tail ? LLVMConstNull(vt) : LLVMGetPoison(vt)};
     r[q] = intrinsic(L, "llvm.masked.gather", tys, 2, args, 4);
     if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
   }
@@ -908,12 +928,10 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
         L->tail = part;
         L->mask_live = nseg == 2 && seg == 0;
         L->env_set[dim] = 1;
-        if (part == 1) {
-          /* the lane's element c, clamped for loads; validity kept in env validity */
-          L->env[dim] = clamp(L, &c, N - 1);
-        } else {
-          L->env[dim] = c;
-        }
+        /* the tail chunk keeps c affine (not clamped): its loads and stores are masked to the
+         * lanes with c < N (load_elems, store_body), so contiguous accesses stay one masked
+         * vector load or store instead of a gather or scatter */
+        L->env[dim] = c;
         if (part == 1) L->inner_c = c;
         L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
         tile_loops_at(L, t, depth + 1, body, id, ud);
