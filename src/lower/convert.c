@@ -4,6 +4,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <string.h>
 
+#include "lower/vmath.h"
 #include "xir.h"
 
 /* A constant of integer/float type `t` (scalar or vector: splatted). */
@@ -26,20 +27,15 @@ static LLVMValueRef sel(LLVMBuilderRef b, LLVMValueRef c, LLVMValueRef x, LLVMVa
 }
 
 xir__cvt_target xir__cvt_host(void) {
-  xir__cvt_target t = {0, 0, 0, 0};
-  int f512 = 0, vl = 0;
+  xir__cvt_target t = {0, 0, xir__vm_host_has_fma(), xir__vm_host_has_avx512()};
   char *f = LLVMGetHostCPUFeatures();
   for (const char *p = f; p && *p;) {
     const char *c = strchr(p, ',');
     size_t len = c ? (size_t)(c - p) : strlen(p);
     if (len == 5 && !memcmp(p, "+f16c", 5)) t.f16c = 1;
     if (len == 11 && !memcmp(p, "+avx512bf16", 11)) t.avx512bf16 = 1;
-    if (len == 4 && !memcmp(p, "+fma", 4)) t.fma = 1;
-    if (len == 8 && !memcmp(p, "+avx512f", 8)) f512 = 1;
-    if (len == 9 && !memcmp(p, "+avx512vl", 9)) vl = 1;
     p = c ? c + 1 : NULL;
   }
-  t.avx512 = f512 && vl;
   LLVMDisposeMessage(f);
   return t;
 }
