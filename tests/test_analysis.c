@@ -112,8 +112,8 @@ static void test_chunk_invariant_work_is_charged_once(void **state) {
 }
 
 /* swiglu on rows of 1538 (not a multiple of 16): perm r.c addresses a[r, c] at the flattened
- * root index, so its loads are contiguous (no gather in the full-packet path, and the work counts
- * 4 bytes a lane); perm c.r is a gather. */
+ * root index, so its loads are contiguous (no gather in the full-packet path nor in the last,
+ * partial packet, and the work counts 4 bytes a lane); perm c.r is a gather. */
 static void test_contiguous_packets_across_rows(void **state) {
   (void)state;
   xir_shape s;
@@ -137,9 +137,13 @@ static void test_contiguous_packets_across_rows(void **state) {
     if (xir_compile(cc, p, &s, &rc, &k, &d)) die(&d);
     xir_kernel_info info;
     xir_kernel_get_info(k, &info);
-    /* the ragged last packet may gather; the full path loads vectors */
+    /* the full path loads vectors; the ragged last packet (5·1538 = 16·480 + 10) on contiguous
+     * buffers is a masked vector load at p0 + lane (the lin tail), on strided views it gathers */
     const char *full = strstr(info.ir_text, "load <16 x float>");
     assert_non_null(full);
+    assert_non_null(strstr(info.ir_text, "lintail"));
+    assert_non_null(strstr(info.ir_text, "@llvm.masked.load.v16f32"));
+    assert_non_null(strstr(info.ir_text, "@llvm.masked.store.v16f32"));
   }
   xir_compiler_destroy(cc);
   xir_program_free(p);

@@ -1,7 +1,8 @@
 /* bench_ext.c — external peers: a child process spoken to in line-JSON over two pipes
  * (protocol: docs/peers.md). A peer that dies or answers garbage is an error, never a hang:
- * every read waits at most 600 s. While other cases are measured a peer process is stopped
- * (SIGSTOP), so that its thread pool cannot spin on the cores the measured case uses. */
+ * every read waits at most 600 s. While other cases are measured a peer's process group (the
+ * shell, the peer and whatever it forked) is stopped (SIGSTOP), so that its thread pool cannot
+ * spin on the cores the measured case uses. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,6 +31,9 @@ xir_status ext_peer_start(const char *name, const char *command, ext_peer **out,
   pid_t pid = fork();
   if (pid < 0) return xir__err(d, XIR_ERR_RUNTIME, "fork: %s", strerror(errno));
   if (pid == 0) {
+    /* its own process group: pausing signals the group, so the peer (a child of the shell,
+     * dash does not exec the last command) and any workers it forks are stopped with it */
+    setpgid(0, 0);
     dup2(in[0], 0);
     dup2(outp[1], 1);
     close(in[0]);
@@ -39,6 +43,7 @@ xir_status ext_peer_start(const char *name, const char *command, ext_peer **out,
     execl("/bin/sh", "sh", "-c", command, (char *)NULL);
     _exit(127);
   }
+  setpgid(pid, pid); /* also here: whichever of parent and child runs first */
   close(in[0]);
   close(outp[1]);
   ext_peer *p = xir__calloc(1, sizeof *p);
@@ -93,7 +98,7 @@ xir_status ext_peer_request(ext_peer *p, const char *line, cJSON **answer, xir_d
 
 void ext_peer_pause(ext_peer *p, int paused) {
   if (p && p->paused != paused) {
-    kill(p->pid, paused ? SIGSTOP : SIGCONT);
+    kill(-p->pid, paused ? SIGSTOP : SIGCONT); /* the whole process group (ext_peer_start) */
     p->paused = paused;
   }
 }
@@ -110,7 +115,7 @@ void ext_peer_stop(ext_peer *p) {
     if (waitpid(p->pid, &status, WNOHANG) == p->pid) goto done;
     usleep(100000);
   }
-  kill(p->pid, SIGKILL);
+  kill(-p->pid, SIGKILL);
   waitpid(p->pid, &status, 0);
 done:
   xir__free(p);

@@ -6,6 +6,7 @@
  *                                                       ℓ > W: one root program over ℓ/W packets
  *         full unit?  ── yes ─► body, mask-free       (full-packet path)
  *                     └─ no ──► body, masked           (inactive lanes clamped, stores masked)
+ *                               or ℓ = 1, lin tail       (unclamped, loads and stores masked)
  *     body: values in SSA order; a rank-0 value is computed once per unit; a tile value is
  *           computed pointwise inside the loop nest of each consumer (reduce or store) — no tile
  *           is stored, except the tile results of reductions of 2-D tiles (a small scratch).
@@ -69,6 +70,8 @@ typedef struct lw {
   int use_cstride;         /* this unit's addresses use the contiguous strides (lin path) */
   int nowrap;              /* this unit's innermost root coordinate does not wrap (run-time check) */
   int lin_ok;              /* the root extents inside the outermost are compile-time */
+  int lin_tail;            /* ℓ = 1, the last unit: root programs unclamped, every vector load
+                            * and store masked to the lanes whose root program exists */
   LLVMValueRef buf[XIR_MAX_PARAMS], scal[XIR_MAX_PARAMS];
   /* per unit */
   int full;
@@ -395,10 +398,11 @@ static void unit_coords(lw *L) {
     ivecs(L, &rp, v);
     for (unsigned q = 0; q < L->k; q++) {
       r[q] = LLVMBuildICmp(L->b, LLVMIntSLT, v[q], pv, "");
-      v[q] = LLVMBuildSelect(L->b, r[q], v[q], splat(L, LLVMBuildSub(L->b, L->Pv, ci64(L, 1), "")), "");
+      if (!L->lin_tail)
+        v[q] = LLVMBuildSelect(L->b, r[q], v[q], splat(L, LLVMBuildSub(L->b, L->Pv, ci64(L, 1), "")), "");
     }
     L->active = vvec(L, r);
-    rp = vvec(L, v);
+    if (!L->lin_tail) rp = vvec(L, v); /* else rp stays p0 + lane: its loads are masked */
   } else {
     memset(&L->active, 0, sizeof L->active);
   }
@@ -423,7 +427,7 @@ static void unit_coords(lw *L) {
   }
   /* ℓ = 1, full unit: the root program index is p0 + lane = Σ flat_stride[a]·coord[a], so a
    * coordinate that is a vector is also a linear form (see access_offset). */
-  if (ell == 1 && L->full && L->lin_ok) {
+  if (ell == 1 && (L->full || L->lin_tail) && L->lin_ok) {
     int64_t S = 1;
     for (int i = p->nroot - 1; i >= 0; i--) {
       int axis = L->c->perm[i];
@@ -507,8 +511,8 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
   unsigned align = (unsigned)xir_elem_size((xir_elem)elem);
   LLVMValueRef r[MAXK], tm[MAXK];
   /* in a row's tail chunk the lanes past the row's end read nothing (the element index is not
-   * clamped there) */
-  int tail = L->ell > 1 && L->tail && !(off.aff && off.s == 0);
+   * clamped there), nor do the lanes past the last root program in the lin tail unit */
+  int tail = ((L->ell > 1 && L->tail) || L->lin_tail) && !(off.aff && off.s == 0);
   if (tail) lane_mask(L, 1, tm);
   if (off.aff && off.s == 1 && tail) {
     for (unsigned q = 0; q < L->k; q++) {
@@ -1420,18 +1424,21 @@ static void load_dims(lw *L, LLVMValueRef args) {
 }
 
 /* Emits one unit in a mode: full (all root programs exist), nowrap (and its innermost root
- * coordinate does not wrap), lin (full, contiguous buffers: addresses may use the flattened
- * row-major index across rows) — or the masked path (none of them). */
+ * coordinate does not wrap), lin (contiguous buffers: addresses may use the flattened row-major
+ * index across rows) — or the masked path (none of them). lin_tail (ℓ = 1, not full): the last
+ * unit with the root program index p0 + lane unclamped, every vector load and store masked to the
+ * lanes below P, so that contiguous accesses stay masked vector loads and stores. */
 static void emit_mode(lw *L, LLVMBasicBlockRef bb, LLVMBasicBlockRef next, int full, int nowrap,
-                      int lin) {
+                      int lin, int lin_tail) {
   LLVMPositionBuilderAtEnd(L->b, bb);
   L->full = full;
   L->nowrap = nowrap;
   L->lin_ok = lin;
   L->use_cstride = lin;
+  L->lin_tail = lin_tail;
   emit_unit(L);
   LLVMBuildBr(L->b, next);
-  L->full = L->nowrap = L->lin_ok = L->use_cstride = 0;
+  L->full = L->nowrap = L->lin_ok = L->use_cstride = L->lin_tail = 0;
 }
 
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
@@ -1556,12 +1563,27 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   int ed = p->nroot > 0 ? p->root[c->perm[p->nroot - 1]].dim : -1;
   int multi = L.ell == 1 && p->nroot >= 2 && !(is_fixed(&L, ed) && dimc(&L, ed) % L.W == 0);
   int use_lin = multi && inner_fixed;
-  int need_masked = (L.ell < L.W && (!all_root_fixed || c->ragged_packets)) || multi;
-  LLVMBasicBlockRef after_full = live;
-  if (L.ell < L.W && (!all_root_fixed || c->ragged_packets)) {
+  int partial = L.ell < L.W && (!all_root_fixed || c->ragged_packets);
+  /* the last, partial unit with ℓ = 1 of one root axis, or of several on the lin path (under
+   * the contiguity check): masked vector loads and stores at p0 + lane (lin_tail) */
+  int lin_tail = partial && L.ell == 1 && (p->nroot == 1 || use_lin);
+  int need_masked = (partial && !(lin_tail && p->nroot == 1)) || multi;
+  LLVMBasicBlockRef after_full = live, tailb = NULL;
+  if (partial) {
     LLVMValueRef end = LLVMBuildAdd(L.b, L.p0, ci64(&L, rp_per_unit), "");
     after_full = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "isfull");
-    LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, end, L.Pv, ""), after_full, maskb);
+    LLVMBasicBlockRef notfull = maskb;
+    if (lin_tail) {
+      tailb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "lintail");
+      notfull = tailb;
+      if (use_lin) {
+        notfull = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "partial");
+        LLVMPositionBuilderAtEnd(L.b, notfull);
+        LLVMBuildCondBr(L.b, L.contig_flag, tailb, maskb);
+        LLVMPositionBuilderAtEnd(L.b, live);
+      }
+    }
+    LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, end, L.Pv, ""), after_full, notfull);
     LLVMPositionBuilderAtEnd(L.b, after_full);
   }
   LLVMBasicBlockRef nowrapb = NULL;
@@ -1578,10 +1600,11 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   if (use_lin) LLVMBuildCondBr(L.b, L.contig_flag, fullb, maskb);
   else if (multi) LLVMBuildBr(L.b, maskb);
   else LLVMBuildBr(L.b, fullb);
-  if (!multi || use_lin) emit_mode(&L, fullb, next, 1, 0, use_lin);
+  if (!multi || use_lin) emit_mode(&L, fullb, next, 1, 0, use_lin, 0);
   else LLVMDeleteBasicBlock(fullb);
-  if (nowrapb) emit_mode(&L, nowrapb, next, 1, 1, 0);
-  if (need_masked) emit_mode(&L, maskb, next, 0, 0, 0);
+  if (nowrapb) emit_mode(&L, nowrapb, next, 1, 1, 0, 0);
+  if (tailb) emit_mode(&L, tailb, next, 0, 0, use_lin, 1);
+  if (need_masked) emit_mode(&L, maskb, next, 0, 0, 0, 0);
   else LLVMDeleteBasicBlock(maskb);
   LLVMPositionBuilderAtEnd(L.b, next);
   loop_end(&L, &un);
