@@ -266,7 +266,8 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
                            xir__jit_has_feature(cc->jit, "avx512bf16"),
                            xir__jit_has_feature(cc->jit, "fma"),
                            xir__jit_has_feature(cc->jit, "avx512f") &&
-                               xir__jit_has_feature(cc->jit, "avx512vl")};
+                               xir__jit_has_feature(cc->jit, "avx512vl"),
+                           xir__jit_has_feature(cc->jit, "avx512dq")};
     if ((s = xir__lower_for(p, &canon, &legal, &cvt, m.mod, entry, d))) {
       xir__jit_module_dispose(&m);
       goto fail;

@@ -27,13 +27,14 @@ static LLVMValueRef sel(LLVMBuilderRef b, LLVMValueRef c, LLVMValueRef x, LLVMVa
 }
 
 xir__cvt_target xir__cvt_host(void) {
-  xir__cvt_target t = {0, 0, xir__vm_host_has_fma(), xir__vm_host_has_avx512()};
+  xir__cvt_target t = {0, 0, xir__vm_host_has_fma(), xir__vm_host_has_avx512(), 0};
   char *f = LLVMGetHostCPUFeatures();
   for (const char *p = f; p && *p;) {
     const char *c = strchr(p, ',');
     size_t len = c ? (size_t)(c - p) : strlen(p);
     if (len == 5 && !memcmp(p, "+f16c", 5)) t.f16c = 1;
     if (len == 11 && !memcmp(p, "+avx512bf16", 11)) t.avx512bf16 = 1;
+    if (len == 9 && !memcmp(p, "+avx512dq", 9)) t.avx512dq = 1;
     p = c ? c + 1 : NULL;
   }
   LLVMDisposeMessage(f);
@@ -146,11 +147,22 @@ LLVMValueRef xir__cvt_from_f32(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt
     hw = LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, x, shaped(xt, LLVMBFloatTypeInContext(ctx)), ""),
                           i16, "");
   }
-  /* llvm.is.fpclass(x, subnormal): one vfpclassps on AVX-512 */
-  unsigned cid = LLVMLookupIntrinsicID("llvm.is.fpclass", 15);
-  LLVMValueRef cf = LLVMGetIntrinsicDeclaration(mod, cid, &xt, 1);
-  LLVMValueRef cargs[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(ctx), 0x90, 0)};
-  LLVMValueRef sub = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, cid, &xt, 1), cf, cargs, 2, "");
+  /* is some lane an f32 subnormal? llvm.is.fpclass(x, 0x90) becomes three integer operations on
+   * x86 (and, sub, unsigned compare); vfpclassps (imm 0x20: denormal) is one, where the target
+   * has AVX512DQ (bf16 swiglu 16x4096 on one thread: 0.399 -> 0.381 ns per element) */
+  LLVMValueRef sub;
+  if (t->avx512dq && (lanes == 16 || lanes == 8)) {
+    const char *name = lanes == 16 ? "llvm.x86.avx512.fpclass.ps.512" : "llvm.x86.avx512.fpclass.ps.256";
+    unsigned fid = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef ff = LLVMGetIntrinsicDeclaration(mod, fid, NULL, 0);
+    LLVMValueRef fa[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(ctx), 0x20, 0)};
+    sub = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, fid, NULL, 0), ff, fa, 2, "");
+  } else {
+    unsigned cid = LLVMLookupIntrinsicID("llvm.is.fpclass", 15);
+    LLVMValueRef cf = LLVMGetIntrinsicDeclaration(mod, cid, &xt, 1);
+    LLVMValueRef cargs[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(ctx), 0x90, 0)};
+    sub = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, cid, &xt, 1), cf, cargs, 2, "");
+  }
   if (LLVMGetTypeKind(xt) == LLVMVectorTypeKind) {
     LLVMTypeRef st = LLVMTypeOf(sub);
     unsigned id = LLVMLookupIntrinsicID("llvm.vector.reduce.or", 21);

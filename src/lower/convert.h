@@ -4,8 +4,9 @@
  * Where the target has them the conversions are the hardware's: F16C (vcvtph2ps / vcvtps2ph,
  * through LLVM's fpext/fptrunc on half vectors) and AVX512_BF16 (vcvtneps2bf16, through fptrunc
  * to bfloat). vcvtneps2bf16 flushes f32 subnormal inputs to zero, which IEEE rounding does not:
- * a store takes the hardware result unless some lane holds an f32 subnormal, and then the exact
- * integer path for that packet (a branch that is almost never taken). Elsewhere the
+ * a store takes the hardware result unless some lane holds an f32 subnormal (vfpclassps where
+ * the target has AVX512DQ), and then the exact integer path for that packet (a branch that is
+ * almost never taken). Elsewhere the
  * conversions are integer bit operations, identical to half.h. bf16 -> f32 is a shift on every
  * target (LLVM's own lowering of fpext from bfloat). */
 #ifndef XIR_LOWER_CONVERT_H
@@ -19,6 +20,7 @@ typedef struct xir__cvt_target {
   int avx512bf16;  /* vcvtneps2bf16 */
   int fma;         /* vfmadd: the vector math's FMA variant (xir__vm_set_fma) */
   int avx512;      /* AVX-512F + VL: vscalefps in the vector math (xir__vm_set_avx512) */
+  int avx512dq;    /* vfpclassps: the bf16 store's subnormal test in one instruction */
 } xir__cvt_target;
 
 /* The host's capabilities (what the JIT targets by default). */

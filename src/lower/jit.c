@@ -120,8 +120,8 @@ int xir__jit_has_feature(const xir__jit *jit, const char *name) {
     for (size_t i = 0; i < XIR_ARRAY_LEN(bf16); i++) has |= !strcmp(bf16[i], jit->cpu);
   if (known && !strcmp(name, "fma")) /* Haswell and Zen on; not Sandy/Ivy Bridge */
     has = known_w >= 8 && strcmp(jit->cpu, "sandybridge") && strcmp(jit->cpu, "ivybridge");
-  if (known && (!strcmp(name, "avx512f") || !strcmp(name, "avx512vl")))
-    has = known_w >= 16; /* every 16-wide name above has both */
+  if (known && (!strcmp(name, "avx512f") || !strcmp(name, "avx512vl") || !strcmp(name, "avx512dq")))
+    has = known_w >= 16; /* every 16-wide name above has all three */
   size_t n = strlen(name);
   for (const char *p = jit->features; p && *p;) {
     const char *e = strchr(p, ',');

@@ -76,10 +76,11 @@ const char *xir__jit_triple(const xir__jit *jit);
 const char *xir__jit_pipeline(const xir__jit *jit);
 int xir__jit_codegen_level(const xir__jit *jit);     /* 0..3 */
 
-/* 1 when the JIT's target has CPU feature `name` ("f16c", "avx512bf16"; LLVM's spelling): the
- * host's features by default; for a forced CPU, that CPU's (known for the names above: x86-64,
- * x86-64-v2, nehalem, westmere and sandybridge lack f16c; cooperlake, sapphirerapids and znver4
- * have avx512bf16), then the forced feature string's +name/-name items in order (avx512f implies
+/* 1 when the JIT's target has CPU feature `name` ("f16c", "avx512bf16", "fma", "avx512f",
+ * "avx512vl", "avx512dq"; LLVM's spelling): the host's features by default; for a forced CPU,
+ * that CPU's (known for the names above: x86-64, x86-64-v2, nehalem, westmere and sandybridge
+ * lack f16c; cooperlake, sapphirerapids and znver4 have avx512bf16; every 16-wide name has
+ * avx512f, vl and dq; fma from Haswell and Zen on), then the forced feature string's +name/-name items in order (avx512f implies
  * f16c). 0 when unsure: callers use it to choose hardware instructions that have an exact
  * software equivalent. */
 int xir__jit_has_feature(const xir__jit *jit, const char *name);
