@@ -89,6 +89,7 @@ typedef struct lw {
   val *memo;
   unsigned *memo_gen;
   unsigned gen;
+  unsigned ugen;           /* generations of side evaluations (perm_load), never equal to gen */
   LLVMValueRef *scratch;   /* per node: materialized tile reduce results */
   /* Expensive tile values used by several consumers are computed once per unit: the first
    * consumer loop stores them (one vector per chunk and packet), the later ones load them. */
@@ -567,6 +568,45 @@ static int type_has(const xir_type *t, int dim) {
   return 0;
 }
 
+/* The chunk-level test of a local window pattern pt (perm_load): with c0 the chunk's first element
+ * (t·ℓ) and r0 = c0 mod P, lane c = qW + i of the chunk reads the offset of lane 0 plus
+ * pi[q][i] − pi[0][0] exactly when tab[(r0 + c) mod P] − tab[r0] + A·c = pi[q][i] − pi[0][0], a
+ * property of r0 alone (and of no clamp, the caller checked the bounds). Emits r0 ≤ T when the good residues
+ * among the reachable ones are those up to T, else a 64-bit mask test for P ≤ 64; NULL when
+ * neither applies (the caller compares the lanes' offsets). */
+static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt, int64_t pi[][16]) {
+  int P = pt->P;
+  uint64_t ell = L->ell;
+  uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+  memset(reach, 0, sizeof reach);
+  for (int64_t t = 0; t < P; t++) reach[(int64_t)((uint64_t)t * ell % (uint64_t)P)] = 1;
+  int64_t T = -1, bad_lo = P;
+  for (int r = 0; r < P; r++) {
+    good[r] = 0;
+    if (!reach[r]) continue;
+    int ok = 1;
+    for (unsigned q = 0; q < L->k && ok; q++)
+      for (unsigned i = 0; i < L->W && ok; i++) {
+        int64_t c = (int64_t)(q * L->W + i);
+        ok = pt->tab[(r + c) % P] - pt->tab[r] + pt->A * c == pi[q][i] - pi[0][0];
+      }
+    good[r] = (uint8_t)ok;
+    if (ok && r > T) T = r;
+    if (!ok && r < bad_lo) bad_lo = r;
+  }
+  if (T < 0) return NULL;
+  LLVMValueRef c0 = L->env[L->c->inner_dim].u;
+  LLVMValueRef r0 = LLVMBuildURem(L->b, c0, ci64(L, P), "");
+  if (T < bad_lo) /* good exactly below the first bad residue, and none good above */
+    return LLVMBuildICmp(L->b, LLVMIntULE, r0, ci64(L, T), "perm.ok");
+  if (P > 64) return NULL;
+  uint64_t mask = 0;
+  for (int r = 0; r < P; r++)
+    if (good[r]) mask |= 1ull << r;
+  LLVMValueRef bit = LLVMBuildAnd(L->b, LLVMBuildLShr(L->b, ci64(L, (int64_t)mask), r0, ""), ci64(L, 1), "");
+  return LLVMBuildICmp(L->b, LLVMIntNE, bit, ci64(L, 0), "perm.ok");
+}
+
 /* A gather whose lanes are a fixed permutation of a window of W consecutive elements (RoPE's pair
  * swap x[r, c + 1 - 2·(c % 2)], a table row read twice per pair): a masked contiguous load and a
  * shuffle, taken only when the run-time offsets are exactly base + pi in every packet (a clamped
@@ -588,23 +628,49 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   ivecs(L, off, ov);
   /* No index is ever clamped differently across lanes: the offsets are exactly U + pi, so the
    * window load needs no run-time check (and no gather path). */
-  int exact = periodic && xir__access_in_bounds(L->p, L->sh, X, id);
+  int exact = xir__access_in_bounds(L->p, L->sh, X, id);
   /* ...and only when the element index enters the innermost (unit-stride) index alone: an outer
    * index varying along X would be scaled by a run-time stride the pattern does not know */
   for (int kd = 0; kd + 1 < n->nargs && exact; kd++)
     exact = n->args[kd] >= 0 && L->period && L->period[n->args[kd]] == 1;
+  /* A local pattern under the same conditions holds in a chunk exactly when its first element's
+   * residue r0 = c0 mod P is a good one (the offsets are u + A·c + tab[c mod P]): a scalar test
+   * instead of comparing every lane's offset (rope_cache at HD = 100, l = 16: the chunks that
+   * cross a head take the gather). */
+  LLVMValueRef scalar_ok = NULL;
+  if (exact && !periodic) {
+    exact = 0;
+    scalar_ok = local_pattern_test(L, &pt, pi);
+  }
+  LLVMValueRef u0 = NULL;
+  if (scalar_ok) {
+    /* lane 0's offset as a scalar: the access evaluated with the element index uniform (c0 in
+     * every lane), in a generation of its own so that no vector value is reused or overwritten
+     * for the current one; the lanes' offset vector is then needed by the gather only */
+    val saved = L->env[X];
+    unsigned g = L->gen;
+    L->env[X] = vaff(saved.u, 0);
+    L->gen = L->ugen++;
+    val o0 = access_offset(L, n, n->nargs);
+    L->env[X] = saved;
+    L->gen = g;
+    if (o0.aff && o0.s == 0) u0 = LLVMBuildSub(L->b, o0.u, ci64(L, pi[0][0]), "");
+  }
   LLVMTypeRef rty = LLVMVectorType(L->i1, L->W);
   for (unsigned q = 0; q < L->k; q++) {
     LLVMValueRef e[16];
     for (unsigned i = 0; i < L->W; i++) e[i] = ci64(L, pi[q][i]);
-    U[q] = LLVMBuildSub(L->b, LLVMBuildExtractElement(L->b, ov[q], LLVMConstInt(L->i32, 0, 0), ""),
-                        ci64(L, pi[q][0]), "");
-    if (exact) continue;
+    /* offsets U[q] + pi[q][i]: with u0 the same base for every packet (the test above) */
+    U[q] = u0 ? u0
+              : LLVMBuildSub(L->b, LLVMBuildExtractElement(L->b, ov[q], LLVMConstInt(L->i32, 0, 0), ""),
+                             ci64(L, pi[q][0]), "");
+    if (exact || scalar_ok) continue;
     LLVMValueRef want = LLVMBuildAdd(L->b, splat(L, U[q]), LLVMConstVector(e, L->W), "");
     LLVMValueRef eq = LLVMBuildICmp(L->b, LLVMIntEQ, ov[q], want, "");
     LLVMValueRef r = intrinsic(L, "llvm.vector.reduce.and", &rty, 1, &eq, 1);
     all = all ? LLVMBuildAnd(L->b, all, r, "") : r;
   }
+  if (scalar_ok) all = scalar_ok;
   LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.fast");
   LLVMBasicBlockRef slow = exact ? NULL : LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.gather");
   LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.join");
@@ -1491,6 +1557,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
   }
   L.nest_dim = -1;
+  L.ugen = 1u << 31;
   xir_status st = XIR_OK;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
       !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || (c->local > 1 && !L.period)) {
