@@ -118,7 +118,10 @@ xir_status xir_session_prepare(xir_session *s, const xir_program *p, const xir_s
  * session), XIR_ERR_UNSUPPORTED (strides native code cannot take: a non-unit innermost stride,
  * overlapping rows; an in-place launch the kernel does not allow; see xir_kernel_pack_launch),
  * XIR_ERR_BUSY (a nested pool submission). Row strides (xir_arg.row_stride / strides) are
- * accepted as for xir_kernel_pack_launch. */
+ * accepted as for xir_kernel_pack_launch. With the calibrated service model, a kernel whose plan
+ * has both a pool and a calling-thread grain of its candidate within a factor of 4 in cost runs
+ * each launch on the one that measures faster (the same code and bits; docs/planner.md, "The
+ * service at launch time"). */
 xir_status xir_session_launch(xir_session *s, const xir_prepared *k, const xir_arg *args,
                               int nargs, xir_diag *d);
 

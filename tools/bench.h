@@ -8,6 +8,7 @@
 #include "check/check.h"
 #include "xir_compile.h"
 #include "xir_plan.h"
+#include "session/choice.h"
 #include "xir_runtime.h"
 
 /* What a case runs: xir, an in-process C peer, an external peer, or the streaming probe. */
@@ -33,8 +34,9 @@ typedef struct bcase {
   /* xir */
   const xir_kernel *k;
   uint64_t slots[XIR_MAX_ARG_SLOTS];
-  uint32_t grain;
+  uint32_t grain;    /* the plan's (or the fixed configuration's) grain */
   uint32_t workers;  /* workers the launches may use */
+  xir__choice choice; /* `default`: pool or caller per batch, as xir_session_launch per launch */
   char cand[160];
   char impl[24];
   xir_batch *batch;

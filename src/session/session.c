@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "session/choice.h"
 #include "util/sha256.h"
 #include "util/util.h"
 #include "xir_session.h"
@@ -32,6 +33,7 @@ struct xir_prepared {
   uint64_t blocks;
   size_t args_size;
   uint32_t grain, workers;
+  xir__choice choice; /* pool or caller at each launch (session/choice.h) */
   int nparams;
   int nrequired; /* parameters before the trailing run of defaulted scalars */
   xir_prepared *next; /* hash chain */
@@ -300,6 +302,10 @@ static xir_status make_prepared(xir_session *s, const xir_program *p, const xir_
   k->args_size = xir_kernel_args_size(k->kernel);
   k->grain = k->plan->entries[0].work.grain;
   k->workers = k->plan->entries[0].work.workers;
+  /* the calibrated service model's costs are ns: only then choose at launch time */
+  xir__choice_init(&k->choice, k->plan,
+                   s->po.coefficients && !s->po.policy &&
+                       s->po.coefficients == xir_service_coefficients());
   k->nparams = xir_program_num_params(p);
   k->nrequired = k->nparams;
   for (int i = k->nparams - 1; i >= 0; i--) {
@@ -406,8 +412,12 @@ xir_status xir_session_launch(xir_session *s, const xir_prepared *k, const xir_a
     return xir__err(d, XIR_ERR_NOMEM, "out of memory (argument slots)");
   xir_status st = xir_kernel_pack_args(k->kernel, args, slots, d);
   if (!st) {
-    st = xir_runtime_launch(s->rt, (xir_block_fn)k->entry, slots, k->blocks, k->grain,
-                            k->workers, NULL, d);
+    xir__choice *ch = (xir__choice *)&k->choice;
+    int service, timed;
+    uint32_t g = xir__choice_next(ch, &service, &timed);
+    double t0 = timed ? xir__now_ns() : 0;
+    st = xir_runtime_launch(s->rt, (xir_block_fn)k->entry, slots, k->blocks, g, k->workers, NULL, d);
+    if (timed && !st) xir__choice_note(ch, service, xir__now_ns() - t0);
     atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed);
   }
   if (slots != local) xir__free(slots);
@@ -521,6 +531,14 @@ xir_status xir_prepared_explain(const xir_prepared *k, char **text, xir_diag *d)
             xir_program_name(p), shape, k->workers, name, g,
             xir_impl_kind_name(pl->entries[0].work.kind), pl->entries[0].cost.total, pl->count,
             pl->nrejected);
+  if (k->choice.adaptive) {
+    char gp[24], gc[24];
+    grain_text(k->choice.grain[0], gp, sizeof gp);
+    grain_text(k->choice.grain[1], gc, sizeof gc);
+    sb_printf(&b, "at launch time: the pool (G=%s, measured %.4g ns per launch so far) or the "
+              "calling thread (G=%s, %.4g ns), whichever measures faster (-1: not measured yet)\n",
+              gp, xir__choice_average(&k->choice, 0), gc, xir__choice_average(&k->choice, 1));
+  }
   sb_printf(&b, "%4s %-28s %4s %-12s %7s %6s %6s %3s %7s", "rank", "candidate", "G", "impl", "Q",
             "L", "C", "h", "critQ");
   for (int t = 0; t < XIR_TERM_COUNT; t++) sb_printf(&b, " %10s", xir_cost_term_name(t));

@@ -1,0 +1,75 @@
+/* choice.c — the service choice at launch time (choice.h). */
+#include "session/choice.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { XIR__CHOICE_PERIOD = 256, XIR__CHOICE_RUN = 8 };
+
+/* The plan copies one candidate into each of its grains' entries: equal bytes, equal mapping. */
+static int same_candidate(const xir_candidate *a, const xir_candidate *b) {
+  return !memcmp(a, b, sizeof *a);
+}
+
+void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated) {
+  memset(c, 0, sizeof *c);
+  atomic_init(&c->n, 0);
+  atomic_init(&c->ns_bits[0], 0);
+  atomic_init(&c->ns_bits[1], 0);
+  if (!plan || !plan->count) return;
+  const xir_plan_entry *e0 = &plan->entries[0];
+  c->plan_grain = e0->work.grain;
+  c->plan_service = e0->work.active >= 2 ? 0 : 1;
+  if (!calibrated) return;
+  double t[2] = {INFINITY, INFINITY};
+  for (size_t i = 0; i < plan->count; i++) { /* ranked: the first of each kind is its best */
+    const xir_plan_entry *e = &plan->entries[i];
+    int k = e->work.active >= 2 ? 0 : 1;
+    if (isinf(t[k]) && same_candidate(&e->cand, &e0->cand)) {
+      t[k] = e->cost.total;
+      c->grain[k] = e->work.grain;
+    }
+  }
+  c->adaptive = isfinite(t[0]) && isfinite(t[1]) && t[0] < 4 * t[1] && t[1] < 4 * t[0];
+}
+
+double xir__choice_average(const xir__choice *c, int service) {
+  uint64_t b = atomic_load_explicit(&((xir__choice *)c)->ns_bits[service & 1], memory_order_relaxed);
+  if (!b) return -1;
+  double v;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
+  *timed = 0;
+  if (!c->adaptive) {
+    *service = c->plan_service;
+    return c->plan_grain;
+  }
+  uint64_t n = atomic_fetch_add_explicit(&c->n, 1, memory_order_relaxed);
+  double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
+  int best = p >= 0 && q >= 0 ? (p <= q ? 0 : 1) : c->plan_service;
+  /* Explorations are runs of XIR__CHOICE_RUN launches on the other service, timed in their
+   * second half only: a service's first launches after a switch pay for moving the data
+   * between the cores' caches, which its steady state does not. The same holds after a run. */
+  uint64_t ph = n % XIR__CHOICE_PERIOD, run = XIR__CHOICE_RUN;
+  int explore = ph >= XIR__CHOICE_PERIOD - run;
+  int s = explore ? !best : best;
+  *service = s;
+  *timed = explore ? ph >= XIR__CHOICE_PERIOD - run / 2 : ph >= run && ph % 4 == 0;
+  return c->grain[s];
+}
+
+void xir__choice_note(xir__choice *c, int service, double ns) {
+  if (!(ns > 0) || !isfinite(ns)) return;
+  double prev = xir__choice_average(c, service);
+  /* interference only adds time: a faster sample is taken at once, a slower one moves the
+   * estimate by 1/16 of the difference (at most 1/16 of the estimate), so a descheduled launch
+   * does not decide, and a lasting change is followed within some tens of samples */
+  double v = ns;
+  if (prev > 0 && ns > prev) v = prev + (ns - prev < prev ? ns - prev : prev) / 16;
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  atomic_store_explicit(&c->ns_bits[service & 1], b, memory_order_relaxed);
+}

@@ -1,0 +1,47 @@
+/* choice.h — the service choice at launch time (internal; used by the session and the bench).
+ *
+ * The plan chooses between the pool and the calling thread with the calibrated service model,
+ * measured once. On a virtual machine what a 2-worker launch costs over its work can change
+ * several-fold within minutes (2026-12-01 here: waking a spinning worker took 0.2 µs, then 0.9 µs
+ * for minutes, then 0.2 again), and for a launch of a few microseconds that decides which
+ * service is faster. So a prepared kernel whose plan has both a pool entry and a caller entry of
+ * its chosen candidate (the same code: the grain never changes it), with model times within a
+ * factor of 4 of each other, measures both: of every 256 launches, 8 in a row run on the other
+ * service (the last 4 of them timed: the first ones after a switch pay for moving data between
+ * the cores' caches), one in four of the others is timed, and the launches run on the service
+ * whose average time per launch is lower (the plan's until both have one). Outputs do not
+ * depend on the choice. */
+#ifndef XIR_SESSION_CHOICE_H
+#define XIR_SESSION_CHOICE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "xir_plan.h"
+
+typedef struct xir__choice {
+  uint32_t grain[2];          /* [0] the pool entry's G, [1] the caller entry's */
+  uint32_t plan_grain;        /* entries[0]'s G */
+  int plan_service;           /* 0 pool, 1 caller: entries[0]'s */
+  int adaptive;               /* 0: always plan_grain */
+  _Atomic uint64_t n;         /* launches so far */
+  _Atomic uint64_t ns_bits[2]; /* average ns per launch of each service (double bits; 0 = none) */
+} xir__choice;
+
+/* From a plan: adaptive when the costs are the calibrated model's (ns), and entries[0]'s
+ * candidate has entries of both kinds whose totals are within a factor of 4. */
+void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated);
+
+/* The grain of the next launch; *service (0 pool, 1 caller) and *timed: whether the caller should
+ * time it and report with xir__choice_note. Thread-safe. */
+uint32_t xir__choice_next(xir__choice *c, int *service, int *timed);
+
+/* A measured time per launch of a service: a faster sample replaces the estimate, a slower one
+ * raises it by 1/16 of the difference (at most 1/16 of the estimate). Thread-safe; concurrent
+ * notes may drop one. */
+void xir__choice_note(xir__choice *c, int service, double ns);
+
+/* The average so far of a service, or -1. */
+double xir__choice_average(const xir__choice *c, int service);
+
+#endif

@@ -1,0 +1,155 @@
+/* test_choice.c — the service choice at launch time (src/session/choice.h): which plans get
+ * one, which service it launches on as measurements arrive, how often it explores the other,
+ * how a slow outlier is damped, and that a session's outputs are the same bits whichever
+ * service runs a launch. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "session/choice.h"
+#include "xir_session.h"
+
+static void die(const xir_diag *d) { fail_msg("%s", d->msg); }
+
+/* A plan of swiglu 1x4096 on 2 workers with ns-like coefficients (activation 200 ns) and the
+ * grain searched: it has pool and caller entries of its first candidate. */
+static xir_plan *small_plan(void) {
+  xir_program *p;
+  xir_shape s;
+  xir_diag d;
+  if (xir_kernel_load("swiglu", &p, &d) || xir_shape_parse(p, "R=1,C=4096", &s, &d)) die(&d);
+  xir_calibration cal = {.ns_per_arith = 0.03, .ns_per_byte = 0.008, .ns_per_block = 0.24,
+                         .ns_per_task = 1, .ns_activation = 200, .ns_per_math = 0.14};
+  xir_cost_coefficients c;
+  xir_cost_coefficients_from_calibration(&cal, &c);
+  xir_plan_options o;
+  xir_plan_options_base(&o);
+  o.local_lanes = 0;
+  o.search_task_grain = 1;
+  o.workers = 2;
+  o.coefficients = &c;
+  xir_plan *pl;
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  xir_program_free(p);
+  return pl;
+}
+
+static void test_adaptive_only_for_ns_costs_with_both_services(void **state) {
+  (void)state;
+  xir_plan *pl = small_plan();
+  xir__choice c;
+  xir__choice_init(&c, pl, 0);
+  assert_false(c.adaptive); /* priors or a custom policy: not ns */
+  int s, t;
+  assert_int_equal(xir__choice_next(&c, &s, &t), pl->entries[0].work.grain);
+  assert_false(t);
+  xir__choice_init(&c, pl, 1);
+  assert_true(c.adaptive);
+  assert_true(c.grain[1] == UINT32_MAX || c.grain[1] >= pl->entries[0].work.blocks);
+  assert_true(c.grain[0] < pl->entries[0].work.blocks);
+  assert_int_equal(c.plan_service, pl->entries[0].work.active >= 2 ? 0 : 1);
+  xir_plan_free(pl);
+}
+
+/* Counts the services of `n` launches, noting pool_ns / caller_ns for the timed ones. */
+static void drive(xir__choice *c, int n, double pool_ns, double caller_ns, int *count) {
+  count[0] = count[1] = 0;
+  for (int i = 0; i < n; i++) {
+    int s, t;
+    uint32_t g = xir__choice_next(c, &s, &t);
+    assert_int_equal(g, c->grain[s]);
+    count[s]++;
+    if (t) xir__choice_note(c, s, s == 0 ? pool_ns : caller_ns);
+  }
+}
+
+static void test_follows_the_faster_service_and_explores(void **state) {
+  (void)state;
+  xir_plan *pl = small_plan();
+  xir__choice c;
+  xir__choice_init(&c, pl, 1);
+  int k[2];
+  /* the caller path measures faster: after the first exploration of it, it runs nearly all */
+  drive(&c, 4096, 900, 600, k);
+  assert_true(k[1] > 3600); /* the plan's service until launch 248, then 8 in 256 explore */
+  assert_true(k[0] >= 4096 / 256 * 8 - 8); /* explorations of the pool continue */
+  assert_true(xir__choice_average(&c, 1) == 600);
+  /* the machine changes: the pool is now faster; within a few periods the choice follows */
+  drive(&c, 4096, 300, 600, k);
+  assert_true(k[0] > 3000);
+  drive(&c, 2560, 300, 600, k);
+  assert_int_equal(k[1], 2560 / 256 * 8); /* steady state: only the explorations */
+  xir_plan_free(pl);
+}
+
+static void test_a_slow_outlier_does_not_decide(void **state) {
+  (void)state;
+  xir_plan *pl = small_plan();
+  xir__choice c;
+  xir__choice_init(&c, pl, 1);
+  xir__choice_note(&c, 0, 500);
+  xir__choice_note(&c, 1, 700);
+  xir__choice_note(&c, 0, 1e6); /* a descheduled launch */
+  assert_true(xir__choice_average(&c, 0) <= 500 * (1 + 1.0 / 16) + 1e-9);
+  xir__choice_note(&c, 0, 450); /* faster: taken at once */
+  assert_true(xir__choice_average(&c, 0) == 450);
+  xir__choice_note(&c, 0, -1);
+  xir__choice_note(&c, 0, NAN);
+  assert_true(xir__choice_average(&c, 0) == 450);
+  int s, t, pool = 0;
+  for (int i = 0; i < 200; i++) {
+    xir__choice_next(&c, &s, &t);
+    pool += s == 0;
+  }
+  assert_int_equal(pool, 200); /* 450 < 700 and no exploration before launch 248 */
+  xir_plan_free(pl);
+}
+
+/* Through a session: many launches of a tiny kernel (both services get used: the explorations)
+ * give the same bits every time. */
+static void test_session_outputs_do_not_depend_on_the_service(void **state) {
+  (void)state;
+  xir_session *s;
+  xir_diag d;
+  xir_session_options so = {0};
+  so.workers = 2;
+  if (xir_session_create(&so, &s, &d)) die(&d);
+  enum { N = 1000 };
+  float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *y = malloc(N * sizeof *y),
+        *y0 = malloc(N * sizeof *y0);
+  for (int i = 0; i < N; i++) {
+    a[i] = (float)((i * 37) % 101) / 17.0f - 3.0f;
+    b[i] = (float)((i * 13) % 29) / 7.0f - 2.0f;
+  }
+  xir_arg args[3] = {{.in = a}, {.in = b}, {.out = y0}};
+  if (xir_session_run(s, "swiglu", "R=1,C=1000", args, 3, &d)) die(&d);
+  args[2].out = y;
+  for (int it = 0; it < 600; it++) {
+    memset(y, 0xff, N * sizeof *y);
+    if (xir_session_run(s, "swiglu", "R=1,C=1000", args, 3, &d)) die(&d);
+    assert_memory_equal(y, y0, N * sizeof *y);
+  }
+  char *text;
+  if (xir_session_explain(s, "swiglu", "R=1,C=1000", &text, &d)) die(&d);
+  xir_free(text);
+  free(a);
+  free(b);
+  free(y);
+  free(y0);
+  xir_session_destroy(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_adaptive_only_for_ns_costs_with_both_services),
+      cmocka_unit_test(test_follows_the_faster_service_and_explores),
+      cmocka_unit_test(test_a_slow_outlier_does_not_decide),
+      cmocka_unit_test(test_session_outputs_do_not_depend_on_the_service),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
