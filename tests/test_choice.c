@@ -75,15 +75,19 @@ static void test_follows_the_faster_service_and_explores(void **state) {
   xir__choice_init(&c, pl, 1);
   int k[2];
   /* the caller path measures faster: after the first exploration of it, it runs nearly all */
-  drive(&c, 4096, 900, 600, k);
+  drive(&c, 4096, 700, 600, k);
   assert_true(k[1] > 3600); /* the plan's service until launch 248, then 8 in 256 explore */
   assert_true(k[0] >= 4096 / 256 * 8 - 8); /* explorations of the pool continue */
   assert_true(xir__choice_average(&c, 1) == 600);
   /* the machine changes: the pool is now faster; within a few periods the choice follows */
-  drive(&c, 4096, 300, 600, k);
+  drive(&c, 4096, 500, 600, k);
   assert_true(k[0] > 3000);
-  drive(&c, 2560, 300, 600, k);
+  drive(&c, 2560, 500, 600, k);
   assert_int_equal(k[1], 2560 / 256 * 8); /* steady state: only the explorations */
+  /* the other service much slower (> 1.3x): one exploration in 2048 launches */
+  xir__choice_note(&c, 0, 200);
+  drive(&c, 8192, 200, 600, k);
+  assert_int_equal(k[1], 8192 / 2048 * 8);
   xir_plan_free(pl);
 }
 

@@ -4,7 +4,12 @@
 #include <math.h>
 #include <string.h>
 
-enum { XIR__CHOICE_PERIOD = 256, XIR__CHOICE_RUN = 8 };
+/* explorations: XIR__CHOICE_RUN launches in a row every PERIOD launches, or every FAR_PERIOD
+ * when the other service measured more than 1.3x slower (exploring it then costs more and says
+ * less); only launches the model puts below XIR__CHOICE_MAX_NS are chosen at launch time (for
+ * longer ones a microsecond of activation does not decide) */
+enum { XIR__CHOICE_PERIOD = 256, XIR__CHOICE_FAR_PERIOD = 2048, XIR__CHOICE_RUN = 8 };
+#define XIR__CHOICE_MAX_NS 50000.0
 
 /* The plan copies one candidate into each of its grains' entries: equal bytes, equal mapping. */
 static int same_candidate(const xir_candidate *a, const xir_candidate *b) {
@@ -30,7 +35,8 @@ void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated) {
       c->grain[k] = e->work.grain;
     }
   }
-  c->adaptive = isfinite(t[0]) && isfinite(t[1]) && t[0] < 4 * t[1] && t[1] < 4 * t[0];
+  c->adaptive = isfinite(t[0]) && isfinite(t[1]) && t[0] < 4 * t[1] && t[1] < 4 * t[0] &&
+                (t[0] < XIR__CHOICE_MAX_NS || t[1] < XIR__CHOICE_MAX_NS);
 }
 
 double xir__choice_average(const xir__choice *c, int service) {
@@ -53,11 +59,13 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
   /* Explorations are runs of XIR__CHOICE_RUN launches on the other service, timed in their
    * second half only: a service's first launches after a switch pay for moving the data
    * between the cores' caches, which its steady state does not. The same holds after a run. */
-  uint64_t ph = n % XIR__CHOICE_PERIOD, run = XIR__CHOICE_RUN;
-  int explore = ph >= XIR__CHOICE_PERIOD - run;
+  uint64_t period = XIR__CHOICE_PERIOD, run = XIR__CHOICE_RUN;
+  if (p > 0 && q > 0 && (p > 1.3 * q || q > 1.3 * p)) period = XIR__CHOICE_FAR_PERIOD;
+  uint64_t ph = n % period;
+  int explore = ph >= period - run;
   int s = explore ? !best : best;
   *service = s;
-  *timed = explore ? ph >= XIR__CHOICE_PERIOD - run / 2 : ph >= run && ph % 4 == 0;
+  *timed = explore ? ph >= period - run / 2 : ph >= run && ph % 4 == 0;
   return c->grain[s];
 }
 

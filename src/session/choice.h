@@ -6,10 +6,11 @@
  * for minutes, then 0.2 again), and for a launch of a few microseconds that decides which
  * service is faster. So a prepared kernel whose plan has both a pool entry and a caller entry of
  * its chosen candidate (the same code: the grain never changes it), with model times within a
- * factor of 4 of each other, measures both: of every 256 launches, 8 in a row run on the other
- * service (the last 4 of them timed: the first ones after a switch pay for moving data between
- * the cores' caches), one in four of the others is timed, and the launches run on the service
- * whose average time per launch is lower (the plan's until both have one). Outputs do not
+ * factor of 4 of each other and one of them below 50 µs, measures both: of every 256 launches (2048
+ * when the other service measured more than 1.3x slower), 8 in a row run on the other service
+ * (the last 4 of them timed: the first ones after a switch pay for moving data between the
+ * cores' caches), one in four of the others is timed, and the launches run on the service whose
+ * time per launch measures lower (the plan's until both have one). Outputs do not
  * depend on the choice. */
 #ifndef XIR_SESSION_CHOICE_H
 #define XIR_SESSION_CHOICE_H
