@@ -326,6 +326,21 @@ static void test_affine_divmod_floor(void **state) {
  * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
  * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
  * check. The IR of rope_cache at l = 64 has the window path and no gather at all. */
+/* The aliasing contract in the IR: rope_cache's inputs that no in-place rule pairs with y (pos,
+ * cos, sin) are loaded under alias scopes of their own, and y's stores are marked noalias with
+ * them, so the table rows (chunk-invariant at l = HD) can stay out of the chunk loop; x, which y
+ * may replace in place, has no scope. */
+static void test_alias_scopes_follow_the_contract(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=5,C=256,HD=64,P=16,H2=32", &s);
+  uint8_t ok[XIR_MAX_PARAMS][XIR_MAX_PARAMS];
+  xir__alias_table(p, ok);
+  static const char *const has[] = {"!alias.scope", "!noalias", ".alias\"", ".cos\"", ".sin\""};
+  check_ir16(p, &s, 64, has, 5, ok[4][0] ? ".x\"" : NULL);
+  xir_program_free(p);
+}
+
 static void test_window_load_without_check(void **state) {
   (void)state;
   xir_shape s;
@@ -827,6 +842,7 @@ int main(void) {
       cmocka_unit_test(test_rank0_once_per_unit),
       cmocka_unit_test(test_reduction_chain_steps),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
+      cmocka_unit_test(test_alias_scopes_follow_the_contract),
       cmocka_unit_test(test_window_load_without_check),
       cmocka_unit_test(test_window_load_local_pattern),
       cmocka_unit_test(test_affine_divmod_floor),

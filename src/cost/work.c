@@ -558,11 +558,34 @@ static void wctx_free(wctx *x) {
 }
 
 /* Distinct bytes the launch touches: every buffer once. */
+/* The distinct bytes a launch touches: every buffer once, but no more of it than its accesses
+ * can reach. An access whose index along a dim is a per-root-program value (rank 0: a root index,
+ * a loaded position) reaches one slice of that dim per root program, so at most P · Π (the other
+ * dims) elements: rope_cache's cos/sin tables [P_tab, HD/2] are read one row per row of x, not
+ * all 2 × 1 MiB of them (a launch of one row then moved at the table's DRAM rate in the model). */
 static double footprint(const xir_program *p, const xir_shape *s) {
-  double b = 0;
-  for (int i = 0; i < p->nparams; i++)
-    if (p->params[i].kind == XIR_PARAM_BUFFER)
-      b += (double)xir_elem_size((xir_elem)p->params[i].elem) * (double)xir_param_numel(p, i, s);
+  double roots = 1, b = 0;
+  for (int a = 0; a < p->nroot; a++) roots *= (double)s->dims[p->root[a].dim];
+  for (int i = 0; i < p->nparams; i++) {
+    if (p->params[i].kind != XIR_PARAM_BUFFER) continue;
+    const xir_param *q = &p->params[i];
+    double numel = (double)xir_param_numel(p, i, s), reach = 0;
+    int accessed = 0;
+    for (int id = p->body_begin; id < p->nnodes; id++) {
+      const xir_node *n = &p->nodes[id];
+      if ((n->op != XIR_OP_LOAD && n->op != XIR_OP_STORE) || n->ref != i) continue;
+      int nidx = n->op == XIR_OP_STORE ? n->nargs - 1 : n->nargs;
+      double per_root = 1;
+      for (int k = 0; k < nidx && k < q->rank; k++) {
+        int a = n->args[k];
+        if (a < 0 || p->nodes[a].type.rank > 0) per_root *= (double)s->dims[q->dims[k]];
+      }
+      reach += roots * per_root;
+      accessed = 1;
+    }
+    double e = accessed && reach < numel ? reach : numel;
+    b += (double)xir_elem_size((xir_elem)q->elem) * e;
+  }
   return b;
 }
 

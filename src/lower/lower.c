@@ -24,6 +24,8 @@
  * oracle reports them as errors). No fast-math flags; math functions come from vmath.c. */
 #include <llvm-c/Core.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/program.h"
@@ -643,10 +645,12 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     scalar_ok = local_pattern_test(L, &pt, pi);
   }
   LLVMValueRef u0 = NULL;
-  if (scalar_ok) {
+  if (scalar_ok || exact) {
     /* lane 0's offset as a scalar: the access evaluated with the element index uniform (c0 in
      * every lane), in a generation of its own so that no vector value is reused or overwritten
-     * for the current one; the lanes' offset vector is then needed by the gather only */
+     * for the current one; the lanes' offset vector is then needed by the gather only (and not
+     * at all for an exact pattern: rope_cache at l = 128 computed 8 packets' clamped partner
+     * indices in vectors to extract one lane of each) */
     val saved = L->env[X];
     unsigned g = L->gen;
     L->env[X] = vaff(saved.u, 0);
@@ -1507,6 +1511,81 @@ static void emit_mode(lw *L, LLVMBasicBlockRef bb, LLVMBasicBlockRef next, int f
   L->full = L->nowrap = L->lin_ok = L->use_cstride = L->lin_tail = 0;
 }
 
+/* ---- alias scopes (the aliasing contract: docs/api.md) ---- */
+
+/* The buffer param whose pointer v is computed from (through GEPs), or -1. */
+static int base_param(const lw *L, LLVMValueRef v) {
+  while (v && LLVMIsAGetElementPtrInst(v)) v = LLVMGetOperand(v, 0);
+  for (int i = 0; i < L->p->nparams; i++)
+    if (L->buf[i] && L->buf[i] == v) return i;
+  return -1;
+}
+
+/* An output may share memory only with an input that its kernel's in-place rule allows, exactly
+ * (checked at launch, src/lower/launch.c). Every other input is disjoint from every output, so
+ * its loads get a scope of their own (!alias.scope) and the outputs' stores say they touch none
+ * of those scopes (!noalias): LICM may then keep a table row loaded once per row out of the
+ * chunk loop (rope_cache's cos/sin window loads at ℓ = HD). */
+static void alias_scopes(lw *L) {
+  const xir_program *p = L->p;
+  uint8_t ok[XIR_MAX_PARAMS][XIR_MAX_PARAMS];
+  xir__alias_table(p, ok);
+  int disjoint[XIR_MAX_PARAMS] = {0}, any = 0;
+  for (int i = 0; i < p->nparams; i++) {
+    if (p->params[i].kind != XIR_PARAM_BUFFER || p->params[i].is_output) continue;
+    disjoint[i] = 1;
+    for (int o = 0; o < p->nparams; o++)
+      if (p->params[o].kind == XIR_PARAM_BUFFER && p->params[o].is_output && ok[o][i]) disjoint[i] = 0;
+    any |= disjoint[i];
+  }
+  if (!any) return;
+  size_t nl;
+  const char *fname = LLVMGetValueName2(L->fn, &nl);
+  char name[300];
+  snprintf(name, sizeof name, "%.*s.alias", (int)(nl > 200 ? 200 : nl), fname);
+  LLVMMetadataRef dom_name = LLVMMDStringInContext2(L->ctx, name, strlen(name));
+  LLVMMetadataRef domain = LLVMMDNodeInContext2(L->ctx, &dom_name, 1);
+  LLVMMetadataRef scope[XIR_MAX_PARAMS], list[XIR_MAX_PARAMS], all[XIR_MAX_PARAMS];
+  int nall = 0;
+  for (int i = 0; i < p->nparams; i++) {
+    if (!disjoint[i]) continue;
+    snprintf(name, sizeof name, "%.*s.%s", (int)(nl > 200 ? 200 : nl), fname, p->params[i].name);
+    LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(L->ctx, name, strlen(name)), domain};
+    scope[i] = LLVMMDNodeInContext2(L->ctx, ops, 2);
+    list[i] = LLVMMDNodeInContext2(L->ctx, &scope[i], 1);
+    all[nall++] = scope[i];
+  }
+  LLVMValueRef noalias = LLVMMetadataAsValue(L->ctx, LLVMMDNodeInContext2(L->ctx, all, (size_t)nall));
+  unsigned k_scope = LLVMGetMDKindIDInContext(L->ctx, "alias.scope", 11);
+  unsigned k_noalias = LLVMGetMDKindIDInContext(L->ctx, "noalias", 7);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(L->fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+      LLVMValueRef ptr = NULL;
+      int writes = 0;
+      if (LLVMIsALoadInst(in)) {
+        ptr = LLVMGetOperand(in, 0);
+      } else if (LLVMIsAStoreInst(in)) {
+        ptr = LLVMGetOperand(in, 1);
+        writes = 1;
+      } else if (LLVMIsACallInst(in)) {
+        LLVMValueRef callee = LLVMGetCalledValue(in);
+        size_t cl = 0;
+        const char *cn = callee ? LLVMGetValueName2(callee, &cl) : "";
+        if (!strncmp(cn, "llvm.masked.load.", 17) || !strncmp(cn, "llvm.masked.gather.", 19)) {
+          ptr = LLVMGetOperand(in, 0);
+        } else if (!strncmp(cn, "llvm.masked.store.", 18) || !strncmp(cn, "llvm.masked.scatter.", 20)) {
+          ptr = LLVMGetOperand(in, 1);
+          writes = 1;
+        }
+      }
+      if (!ptr) continue;
+      int q = base_param(L, ptr);
+      if (q < 0) continue;
+      if (!writes && disjoint[q]) LLVMSetMetadata(in, k_scope, LLVMMetadataAsValue(L->ctx, list[q]));
+      if (writes && p->params[q].is_output) LLVMSetMetadata(in, k_noalias, noalias);
+    }
+}
+
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d) {
   xir__cvt_target t = xir__cvt_host();
@@ -1678,6 +1757,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   loop_end(&L, &blk);
   LLVMBuildRet(L.b, LLVMConstInt(L.i32, 0, 0));
   st = L.st;
+  if (!st) alias_scopes(&L);
 done:
   xir__vm_destroy(L.vm);
   if (L.b) LLVMDisposeBuilder(L.b);
