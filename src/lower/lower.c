@@ -24,7 +24,6 @@
  * oracle reports them as errors). No fast-math flags; math functions come from vmath.c. */
 #include <llvm-c/Core.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
