@@ -362,7 +362,8 @@ static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) 
           cJSON_GetStringValue(cJSON_GetObjectItem(prov, "cpu_model")),
           cJSON_GetStringValue(cJSON_GetObjectItem(prov, "cpu")), jnum(prov, "simd_width"),
           jnum(cJSON_GetObjectItem(prov, "runtime"), "workers"), rounds, jnum(rec, "samples"));
-  fprintf(f, "Times are host wall µs per launch (batch of n launches + wait, divided by n): the "
+  fprintf(f, "Times are host wall µs per launch (batch of n launches + wait, divided by n; "
+             "`default` with a launch-time service choice: n launches in a loop): the "
              "median over rounds of each round's p50. A ratio is variant / baseline, the median "
              "over rounds of the same-round ratio (< 1: the variant is faster); min–max over "
              "rounds.\n\n");

@@ -94,6 +94,7 @@ typedef struct wctx {
    * window load is used there (gathers); tail set while costing that chunk; tsnap: stored[] and
    * loaded[] before the consumer, and after (4 × nodes) */
   int ragged, tail;
+  double lfrac; /* kind 5 (access_kind): the fraction of chunks whose local window load is right */
   uint8_t *tsnap;
 } wctx;
 
@@ -163,13 +164,24 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
 }
 
 /* A load the lowering would gather may be a window load and a shuffle (lower.c, perm_load):
- * kind 3 with the run-time offset check, kind 4 without (its indices never clamp). */
-static int access_kind(const wctx *w, const xir_node *n, int nidx) {
+ * kind 3 with the run-time offset check, kind 4 without (its indices never clamp); kind 5, a
+ * local pattern (the period does not divide ℓ) tested per chunk by its residue: the window load
+ * in the fraction w->lfrac of the chunks whose residue is good, the gather in the others
+ * (rope_cache at HD = 96: ℓ = 32 never crosses a head, ℓ = 64 does in a third of its chunks). */
+static int access_kind(wctx *w, const xir_node *n, int nidx) {
   int k = access_kind_base(w, n, nidx);
   int id = (int)(n - w->p->nodes);
-  if (k == 2 && n->op == XIR_OP_LOAD && !w->tail && /* the tail chunk gathers */
-      xir__window_access(w->p, w->s, w->c->inner_dim, w->c->local, w->c->W, id, NULL))
-    return xir__access_in_bounds(w->p, w->s, w->c->inner_dim, id) ? 4 : 3;
+  if (k != 2 || n->op != XIR_OP_LOAD || w->tail) return k; /* the tail chunk gathers */
+  int X = w->c->inner_dim;
+  if (xir__window_access(w->p, w->s, X, w->c->local, w->c->W, id, NULL))
+    return xir__access_in_bounds(w->p, w->s, X, id) ? 4 : 3;
+  xir__lpat pt;
+  if (xir__window_access_local(w->p, w->s, X, w->c->local, w->c->W, id, &pt) &&
+      xir__access_in_bounds(w->p, w->s, X, id)) {
+    uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+    w->lfrac = xir__window_local_residues(&pt, w->c->local, w->c->W, good, reach);
+    return 5;
+  }
   return k;
 }
 
@@ -182,6 +194,10 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
   } else if (kind == 1 || kind == 3 || kind == 4) {
     *arith += kind == 3 ? 3 : kind == 4 ? 2 : 1; /* the offset check (3) and the shuffle (3, 4) */
     *bytes += esize * W;
+  } else if (kind == 5) {
+    double f = w->lfrac;
+    *arith += f * 2 + (1 - f) * (1 + kGatherPerLane * W);
+    *bytes += f * esize * W + (1 - f) * kGatherBytesPerLane * W;
   } else {
     *arith += 1 + kGatherPerLane * W;
     *bytes += kGatherBytesPerLane * W;
@@ -259,7 +275,7 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
 
 /* ℓ ≥ W: the 1-D tiles whose values are the same in every chunk of a unit, so that LLVM keeps
  * them out of the chunk loop — built from per-unit values and hoisted tiles whose period along the
- * inner axis divides ℓ (and is a multiple of W: lower.c loads those at constant offsets). */
+ * inner axis divides ℓ (and is a multiple or a divisor of W: lower.c loads those at constant offsets). */
 static xir_status chunk_invariant_tiles(wctx *w, uint8_t **out) {
   const xir_program *p = w->p;
   int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
@@ -275,7 +291,7 @@ static xir_status chunk_invariant_tiles(wctx *w, uint8_t **out) {
     const xir_node *n = &p->nodes[i];
     int v;
     if (n->type.rank == 0) v = 1;
-    else if (w->hoist[i]) v = per[i] > 1 && ell % per[i] == 0 && per[i] % W == 0;
+    else if (w->hoist[i]) v = per[i] > 1 && ell % per[i] == 0 && (per[i] % W == 0 || W % per[i] == 0);
     else if (n->op == XIR_OP_IOTA || n->op == XIR_OP_LOAD || n->op == XIR_OP_REDUCE_SUM ||
              n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN)
       v = 0;

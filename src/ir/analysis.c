@@ -305,6 +305,31 @@ int xir__window_access_local(const xir_program *p, const xir_shape *s, int X, un
   return window_access(p, s, X, ell, W, id, 0, pt_out);
 }
 
+double xir__window_local_residues(const xir__lpat *pt, unsigned ell, unsigned W,
+                                  uint8_t good[XIR_LPAT_MAXP], uint8_t reach[XIR_LPAT_MAXP]) {
+  int P = pt->P, nreach = 0, ngood = 0;
+  unsigned k = ell > W ? ell / W : 1;
+  int64_t pi[16][16], lo;
+  if (W > 16 || k > 16) return 0;
+  for (unsigned q = 0; q < k; q++) xir__lane_window(pt, W, q, pi[q], &lo);
+  memset(reach, 0, XIR_LPAT_MAXP);
+  memset(good, 0, XIR_LPAT_MAXP);
+  for (int64_t t = 0; t < P; t++) reach[(uint64_t)t * ell % (uint64_t)P] = 1;
+  for (int r = 0; r < P; r++) {
+    if (!reach[r]) continue;
+    nreach++;
+    int ok = 1;
+    for (unsigned q = 0; q < k && ok; q++)
+      for (unsigned i = 0; i < W && ok; i++) {
+        int64_t c = (int64_t)(q * W + i);
+        ok = pt->tab[(r + c) % P] - pt->tab[r] + pt->A * c == pi[q][i] - pi[0][0];
+      }
+    good[r] = (uint8_t)ok;
+    ngood += ok;
+  }
+  return nreach ? (double)ngood / nreach : 0;
+}
+
 /* ---- prefix masks ---- */
 
 /* An affine i64 expression: k·iota(X) + c0 + Σ root_coef·root + Σ dim_coef·dim. */

@@ -164,6 +164,14 @@ int xir__window_access(const xir_program *p, const xir_shape *s, int X, unsigned
  * run time before a window load is used (the lowering does, and gathers otherwise). */
 int xir__window_access_local(const xir_program *p, const xir_shape *s, int X, unsigned ell,
                              unsigned W, int id, xir__lpat *pt_out);
+/* For such a local pattern and chunks of ell ≥ W lanes starting at multiples of ell: reach[r]
+ * = 1 for the residues r = c0 mod P that chunk starts c0 take, and good[r] = 1 where lane c (qW +
+ * i) of a chunk starting at residue r reads the offset of lane 0 plus pi[q][i] − pi[0][0] (the
+ * lane windows of xir__lane_window), so that one window load per packet with a base common to
+ * all packets is right. Returns the fraction of reachable residues (= of the chunks, which cycle
+ * through them evenly) that are good. */
+double xir__window_local_residues(const xir__lpat *pt, unsigned ell, unsigned W,
+                                  uint8_t good[XIR_LPAT_MAXP], uint8_t reach[XIR_LPAT_MAXP]);
 
 /* A prefix mask: value `id` is a select whose condition, on tile axis X of dim `axis_dim`,
  * holds exactly at the positions x >= end, where

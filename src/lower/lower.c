@@ -575,25 +575,15 @@ static int type_has(const xir_type *t, int dim) {
  * property of r0 alone (and of no clamp, the caller checked the bounds). Emits r0 ≤ T when the good residues
  * among the reachable ones are those up to T, else a 64-bit mask test for P ≤ 64; NULL when
  * neither applies (the caller compares the lanes' offsets). */
-static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt, int64_t pi[][16]) {
+static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
   int P = pt->P;
-  uint64_t ell = L->ell;
   uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
-  memset(reach, 0, sizeof reach);
-  for (int64_t t = 0; t < P; t++) reach[(int64_t)((uint64_t)t * ell % (uint64_t)P)] = 1;
+  xir__window_local_residues(pt, L->ell, L->W, good, reach); /* analysis.c: the cost model's too */
   int64_t T = -1, bad_lo = P;
   for (int r = 0; r < P; r++) {
-    good[r] = 0;
     if (!reach[r]) continue;
-    int ok = 1;
-    for (unsigned q = 0; q < L->k && ok; q++)
-      for (unsigned i = 0; i < L->W && ok; i++) {
-        int64_t c = (int64_t)(q * L->W + i);
-        ok = pt->tab[(r + c) % P] - pt->tab[r] + pt->A * c == pi[q][i] - pi[0][0];
-      }
-    good[r] = (uint8_t)ok;
-    if (ok && r > T) T = r;
-    if (!ok && r < bad_lo) bad_lo = r;
+    if (good[r] && r > T) T = r;
+    if (!good[r] && r < bad_lo) bad_lo = r;
   }
   if (T < 0) return NULL;
   LLVMValueRef c0 = L->env[L->c->inner_dim].u;
@@ -641,7 +631,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   LLVMValueRef scalar_ok = NULL;
   if (exact && !periodic) {
     exact = 0;
-    scalar_ok = local_pattern_test(L, &pt, pi);
+    scalar_ok = local_pattern_test(L, &pt);
   }
   LLVMValueRef u0 = NULL;
   if (scalar_ok || exact) {
@@ -880,10 +870,13 @@ static val eval(lw *L, int id) {
   val r;
   if (L->hoist_buf[id] && !L->precompute) {
     int64_t M = L->period ? L->period[id] : 0;
-    if (M > 1 && L->ell >= L->W && L->ell % M == 0 && M % L->W == 0 && !L->tail) {
+    if (M > 1 && L->ell >= L->W && L->ell % M == 0 && (M % L->W == 0 || L->W % M == 0) &&
+        !L->tail) {
       /* periodic with a period dividing ℓ: lane q·W + i of every chunk holds element
        * (q·W mod M) + i — constant offsets, so the loads (and what is computed from them) are
-       * the same in every chunk and LLVM keeps them out of the chunk loop */
+       * the same in every chunk and LLVM keeps them out of the chunk loop. A period dividing W
+       * (rope at HD = 2: M = 2) reads elements 0..W−1 of the buffer, which holds the period
+       * repeated over the whole extent (emit_hoisted) */
       memset(&r, 0, sizeof r);
       for (unsigned q = 0; q < L->k; q++) {
         LLVMValueRef o = ci64(L, (int64_t)(q * L->W) % M);
