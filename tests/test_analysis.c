@@ -109,6 +109,34 @@ static void test_chunk_invariant_work_is_charged_once(void **state) {
   double a16 = arith_per_packet(p, &s, 16, 16), a64 = arith_per_packet(p, &s, 64, 64);
   assert_true(a64 < 0.5 * a16);
   xir_program_free(p);
+  /* a period dividing W (HD = 2): chunk-invariant at ℓ = 16 already */
+  p = load("rope", "R=17,C=64,HD=2", &s);
+  assert_true(arith_per_packet(p, &s, 16, 16) < 0.5 * a16);
+  xir_program_free(p);
+}
+
+/* A local window pattern is charged by the fraction of chunks whose residue is good: at HD = 96
+ * the table reads of ℓ = 32 never cross a head (3 chunks a head), those of ℓ = 64 do in one
+ * chunk start residue of three (64 mod 96), which gather; and the lowering's test agrees. */
+static void test_local_pattern_fraction(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=5,C=960,HD=96,P=16,H2=48", &s);
+  int cos_id = -1;
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_LOAD && p->params[p->nodes[i].ref].name[0] == 'c') cos_id = i;
+  assert_true(cos_id >= 0);
+  xir__lpat pt;
+  uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+  assert_true(xir__window_access_local(p, &s, 1, 32, 16, cos_id, &pt));
+  assert_true(xir__window_local_residues(&pt, 32, 16, good, reach) == 1.0);
+  assert_true(xir__window_access_local(p, &s, 1, 64, 16, cos_id, &pt));
+  double f = xir__window_local_residues(&pt, 64, 16, good, reach);
+  assert_true(fabs(f - 2.0 / 3.0) < 1e-12);
+  assert_true(reach[0] && reach[64] && reach[32] && !good[64] && good[0] && good[32]);
+  /* per root program: ℓ / W packets each */
+  assert_true(2 * arith_per_packet(p, &s, 32, 32) < 4 * arith_per_packet(p, &s, 64, 64));
+  xir_program_free(p);
 }
 
 /* swiglu on rows of 1538 (not a multiple of 16): perm r.c addresses a[r, c] at the flattened
@@ -842,6 +870,7 @@ int main(void) {
       cmocka_unit_test(test_rank0_once_per_unit),
       cmocka_unit_test(test_reduction_chain_steps),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
+      cmocka_unit_test(test_local_pattern_fraction),
       cmocka_unit_test(test_alias_scopes_follow_the_contract),
       cmocka_unit_test(test_window_load_without_check),
       cmocka_unit_test(test_window_load_local_pattern),
