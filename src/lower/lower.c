@@ -1728,15 +1728,21 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   if (multi) {
     nowrapb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "nowrap");
     LLVMBasicBlockRef wraps = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wraps");
+    if (use_lin) {
+      /* contiguous buffers: every full unit takes the lin path, wrapping or not (no per-packet
+       * remainder by E); the wrap test is for strided views only */
+      LLVMBasicBlockRef check = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wrapcheck");
+      LLVMBuildCondBr(L.b, L.contig_flag, fullb, check);
+      LLVMPositionBuilderAtEnd(L.b, check);
+    }
     LLVMValueRef e0 = LLVMBuildSRem(L.b, L.p0, dimv(&L, ed), "");
     LLVMValueRef e1 = LLVMBuildAdd(L.b, e0, ci64(&L, L.W), "");
     LLVMBuildCondBr(L.b, LLVMBuildICmp(L.b, LLVMIntSLE, e1, dimv(&L, ed), ""), nowrapb, wraps);
     LLVMPositionBuilderAtEnd(L.b, wraps);
   }
-  /* a wrapping packet without the lin path takes the masked path (correct for full units too):
-   * one body less to compile */
-  if (use_lin) LLVMBuildCondBr(L.b, L.contig_flag, fullb, maskb);
-  else if (multi) LLVMBuildBr(L.b, maskb);
+  /* a wrapping packet without the lin path (or of a strided view) takes the masked path
+   * (correct for full units too): one body less to compile */
+  if (multi) LLVMBuildBr(L.b, maskb);
   else LLVMBuildBr(L.b, fullb);
   if (!multi || use_lin) emit_mode(&L, fullb, next, 1, 0, use_lin, 0);
   else LLVMDeleteBasicBlock(fullb);
