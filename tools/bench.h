@@ -8,8 +8,8 @@
 #include "check/check.h"
 #include "xir_compile.h"
 #include "xir_plan.h"
-#include "session/choice.h"
 #include "xir_runtime.h"
+#include "session/choice.h"
 
 /* What a case runs: xir, an in-process C peer, an external peer, or the streaming probe. */
 typedef enum bcase_kind { BC_XIR = 1, BC_CPEER, BC_EXT, BC_PROBE } bcase_kind;
@@ -36,7 +36,7 @@ typedef struct bcase {
   uint64_t slots[XIR_MAX_ARG_SLOTS];
   uint32_t grain;    /* the plan's (or the fixed configuration's) grain */
   uint32_t workers;  /* workers the launches may use */
-  xir__choice choice; /* `default`: pool or caller per batch, as xir_session_launch per launch */
+  xir__choice choice; /* `default`: pool or caller at each launch, as xir_session_launch */
   char cand[160];
   char impl[24];
   xir_batch *batch;

@@ -338,13 +338,8 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
     xir_block_fn fn = (xir_block_fn)xir_kernel_entry(c->k);
     uint64_t L = xir_kernel_blocks(c->k);
     double t0 = xir__now_ns();
-    for (uint64_t i = 0; i < n && !st; i++) {
-      int service, timed;
-      uint32_t g = xir__choice_next(&c->choice, &service, &timed);
-      double t1 = timed ? xir__now_ns() : 0;
-      st = xir_runtime_launch(e->rt, fn, c->slots, L, g, c->workers, NULL, d);
-      if (timed && !st) xir__choice_note(&c->choice, service, xir__now_ns() - t1);
-    }
+    for (uint64_t i = 0; i < n && !st; i++)
+      st = xir__choice_launch(&c->choice, e->rt, fn, c->slots, L, c->workers, d);
     *ns = xir__now_ns() - t0;
     return st;
   }

@@ -570,11 +570,10 @@ static int type_has(const xir_type *t, int dim) {
 }
 
 /* The chunk-level test of a local window pattern pt (perm_load): with c0 the chunk's first element
- * (t·ℓ) and r0 = c0 mod P, lane c = qW + i of the chunk reads the offset of lane 0 plus
- * pi[q][i] − pi[0][0] exactly when tab[(r0 + c) mod P] − tab[r0] + A·c = pi[q][i] − pi[0][0], a
- * property of r0 alone (and of no clamp, the caller checked the bounds). Emits r0 ≤ T when the good residues
- * among the reachable ones are those up to T, else a 64-bit mask test for P ≤ 64; NULL when
- * neither applies (the caller compares the lanes' offsets). */
+ * (t·ℓ) and r0 = c0 mod P, the window load is right when r0 is a good residue
+ * (xir__window_local_residues; no clamp differs, the caller checked the bounds). Emits r0 ≤ T
+ * when the good residues among the reachable ones are those up to T, else a 64-bit mask test for
+ * P ≤ 64; NULL when neither applies (the caller compares the lanes' offsets). */
 static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
   int P = pt->P;
   uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "util/util.h"
+
 /* explorations: XIR__CHOICE_RUN launches in a row every PERIOD launches, or every FAR_PERIOD
  * when the other service measured more than 1.3x slower (exploring it then costs more and says
  * less); only launches the model puts below XIR__CHOICE_MAX_NS are chosen at launch time (for
@@ -67,6 +69,16 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
   *service = s;
   *timed = explore ? ph >= period - run / 2 : ph >= run && ph % 4 == 0;
   return c->grain[s];
+}
+
+xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, xir_block_fn fn, void *ctx,
+                              uint64_t L, uint32_t workers, xir_diag *d) {
+  int service, timed;
+  uint32_t g = xir__choice_next(c, &service, &timed);
+  double t0 = timed ? xir__now_ns() : 0;
+  xir_status st = xir_runtime_launch(rt, fn, ctx, L, g, workers, NULL, d);
+  if (timed && !st) xir__choice_note(c, service, xir__now_ns() - t0);
+  return st;
 }
 
 void xir__choice_note(xir__choice *c, int service, double ns) {

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "xir_plan.h"
+#include "xir_runtime.h"
 
 typedef struct xir__choice {
   uint32_t grain[2];          /* [0] the pool entry's G, [1] the caller entry's */
@@ -30,7 +31,8 @@ typedef struct xir__choice {
 } xir__choice;
 
 /* From a plan: adaptive when the costs are the calibrated model's (ns), and entries[0]'s
- * candidate has entries of both kinds whose totals are within a factor of 4. */
+ * candidate has entries of both kinds whose totals are within a factor of 4, one of them below
+ * 50 µs. */
 void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated);
 
 /* The grain of the next launch; *service (0 pool, 1 caller) and *timed: whether the caller should
@@ -44,5 +46,10 @@ void xir__choice_note(xir__choice *c, int service, double ns);
 
 /* The average so far of a service, or -1. */
 double xir__choice_average(const xir__choice *c, int service);
+
+/* One launch of fn over L blocks on `workers` with the grain xir__choice_next gives, timed and
+ * noted when it says so: what xir_session_launch and the bench's `default` configuration run. */
+xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, xir_block_fn fn, void *ctx,
+                              uint64_t L, uint32_t workers, xir_diag *d);
 
 #endif
