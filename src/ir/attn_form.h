@@ -26,8 +26,10 @@
 /* Keys per step of the online softmax (the attention mapping's scratch holds one such block of
  * scores per tile row, plus at most 16 keys of register-block overhang). */
 enum { XIR_ATTN_KEY_BLOCK = 64, XIR_ATTN_SCRATCH_MAX = 1 << 20 };
-/* Floats per software prefetch of the next key block's K and V rows (a 64-byte line). */
-enum { XIR_ATTN_PREFETCH_LINE = 16 };
+/* Floats per software prefetch of the K and V rows (a 64-byte line), and how many keys ahead
+ * of the one being read the prefetched row is (into L1: far enough to cover DRAM latency at
+ * decode, near enough that the lines are still in L1 when read). */
+enum { XIR_ATTN_PREFETCH_LINE = 16, XIR_ATTN_PREFETCH_KEYS = 16 };
 
 typedef struct xir__attn_form {
   int q, k, v, o;              /* parameter indices */

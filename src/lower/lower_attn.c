@@ -96,11 +96,11 @@ static LLVMValueRef gepc(al *A, LLVMValueRef base, LLVMValueRef idx, int64_t add
   return gep(A, base, add ? LLVMBuildAdd(A->b, idx, ci64(A, add), "") : idx);
 }
 
-/* A hint that the line at ptr is read soon (llvm.prefetch, read, into L2: locality 2). It never
- * faults, so the rows one block past the last key may be named (docs/lowering.md). */
+/* A hint that the line at ptr is read soon (llvm.prefetch, read, into L1: locality 3). It never
+ * faults, so the rows past the last key may be named (docs/lowering.md). */
 static void prefetch(al *A, LLVMValueRef ptr) {
   LLVMTypeRef t = A->ptr;
-  LLVMValueRef args[4] = {ptr, ci32(A, 0), ci32(A, 2), ci32(A, 1)};
+  LLVMValueRef args[4] = {ptr, ci32(A, 0), ci32(A, 3), ci32(A, 1)};
   intrinsic(A, "llvm.prefetch", &t, 1, args, 4);
 }
 
@@ -488,9 +488,9 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       LLVMValueRef j = imin(&A, LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""), Km1);
       kptr[r] = gep(&A, kbuf, LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), ""));
     }
-    /* the same keys of the next block: one prefetch per 64-byte line of each K row */
+    /* the keys XIR_ATTN_PREFETCH_KEYS ahead: one prefetch per 64-byte line of each K row */
     for (unsigned r = 0; r < JR; r++) {
-      LLVMValueRef pb = gep(&A, kptr[r], LLVMBuildMul(A.b, kst, ci64(&A, KB), ""));
+      LLVMValueRef pb = gep(&A, kptr[r], LLVMBuildMul(A.b, kst, ci64(&A, XIR_ATTN_PREFETCH_KEYS), ""));
       for (int64_t e = 0; e < Dd; e += XIR_ATTN_PREFETCH_LINE) prefetch(&A, gepc(&A, pb, ci64(&A, 0), e));
     }
     LLVMValueRef srow = LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, NVL), "");
@@ -626,8 +626,8 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       loop_begin(&A, &jl, ci64(&A, 0), kn, 1);
       LLVMValueRef vrow = LLVMBuildAdd(A.b, vbase, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, k0, jl.i, ""), vst, ""), "");
       LLVMValueRef vv[MAXCB];
-      if (pass == 0) { /* the same V row of the next block, its lines of this column block */
-        LLVMValueRef pr = LLVMBuildAdd(A.b, vrow, LLVMBuildMul(A.b, vst, ci64(&A, KB), ""), "");
+      if (pass == 0) { /* the V row XIR_ATTN_PREFETCH_KEYS ahead, its lines of this column block */
+        LLVMValueRef pr = LLVMBuildAdd(A.b, vrow, LLVMBuildMul(A.b, vst, ci64(&A, XIR_ATTN_PREFETCH_KEYS), ""), "");
         for (int64_t e = (int64_t)(cb0 * W); e < (int64_t)((cb0 + cbn) * W) && e < DV;
              e += XIR_ATTN_PREFETCH_LINE)
           prefetch(&A, gepc(&A, vbuf, pr, e));
