@@ -240,7 +240,7 @@ static void test_attention_work_counts(void **state) {
   assert_int_equal(w.packets, 2u * 2 * 4);
   assert_true(w.memory_per_packet == 4.0 * (70.0 * 36 + 8.0 * 36));
   /* a hand count: W = 16, vec q, one row, D = DV = K = 1 (lower_attn.c, work_attn.c):
-   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65 and the next block's K rows prefetched 16·(1 + 1) = 32;
+   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65 and the K rows 16 keys ahead prefetched 16·(1 + 1) = 32;
    * softmax 2 + 5 + 14 + (4 + 14) + 6 = 45; p·v 1·3 + max(1·(1 + 1 + 1 + 2), 8) + 1 = 12 (its
    * V prefetch: an address and a line); the tile 2 (q) + 2 + 1 (state) + 1·(2 + 7) (output) =
    * 14 */

@@ -3,7 +3,7 @@
  * load, store, shuffle, add, mul, fma, max, compare or select; exp weighs 14 and a division 4
  * (the weights of work.c's table); a loop whose iterations each accumulate into the previous
  * one costs at least its chain (iterations × 8, work.c's accumulate latency); a software
- * prefetch of the next key block's K and V rows costs 1 per 64-byte line plus 1 per row.
+ * prefetch of the K and V rows XIR_ATTN_PREFETCH_KEYS ahead costs 1 per 64-byte line plus 1 per row.
  *
  * Bytes beyond L1, per tile: every K and V row of its K/V head (K·(D + DV) floats), its q rows
  * and its output rows (n·(D + DV) floats). With a mask (attention_causal) a tile runs the keys
@@ -51,7 +51,7 @@ static void tile_cost(const xir__attn_geom *g, unsigned W, double Dd, double DV,
     double rr = g->rr, groups_pv = g->rows_pv / g->rr;
     for (unsigned cb0 = 0; cb0 < g->cv; cb0 += g->cb) {
       double cbn = g->cv - cb0 < g->cb ? g->cv - cb0 : g->cb;
-      /* the first row group also prefetches the next block's V lines of the column block */
+      /* the first row group also prefetches the V lines of the column block 16 keys ahead */
       double vpf = 1 + ceil(fmin(cbn * W, DV - cb0 * W) / line);
       double body = kn * (cbn + rr + rr * cbn);
       a += groups_pv * (rr * (1 + 2 * cbn) + rr * cbn) + fmax(body + kn * vpf, kn * kChain) +

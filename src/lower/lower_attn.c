@@ -599,7 +599,8 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     store(&A, alpha, gepc(&A, alb, ci64(&A, 0), v * W));
   }
   /* PV: acc[λ] = acc[λ]·α[λ] + Σ_j p[j][λ]·v[k0 + j], RR rows × CB vectors at a time. The
-   * first row group (peeled) also prefetches the next block's V rows; the others loop. */
+   * first row group (peeled) also prefetches the V rows XIR_ATTN_PREFETCH_KEYS ahead; the others
+   * loop. */
   for (int pass = 0; pass < 2; pass++) {
     unsigned RR = G.rr;
     if (pass == 1 && G.rows_pv <= RR) break;
