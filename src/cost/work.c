@@ -95,6 +95,7 @@ typedef struct wctx {
    * loaded[] before the consumer, and after (4 × nodes) */
   int ragged, tail;
   double lfrac; /* kind 5 (access_kind): the fraction of chunks whose local window load is right */
+  double sfrac; /* ... and of those (not right) whose packets split into two window loads */
   uint8_t *tsnap;
 } wctx;
 
@@ -167,19 +168,36 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
  * kind 3 with the run-time offset check, kind 4 without (its indices never clamp); kind 5, a
  * local pattern (the period does not divide ℓ) tested per chunk by its residue: the window load
  * in the fraction w->lfrac of the chunks whose residue is good, the gather in the others
- * (rope_cache at HD = 96: ℓ = 32 never crosses a head, ℓ = 64 does in a third of its chunks). */
+ * (rope_cache at HD = 96: ℓ = 32 never crosses a head, ℓ = 64 does in a third of its chunks),
+ * two window loads in the fraction w->sfrac whose packets split (xir__window_split: a chunk that
+ * crosses a head at HD = 100), the gather in the rest; kind 6, the row's tail chunk read by at
+ * most two window loads per packet. */
 static int access_kind(wctx *w, const xir_node *n, int nidx) {
   int k = access_kind_base(w, n, nidx);
   int id = (int)(n - w->p->nodes);
-  if (k != 2 || n->op != XIR_OP_LOAD || w->tail) return k; /* the tail chunk gathers */
+  if (k != 2 || n->op != XIR_OP_LOAD) return k;
   int X = w->c->inner_dim;
-  if (xir__window_access(w->p, w->s, X, w->c->local, w->c->W, id, NULL))
-    return xir__access_in_bounds(w->p, w->s, X, id) ? 4 : 3;
+  unsigned ell = w->c->local, W = w->c->W;
   xir__lpat pt;
-  if (xir__window_access_local(w->p, w->s, X, w->c->local, w->c->W, id, &pt) &&
+  if (w->tail) {
+    /* the tail chunk: at most two window loads per packet at its compile-time residue when no
+     * index clamps (lower.c, tail_window_load), else the gather */
+    if (X < 0 || ell < W || !xir__access_in_bounds(w->p, w->s, X, id) ||
+        !xir__window_access_local(w->p, w->s, X, ell, W, id, &pt))
+      return k;
+    int64_t N = w->s->dims[X], t0 = N / (int64_t)ell * (int64_t)ell, live = N - t0;
+    xir__wsplit sp;
+    for (unsigned q = 0; (int64_t)(q * W) < live; q++)
+      if (!xir__window_split(&pt, t0 % pt.P, W, q, live, &sp)) return k;
+    return 6;
+  }
+  if (xir__window_access(w->p, w->s, X, ell, W, id, NULL))
+    return xir__access_in_bounds(w->p, w->s, X, id) ? 4 : 3;
+  if (xir__window_access_local(w->p, w->s, X, ell, W, id, &pt) &&
       xir__access_in_bounds(w->p, w->s, X, id)) {
     uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
-    w->lfrac = xir__window_local_residues(&pt, w->c->local, w->c->W, good, reach);
+    w->lfrac = xir__window_local_residues(&pt, ell, W, good, reach);
+    w->sfrac = xir__window_split_fraction(&pt, ell, W);
     return 5;
   }
   return k;
@@ -195,9 +213,14 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
     *arith += kind == 3 ? 3 : kind == 4 ? 2 : 1; /* the offset check (3) and the shuffle (3, 4) */
     *bytes += esize * W;
   } else if (kind == 5) {
-    double f = w->lfrac;
-    *arith += f * 2 + (1 - f) * (1 + kGatherPerLane * W);
-    *bytes += f * esize * W + (1 - f) * kGatherBytesPerLane * W;
+    /* good residues: one window load and a shuffle; split ones: two loads, a two-source
+     * shuffle and the switch; the rest gather */
+    double f = w->lfrac, sp = w->sfrac, g = 1 - f - sp;
+    *arith += f * 2 + sp * 4 + g * (1 + kGatherPerLane * W);
+    *bytes += f * esize * W + sp * 2 * esize * W + g * kGatherBytesPerLane * W;
+  } else if (kind == 6) {
+    *arith += 3;
+    *bytes += 2 * esize * W;
   } else {
     *arith += 1 + kGatherPerLane * W;
     *bytes += kGatherBytesPerLane * W;

@@ -330,6 +330,59 @@ double xir__window_local_residues(const xir__lpat *pt, unsigned ell, unsigned W,
   return nreach ? (double)ngood / nreach : 0;
 }
 
+int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, int64_t live,
+                      xir__wsplit *out) {
+  memset(out, 0, sizeof *out);
+  if (W > 16 || W < 2 || pt->P < 1 || r0 < 0) return 0;
+  int P = pt->P;
+  int64_t rel[16];
+  int any = 0;
+  for (unsigned i = 0; i < W; i++) {
+    int64_t c = (int64_t)(q * W + i);
+    out->src[i] = -1;
+    if (c >= live) continue;
+    rel[i] = pt->A * c + pt->tab[(r0 + c) % P] - pt->tab[r0 % P];
+    any = 1;
+  }
+  if (!any) return 0;
+  /* window 0 from the smallest offset; window 1 from the smallest offset past window 0 */
+  for (int w = 0; w < 2; w++) {
+    int64_t mn = INT64_MAX;
+    for (unsigned i = 0; i < W; i++)
+      if (out->src[i] < 0 && (int64_t)(q * W + i) < live && rel[i] < mn) mn = rel[i];
+    if (mn == INT64_MAX) break;
+    out->base[w] = mn;
+    out->nwin = w + 1;
+    for (unsigned i = 0; i < W; i++) {
+      if (out->src[i] >= 0 || (int64_t)(q * W + i) >= live) continue;
+      int64_t e = rel[i] - mn;
+      if (e < 0 || e >= (int64_t)W) continue;
+      out->src[i] = (int8_t)(w * (int)W + (int)e);
+      out->mask[w] |= 1u << e;
+    }
+  }
+  for (unsigned i = 0; i < W; i++)
+    if (out->src[i] < 0 && (int64_t)(q * W + i) < live) return 0; /* a third window */
+  return 1;
+}
+
+double xir__window_split_fraction(const xir__lpat *pt, unsigned ell, unsigned W) {
+  uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+  if (W > 16 || W < 2 || ell < W || ell / W > 16) return 0;
+  xir__window_local_residues(pt, ell, W, good, reach);
+  int nreach = 0, nsplit = 0;
+  for (int r = 0; r < pt->P; r++) {
+    if (!reach[r]) continue;
+    nreach++;
+    if (good[r]) continue;
+    int ok = 1;
+    xir__wsplit sp;
+    for (unsigned q = 0; q < ell / W && ok; q++) ok = xir__window_split(pt, r, W, q, (int64_t)ell, &sp);
+    nsplit += ok;
+  }
+  return nreach ? (double)nsplit / nreach : 0;
+}
+
 /* ---- prefix masks ---- */
 
 /* An affine i64 expression: k·iota(X) + c0 + Σ root_coef·root + Σ dim_coef·dim. */

@@ -172,6 +172,25 @@ int xir__window_access_local(const xir_program *p, const xir_shape *s, int X, un
  * through them evenly) that are good. */
 double xir__window_local_residues(const xir__lpat *pt, unsigned ell, unsigned W,
                                   uint8_t good[XIR_LPAT_MAXP], uint8_t reach[XIR_LPAT_MAXP]);
+/* A packet of a chunk at residue r0 (its first element c0 ≡ r0 mod P) read as at most two window
+ * loads and one two-source shuffle: lane i of packet q (element c = qW + i of the chunk, live when
+ * c < live) reads the offset of the chunk's lane 0 plus rel = A·c + tab[(r0 + c) mod P] − tab[r0];
+ * window w covers [base[w], base[w] + W) relative to that offset and loads the elements of
+ * mask[w] (bit e: element base[w] + e, read by a live lane); src[i] is the lane's element in the
+ * concatenation of the windows (0 .. 2W − 1), −1 for a dead lane. Returns 1, or 0 when the live
+ * lanes' offsets do not fit in two windows (a chunk that crosses a period boundary of rope_cache's
+ * (c % HD) / 2 at HD = 100 fits: the lanes before and after the boundary). W ≤ 16. */
+typedef struct xir__wsplit {
+  int nwin;
+  int64_t base[2];
+  uint32_t mask[2];
+  int8_t src[16];
+} xir__wsplit;
+int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, int64_t live,
+                      xir__wsplit *out);
+/* The fraction of the reachable residues of xir__window_local_residues that are not good but
+ * whose every packet (ell / W of them, all lanes live) splits into two windows (xir__window_split). */
+double xir__window_split_fraction(const xir__lpat *pt, unsigned ell, unsigned W);
 
 /* A prefix mask: value `id` is a select whose condition, on tile axis X of dim `axis_dim`,
  * holds exactly at the positions x >= end, where

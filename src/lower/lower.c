@@ -574,7 +574,7 @@ static int type_has(const xir_type *t, int dim) {
  * (xir__window_local_residues; no clamp differs, the caller checked the bounds). Emits r0 ≤ T
  * when the good residues among the reachable ones are those up to T, else a 64-bit mask test for
  * P ≤ 64; NULL when neither applies (the caller compares the lanes' offsets). */
-static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
+static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt, LLVMValueRef *r0_out) {
   int P = pt->P;
   uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
   xir__window_local_residues(pt, L->ell, L->W, good, reach); /* analysis.c: the cost model's too */
@@ -587,6 +587,7 @@ static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
   if (T < 0) return NULL;
   LLVMValueRef c0 = L->env[L->c->inner_dim].u;
   LLVMValueRef r0 = LLVMBuildURem(L->b, c0, ci64(L, P), "");
+  *r0_out = r0;
   if (T < bad_lo) /* good exactly below the first bad residue, and none good above */
     return LLVMBuildICmp(L->b, LLVMIntULE, r0, ci64(L, T), "perm.ok");
   if (P > 64) return NULL;
@@ -597,6 +598,79 @@ static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
   return LLVMBuildICmp(L->b, LLVMIntNE, bit, ci64(L, 0), "perm.ok");
 }
 
+/* Packet q of a chunk read as planned by xir__window_split: one masked load per window at the
+ * chunk's lane-0 offset u0 plus the window's base (only the elements a live lane reads), then one
+ * two-source shuffle (dead lanes: poison). */
+static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp, LLVMValueRef u0) {
+  int elem = L->p->params[n->ref].elem;
+  LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
+  LLVMValueRef w[2];
+  for (int k = 0; k < 2; k++) {
+    if (k >= sp->nwin) {
+      w[k] = LLVMGetPoison(evt);
+      continue;
+    }
+    LLVMValueRef m[16];
+    for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, sp->mask[k] >> i & 1, 0);
+    LLVMValueRef o = LLVMBuildAdd(L->b, u0, ci64(L, sp->base[k]), "");
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, L->buf[n->ref], &o, 1, "");
+    LLVMTypeRef tys[2] = {evt, L->ptr};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0),
+                            LLVMConstVector(m, L->W), LLVMGetPoison(evt)};
+    w[k] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+  }
+  LLVMValueRef sh[16];
+  for (unsigned i = 0; i < L->W; i++)
+    sh[i] = sp->src[i] < 0 ? LLVMGetUndef(L->i32) : LLVMConstInt(L->i32, (unsigned)sp->src[i], 0);
+  LLVMValueRef v = LLVMBuildShuffleVector(L->b, w[0], w[1], LLVMConstVector(sh, L->W), "");
+  if (is_half(elem)) v = xir__cvt_to_f32(L->b, &L->cvt, elem, v);
+  return v;
+}
+
+/* lane 0's offset of access n as a scalar: the access evaluated with the element index uniform
+ * (c0 in every lane), in a generation of its own so that no vector value is reused or overwritten
+ * for the current one. NULL when it is not uniform then. */
+static LLVMValueRef lane0_offset(lw *L, const xir_node *n) {
+  int X = L->c->inner_dim;
+  val saved = L->env[X];
+  unsigned g = L->gen;
+  L->env[X] = vaff(saved.u, 0);
+  L->gen = L->ugen++;
+  val o0 = access_offset(L, n, n->nargs);
+  L->env[X] = saved;
+  L->gen = g;
+  return o0.aff && o0.s == 0 ? o0.u : NULL;
+}
+
+/* The row's tail chunk (its first element t0 and its residue known at compile time) of an access
+ * whose indices never clamp: every packet as at most two window loads and a shuffle
+ * (xir__window_split), the dead lanes zero; 0 when some packet does not fit (then it gathers). */
+static int tail_window_load(lw *L, const xir_node *n, const xir__lpat *pt, val *out) {
+  int X = L->c->inner_dim;
+  LLVMValueRef c0 = L->env[X].u;
+  if (!LLVMIsAConstantInt(c0) || L->k > MAXK) return 0;
+  int64_t t0 = LLVMConstIntGetSExtValue(c0), live = dimc(L, X) - t0;
+  if (t0 < 0 || live <= 0) return 0;
+  xir__wsplit sp[MAXK];
+  for (unsigned q = 0; q < L->k; q++)
+    if ((int64_t)(q * L->W) < live && !xir__window_split(pt, t0 % pt->P, L->W, q, live, &sp[q])) return 0;
+  LLVMValueRef u0 = lane0_offset(L, n);
+  if (!u0) return 0;
+  LLVMValueRef tm[MAXK], r[MAXK];
+  lane_mask(L, 1, tm);
+  LLVMValueRef zero = LLVMConstNull(L->vf);
+  for (unsigned q = 0; q < L->k; q++) {
+    if ((int64_t)(q * L->W) >= live) {
+      r[q] = zero;
+      continue;
+    }
+    r[q] = split_packet(L, n, &sp[q], u0);
+    if (tm[q]) r[q] = LLVMBuildSelect(L->b, tm[q], r[q], zero, "");
+  }
+  *out = vvec(L, r);
+  return 1;
+}
+
 /* A gather whose lanes are a fixed permutation of a window of W consecutive elements (RoPE's pair
  * swap x[r, c + 1 - 2·(c % 2)], a table row read twice per pair): a masked contiguous load and a
  * shuffle, taken only when the run-time offsets are exactly base + pi in every packet (a clamped
@@ -604,7 +678,7 @@ static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
  * applies. */
 static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   int X = L->c->inner_dim;
-  if (off->aff || L->ell < L->W || L->tail || L->precompute || X < 0 || L->W < 2 ||
+  if (off->aff || L->ell < L->W || L->precompute || X < 0 || L->W < 2 ||
       !type_has(&n->type, X) || !L->env[X].aff || L->env[X].s != 1)
     return 0;
   xir__lpat pt;
@@ -623,30 +697,23 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
    * index varying along X would be scaled by a run-time stride the pattern does not know */
   for (int kd = 0; kd + 1 < n->nargs && exact; kd++)
     exact = n->args[kd] >= 0 && L->period && L->period[n->args[kd]] == 1;
+  if (L->tail) return exact && tail_window_load(L, n, &pt, out);
   /* A local pattern under the same conditions holds in a chunk exactly when its first element's
    * residue r0 = c0 mod P is a good one (the offsets are u + A·c + tab[c mod P]): a scalar test
    * instead of comparing every lane's offset (rope_cache at HD = 100, l = 16: the chunks that
    * cross a head take the gather). */
-  LLVMValueRef scalar_ok = NULL;
+  LLVMValueRef scalar_ok = NULL, r0 = NULL;
   if (exact && !periodic) {
     exact = 0;
-    scalar_ok = local_pattern_test(L, &pt);
+    scalar_ok = local_pattern_test(L, &pt, &r0);
   }
-  LLVMValueRef u0 = NULL;
+  LLVMValueRef u0 = NULL, lane0 = NULL;
   if (scalar_ok || exact) {
-    /* lane 0's offset as a scalar: the access evaluated with the element index uniform (c0 in
-     * every lane), in a generation of its own so that no vector value is reused or overwritten
-     * for the current one; the lanes' offset vector is then needed by the gather only (and not
-     * at all for an exact pattern: rope_cache at l = 128 computed 8 packets' clamped partner
-     * indices in vectors to extract one lane of each) */
-    val saved = L->env[X];
-    unsigned g = L->gen;
-    L->env[X] = vaff(saved.u, 0);
-    L->gen = L->ugen++;
-    val o0 = access_offset(L, n, n->nargs);
-    L->env[X] = saved;
-    L->gen = g;
-    if (o0.aff && o0.s == 0) u0 = LLVMBuildSub(L->b, o0.u, ci64(L, pi[0][0]), "");
+    /* lane 0's offset as a scalar (lane0_offset); the lanes' offset vector is then needed by
+     * the gather only (and not at all for an exact pattern: rope_cache at l = 128 computed 8
+     * packets' clamped partner indices in vectors to extract one lane of each) */
+    lane0 = lane0_offset(L, n);
+    if (lane0) u0 = LLVMBuildSub(L->b, lane0, ci64(L, pi[0][0]), "");
   }
   LLVMTypeRef rty = LLVMVectorType(L->i1, L->W);
   for (unsigned q = 0; q < L->k; q++) {
@@ -668,7 +735,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.join");
   if (exact) LLVMBuildBr(L->b, fast);
   else LLVMBuildCondBr(L->b, all, fast, slow);
-  LLVMValueRef vf[MAXK], vs[MAXK];
+  LLVMValueRef vf[MAXK];
   LLVMPositionBuilderAtEnd(L->b, fast);
   for (unsigned q = 0; q < L->k; q++) {
     int64_t hi = 0;
@@ -698,17 +765,58 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     return 1;
   }
   LLVMPositionBuilderAtEnd(L->b, slow);
+  /* the bad residues whose chunks split into two windows per packet (a chunk that crosses a
+   * period boundary: the lanes before and after it) take those by a switch on the residue; the
+   * others (and every chunk where the pattern is not exact) gather */
+  enum { MAXSPLIT = 8 };
+  int64_t split_r[MAXSPLIT];
+  int nsplit = 0;
+  if (scalar_ok && r0 && lane0 && L->k <= MAXK) {
+    uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+    xir__window_local_residues(&pt, L->ell, L->W, good, reach);
+    for (int r = 0; r < pt.P && nsplit <= MAXSPLIT; r++) {
+      if (!reach[r] || good[r]) continue;
+      int ok = 1;
+      xir__wsplit sp;
+      for (unsigned q = 0; q < L->k && ok; q++) ok = xir__window_split(&pt, r, L->W, q, L->ell, &sp);
+      if (ok && nsplit < MAXSPLIT) split_r[nsplit] = r;
+      if (ok) nsplit++;
+    }
+    if (nsplit > MAXSPLIT) nsplit = 0; /* too many cases: the code would grow more than it pays */
+  }
+  LLVMValueRef in[MAXSPLIT + 2][MAXK];
+  LLVMBasicBlockRef from[MAXSPLIT + 2];
+  int nin = 0;
+  for (unsigned q = 0; q < L->k; q++) in[nin][q] = vf[q];
+  from[nin++] = fast_end;
+  if (nsplit) {
+    LLVMBasicBlockRef gath = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.gather");
+    LLVMValueRef sw = LLVMBuildSwitch(L->b, r0, gath, (unsigned)nsplit);
+    for (int i = 0; i < nsplit; i++) {
+      LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.split");
+      LLVMAddCase(sw, ci64(L, split_r[i]), bb);
+      LLVMPositionBuilderAtEnd(L->b, bb);
+      for (unsigned q = 0; q < L->k; q++) {
+        xir__wsplit sp;
+        xir__window_split(&pt, split_r[i], L->W, q, L->ell, &sp);
+        in[nin][q] = split_packet(L, n, &sp, lane0);
+      }
+      from[nin++] = LLVMGetInsertBlock(L->b);
+      LLVMBuildBr(L->b, join);
+    }
+    LLVMPositionBuilderAtEnd(L->b, gath);
+  }
   val g = load_elems(L, L->buf[n->ref], *off, L->p->params[n->ref].elem);
-  for (unsigned q = 0; q < L->k; q++) vs[q] = g.v[q];
-  LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(L->b);
+  for (unsigned q = 0; q < L->k; q++) in[nin][q] = g.v[q];
+  from[nin++] = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
   LLVMPositionBuilderAtEnd(L->b, join);
   LLVMValueRef r[MAXK];
   for (unsigned q = 0; q < L->k; q++) {
     r[q] = LLVMBuildPhi(L->b, L->vf, "");
-    LLVMValueRef in[2] = {vf[q], vs[q]};
-    LLVMBasicBlockRef from[2] = {fast_end, slow_end};
-    LLVMAddIncoming(r[q], in, from, 2);
+    LLVMValueRef v[MAXSPLIT + 2];
+    for (int i = 0; i < nin; i++) v[i] = in[i][q];
+    LLVMAddIncoming(r[q], v, from, (unsigned)nin);
   }
   *out = vvec(L, r);
   return 1;
@@ -1408,11 +1516,17 @@ static void emit_hoisted(lw *L) {
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, buf, &base, 1, "");
     LLVMSetAlignment(LLVMBuildStore(L->b, v.v[0], ptr), 4);
     loop_end(L, &lp);
-    if (M < N) {
-      /* buf[e] = buf[e - M] for e in [M, N): W elements a step when W divides M, else one */
+    /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
+     * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
+    int64_t need = N;
+    if (X == L->c->inner_dim && M < N && L->ell >= L->W && L->ell % M == 0 && N % L->ell == 0 &&
+        (M % L->W == 0 || L->W % M == 0))
+      need = M > L->W ? M : L->W;
+    if (M < need) {
+      /* buf[e] = buf[e - M] for e in [M, need): W elements a step when W divides M, else one */
       int vec = M % L->W == 0;
       LLVMTypeRef t = vec ? L->vf : L->f32;
-      int64_t step = vec ? L->W : 1, n = vec ? steps : N;
+      int64_t step = vec ? L->W : 1, n = vec ? (need + L->W - 1) / L->W : need;
       loop cp;
       loop_begin(L, &cp, ci64(L, M / step), ci64(L, n));
       LLVMValueRef e = LLVMBuildMul(L->b, cp.i, ci64(L, step), "");
