@@ -4,6 +4,7 @@
  * cost model's counts. Correctness of the code itself is test_native's (every candidate against
  * the fp64 oracle). */
 #include <math.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -338,6 +339,57 @@ static void test_window_split(void **state) {
   static const char *const has[] = {"masked.load"};
   check_ir16(p, &s, 128, has, 1, "masked.gather");
   xir_program_free(p);
+}
+
+/* Period buffers: rope's sin and cos of its angle repeat along c with period HD but depend on
+ * the row; with ℓ not a multiple of HD (HD = 100 at ℓ = 16: len = 116 rounded to 128) each unit
+ * computes them once into a buffer; not at ℓ = 128 with HD = 64 (chunk invariance covers it), not
+ * for a row shorter than twice the buffer, and not for a launch-time inner axis. The IR has the
+ * buffer, and its sin/cos are evaluated once per unit (the kernel's outputs are checked against
+ * the oracle for every candidate in test_native, HD = 100 among its shapes). */
+static void test_period_buffers(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope", "R=3,C=1000,HD=100", &s);
+  int64_t *per = calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+  uint8_t *hoist = calloc((size_t)p->nnodes + 1, 1);
+  assert_non_null(per);
+  assert_non_null(hoist);
+  int C = 1, nsc = 0;
+  xir__inner_period(p, &s, C, per);
+  xir__hoisted_tiles(p, &s, hoist);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    int sc = p->nodes[i].op == XIR_OP_SIN || p->nodes[i].op == XIR_OP_COS;
+    nsc += sc;
+    assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 0, hoist, per, i), sc ? 128 : 0);
+    if (sc) {
+      assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 0, 0, hoist, per, i), 0);
+      assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 1, hoist, per, i), 0);
+    }
+  }
+  assert_int_equal(nsc, 2);
+  static const char *const has[] = {"period"};
+  check_ir16(p, &s, 16, has, 1, NULL);
+  xir_program_free(p);
+  p = load("rope", "R=3,C=256,HD=64", &s);
+  xir__inner_period(p, &s, C, per);
+  xir__hoisted_tiles(p, &s, hoist);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    assert_int_equal(xir__period_buffer_len(p, &s, C, 128, 16, 1, 0, hoist, per, i), 0);
+    if (p->nodes[i].op == XIR_OP_SIN) {
+      assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 0, hoist, per, i), 80);
+      assert_int_equal(xir__period_buffer_len(p, &s, C, 128, 16, 1, 0, hoist, per, i), 0);
+    }
+  }
+  xir_program_free(p);
+  p = load("rope", "R=3,C=128,HD=64", &s); /* 2 · 80 > 128 */
+  xir__inner_period(p, &s, C, per);
+  xir__hoisted_tiles(p, &s, hoist);
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 0, hoist, per, i), 0);
+  xir_program_free(p);
+  free(per);
+  free(hoist);
 }
 
 /* Floor division and modulo of an affine index by a constant (affine_divmod in lower.c: one
@@ -913,6 +965,7 @@ int main(void) {
       cmocka_unit_test(test_window_load_without_check),
       cmocka_unit_test(test_window_load_local_pattern),
       cmocka_unit_test(test_window_split),
+      cmocka_unit_test(test_period_buffers),
       cmocka_unit_test(test_affine_divmod_floor),
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),
       cmocka_unit_test(test_prefix_mask_forms),

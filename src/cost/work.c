@@ -69,6 +69,8 @@ typedef struct wctx {
   uint8_t *hoist;   /* tiles computed once per native call (xir__hoisted_tiles) */
   int precompute;   /* costing a hoisted tile's own expression */
   uint8_t *cinv;    /* ℓ ≥ W: 1-D tiles that are the same in every chunk of a unit (see below) */
+  int64_t *pbuf;    /* ℓ ≥ W: per node, its period buffer's length (xir__period_buffer_len), or 0 */
+  int pcompute;     /* costing a period buffer's own expression */
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
   double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
@@ -248,6 +250,20 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     w->once = 1;
     expr_cost(w, id, &w->once_a, &w->once_b);
     w->once = 0;
+    return;
+  }
+  if (w->pbuf && w->pbuf[id] && !w->pcompute && !w->once && !w->precompute) {
+    /* a period buffer: one vector load per packet; its expression once per unit over the
+     * buffer's len / W vectors (charged through once_*, which the unit scales by k) */
+    double a = 0, b = 0, m0 = w->m_once, f = (double)w->pbuf[id] / w->c->W / w->k;
+    w->pcompute = w->once = 1;
+    expr_cost(w, id, &a, &b);
+    w->pcompute = w->once = 0;
+    w->once_a += f * a;
+    w->once_b += f * b;
+    w->m_once = m0 + f * (w->m_once - m0);
+    w->mark[id] = w->gen;
+    *arith += 1;
     return;
   }
   w->mark[id] = w->gen;
@@ -588,6 +604,7 @@ static void wctx_free(wctx *x) {
   xir__free(x->mark);
   xir__free(x->stored);
   xir__free(x->hoist);
+  xir__free(x->pbuf);
   xir__free(x->cinv);
   xir__free(x->inv);
   xir__free(x->loaded);
@@ -715,6 +732,21 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     wctx_free(&x);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
+  if (c->local >= c->W && c->inner_dim >= 0) {
+    int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    x.pbuf = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    if (!per || !x.pbuf) {
+      xir__free(per);
+      wctx_free(&x);
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    }
+    xir__inner_period(p, s, c->inner_dim, per);
+    for (int i = p->body_begin; i < p->nnodes; i++)
+      x.pbuf[i] = xir__period_buffer_len(p, s, c->inner_dim, c->local, c->W,
+                                         (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0,
+                                         x.hoist, per, i);
+    xir__free(per);
+  }
   unit_cost(&x);
   w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
   if (x.skip && mask_counts(&x, &mask, &ls, w)) {
@@ -744,8 +776,14 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
       if (per[i] > 1 && per[i] < N) M = per[i];
       xir__free(per);
     }
+    /* copied up to what the chunks read (lower.c, emit_hoisted): [0, max(M, W)) when they read
+     * it at constant offsets (ℓ a multiple of M that divides N), else [0, N) */
+    int64_t need = N, ell = c->local, W = c->W;
+    if (p->nodes[i].type.axes[0] == c->inner_dim && M < N && ell >= W && ell % M == 0 &&
+        N % ell == 0 && (M % W == 0 || W % M == 0))
+      need = M > W ? M : W;
     pre += a * (double)((M + c->W - 1) / c->W) +
-           2.0 * (double)(N - M) / (M % c->W == 0 ? (double)c->W : 1.0);
+           2.0 * (double)(need - M) / (M >= W ? (double)W : 1.0);
     pre_m += x.m_cur * (double)((M + c->W - 1) / c->W);
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;

@@ -10,6 +10,21 @@ int xir__op_is_transcendental(int op) {
          op == XIR_OP_SIGMOID || op == XIR_OP_SIN || op == XIR_OP_COS || op == XIR_OP_POW;
 }
 
+int64_t xir__period_buffer_len(const xir_program *p, const xir_shape *s, int X, unsigned ell,
+                               unsigned W, int x_fixed, int masked, const uint8_t *hoist,
+                               const int64_t *period, int id) {
+  if (ell < W || W < 1 || X < 0 || !x_fixed || masked || !period || id < p->body_begin) return 0;
+  const xir_node *n = &p->nodes[id];
+  if (!xir__op_is_transcendental(n->op) || (hoist && hoist[id]) || n->type.rank != 1 ||
+      n->type.axes[0] != X)
+    return 0;
+  int64_t M = period[id], N = s->dims[X];
+  if (M <= 1 || M >= N || (int64_t)ell % M == 0) return 0;
+  int64_t len = (M + (int64_t)ell + W - 1) / W * W;
+  if (2 * len > N || len > 65536) return 0;
+  return len;
+}
+
 void xir__root_invariant(const xir_program *p, uint8_t *inv) {
   for (int i = 0; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];

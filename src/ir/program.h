@@ -126,6 +126,17 @@ void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist
  * it varies otherwise (or M exceeds the extent). With ℓ a multiple of M, every chunk of a root
  * program sees the same values: they are computed once per unit, not once per chunk. */
 void xir__inner_period(const xir_program *p, const xir_shape *s, int X, int64_t *period);
+/* Period buffers (ℓ ≥ W): a transcendental 1-D tile over the inner axis X that repeats along X
+ * with period M (period[id], xir__inner_period) but depends on the root program (not hoisted,
+ * hoist[id] = 0), where ℓ is not a multiple of M (chunk invariance does not apply: RoPE's sin
+ * and cos of its angle with HD = 100 or with ℓ < HD), is computed once per unit over [0, len),
+ * len = M + ℓ rounded up to W, and every chunk reads its ℓ values at its residue c0 mod M.
+ * Returns len, or 0 when tile `id` is not so computed: X a launch-time dim (x_fixed = 0), a
+ * masked kernel (masked = 1), or a row shorter than 2·len (it would not pay). The lowering and
+ * the execution work both ask here. */
+int64_t xir__period_buffer_len(const xir_program *p, const xir_shape *s, int X, unsigned ell,
+                               unsigned W, int x_fixed, int masked, const uint8_t *hoist,
+                               const int64_t *period, int id);
 
 enum { XIR_LPAT_MAXP = 256 };
 /* How an integer index depends on the element index c along an axis X: u + A·c + tab[c mod P],

@@ -106,6 +106,11 @@ typedef struct lw {
   uint8_t *hoist;
   LLVMValueRef *hoist_buf;
   int precompute;          /* evaluating hoisted tiles at the entry */
+  /* Period buffers (xir__period_buffer_len): per node its length (0: none), its buffer, and
+   * whether the unit's values are being computed into it */
+  int64_t *pm_len;
+  LLVMValueRef *pm_buf;
+  int pm_compute;
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
   /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
    * per unit the end of the live range (the largest over the unit's root programs). */
@@ -975,7 +980,19 @@ static val eval(lw *L, int id) {
   if (L->top_ok[id]) return L->top[id];
   if (L->memo_gen[id] == L->gen) return L->memo[id];
   val r;
-  if (L->hoist_buf[id] && !L->precompute) {
+  int X = L->c->inner_dim;
+  if (L->pm_buf && L->pm_buf[id] && !L->pm_compute && !L->precompute && X >= 0 &&
+      L->env[X].aff && L->env[X].s == 1) {
+    /* a period buffer: the chunk's ℓ values from its residue c0 mod M on */
+    LLVMValueRef r0 = LLVMBuildURem(L->b, L->env[X].u, ci64(L, L->period[id]), "");
+    memset(&r, 0, sizeof r);
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, r0, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->pm_buf[id], &o, 1, "");
+      r.v[q] = LLVMBuildLoad2(L->b, L->vf, ptr, "");
+      LLVMSetAlignment(r.v[q], 4);
+    }
+  } else if (L->hoist_buf[id] && !L->precompute) {
     int64_t M = L->period ? L->period[id] : 0;
     if (M > 1 && L->ell >= L->W && L->ell % M == 0 && (M % L->W == 0 || L->W % M == 0) &&
         !L->tail) {
@@ -1416,6 +1433,39 @@ static void emit_store(lw *L, int id) {
 }
 
 /* The body for one unit (full or masked). */
+/* The unit's period buffers (xir__period_buffer_len): element e in [0, len) of each is the tile's
+ * value at e, W elements a step with the element index unclamped (the tile depends on it only
+ * through e mod M, and len ≤ the extent), one packet at a time. */
+static void emit_period_bufs(lw *L) {
+  if (!L->pm_len) return;
+  int X = L->c->inner_dim;
+  unsigned k = L->k;
+  val saved = L->env[X];
+  int saved_set = L->env_set[X];
+  for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
+    int64_t len = L->pm_len[id];
+    if (!len) continue;
+    if (!L->pm_buf[id]) L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)len), "period");
+    L->k = 1;
+    L->pm_compute = 1;
+    loop lp;
+    loop_begin(L, &lp, ci64(L, 0), ci64(L, len / L->W));
+    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, L->W), "");
+    L->env[X] = vaff(base, 1);
+    L->env_set[X] = 1;
+    L->gen++;
+    val v = eval_uncached(L, id);
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->pm_buf[id], &base, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(L->b, v.v[0], ptr), 4);
+    loop_end(L, &lp);
+    L->k = k;
+    L->pm_compute = 0;
+  }
+  L->env[X] = saved;
+  L->env_set[X] = saved_set;
+  L->gen++;
+}
+
 static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
@@ -1423,6 +1473,7 @@ static void emit_unit(lw *L) {
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
+  emit_period_bufs(L);
   for (int i = p->body_begin; i < p->nnodes && !L->st; i++) {
     const xir_node *n = &p->nodes[i];
     if (n->op == XIR_OP_STORE) {
@@ -1501,7 +1552,7 @@ static void emit_hoisted(lw *L) {
     }
     xir__inner_period(L->p, L->sh, X, per);
     int64_t M = per[id] > 1 && per[id] < N ? per[id] : N;
-    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(steps * L->W)), "hoist");
+    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + 1) * L->W)), "hoist");
     loop lp;
     loop_begin(L, &lp, ci64(L, 0), ci64(L, (M + L->W - 1) / L->W));
     LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, L->W), "");
@@ -1523,13 +1574,15 @@ static void emit_hoisted(lw *L) {
         (M % L->W == 0 || L->W % M == 0))
       need = M > L->W ? M : L->W;
     if (M < need) {
-      /* buf[e] = buf[e - M] for e in [M, need): W elements a step when W divides M, else one */
-      int vec = M % L->W == 0;
+      /* buf[e] = buf[e - M] for e = M, M + step, ... below need: W elements a step when the
+       * source run lies below e (M ≥ W; the last step may write up to W − 1 elements past N,
+       * into the buffer's spare vector), else one */
+      int vec = M >= L->W;
       LLVMTypeRef t = vec ? L->vf : L->f32;
-      int64_t step = vec ? L->W : 1, n = vec ? (need + L->W - 1) / L->W : need;
+      int64_t step = vec ? L->W : 1, n = (need - M + step - 1) / step;
       loop cp;
-      loop_begin(L, &cp, ci64(L, M / step), ci64(L, n));
-      LLVMValueRef e = LLVMBuildMul(L->b, cp.i, ci64(L, step), "");
+      loop_begin(L, &cp, ci64(L, 0), ci64(L, n));
+      LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, cp.i, ci64(L, step), ""), ci64(L, M), "");
       LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
       LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
       LLVMSetAlignment(x, 4);
@@ -1760,6 +1813,21 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
+  if (L.period && L.ell >= L.W) {
+    int any = 0;
+    int64_t *len = xir__calloc(nn, sizeof(int64_t));
+    if (!len) {
+      st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
+      goto done;
+    }
+    for (int i = p->body_begin; i < p->nnodes; i++) {
+      len[i] = xir__period_buffer_len(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
+                                      L.mask_id >= 0, L.hoist, L.period, i);
+      any |= len[i] > 0;
+    }
+    if (any && (L.pm_buf = xir__calloc(nn, sizeof(LLVMValueRef))) != NULL) L.pm_len = len;
+    else xir__free(len);
+  }
   LLVMTypeRef params[3] = {L.ptr, L.i64, L.i64};
   LLVMTypeRef fty = LLVMFunctionType(L.i32, params, 3, 0);
   L.fn = LLVMAddFunction(mod, entry, fty);
@@ -1883,6 +1951,8 @@ done:
   xir__free(L.hoist);
   xir__free(L.hoist_buf);
   xir__free(L.period);
+  xir__free(L.pm_len);
+  xir__free(L.pm_buf);
   xir__free(L.skip);
   return st;
 }
