@@ -341,31 +341,47 @@ static void test_window_split(void **state) {
   xir_program_free(p);
 }
 
-/* Period buffers: rope's sin and cos of its angle repeat along c with period HD but depend on
- * the row; with ℓ not a multiple of HD (HD = 100 at ℓ = 16: len = 116 rounded to 128) each unit
- * computes them once into a buffer; not at ℓ = 128 with HD = 64 (chunk invariance covers it), not
- * for a row shorter than twice the buffer, and not for a launch-time inner axis. The IR has the
- * buffer, and its sin/cos are evaluated once per unit (the kernel's outputs are checked against
- * the oracle for every candidate in test_native, HD = 100 among its shapes). */
+/* Period buffers: rope's sin and cos of its angle repeat along c with period HD and take each
+ * value on two consecutive elements (stretch 2: i = (c % HD) / 2), but depend on the row. With ℓ
+ * not a multiple of HD (HD = 100 at ℓ = 16) each unit computes the 50 values at even c, W at a
+ * step (comp = 128, 64 values), into a buffer of M + ℓ = 116 → 128 elements; with ℓ = 128 and HD =
+ * 64 (every chunk at residue 0) the buffer holds ℓ elements, 32 computed. Not for a launch-time
+ * inner axis, a masked kernel, or a row too short to pay (comp / D > N / 2). The IR has the buffer
+ * (the kernel's outputs are checked against the oracle for every candidate in test_native, HD =
+ * 100 among its shapes). */
 static void test_period_buffers(void **state) {
   (void)state;
   xir_shape s;
   xir_program *p = load("rope", "R=3,C=1000,HD=100", &s);
   int64_t *per = calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+  int64_t *str = calloc((size_t)p->nnodes + 1, sizeof(int64_t));
   uint8_t *hoist = calloc((size_t)p->nnodes + 1, 1);
   assert_non_null(per);
+  assert_non_null(str);
   assert_non_null(hoist);
   int C = 1, nsc = 0;
+  xir__pbuf pb;
   xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
   xir__hoisted_tiles(p, &s, hoist);
   for (int i = p->body_begin; i < p->nnodes; i++) {
-    int sc = p->nodes[i].op == XIR_OP_SIN || p->nodes[i].op == XIR_OP_COS;
+    const xir_node *n = &p->nodes[i];
+    int sc = n->op == XIR_OP_SIN || n->op == XIR_OP_COS;
     nsc += sc;
-    assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 0, hoist, per, i), sc ? 128 : 0);
-    if (sc) {
-      assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 0, 0, hoist, per, i), 0);
-      assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 1, hoist, per, i), 0);
-    }
+    if (n->op == XIR_OP_IOTA) assert_int_equal(str[i], 1);
+    if (n->op == XIR_OP_ROOT) assert_int_equal(str[i], 0);
+    assert_int_equal(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb), sc);
+    if (!sc) continue;
+    assert_int_equal(str[i], 2);
+    assert_int_equal(pb.D, 2);
+    assert_int_equal(pb.M, 100);
+    assert_int_equal(pb.comp, 128);
+    assert_int_equal(pb.len, 128);
+    assert_false(xir__period_buffer(p, &s, C, 16, 16, 0, 0, hoist, per, str, i, &pb));
+    assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 1, hoist, per, str, i, &pb));
+    assert_true(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, NULL, i, &pb));
+    assert_int_equal(pb.D, 1); /* without the stretch: every element computed */
+    assert_int_equal(pb.comp, 112);
   }
   assert_int_equal(nsc, 2);
   static const char *const has[] = {"period"};
@@ -373,22 +389,34 @@ static void test_period_buffers(void **state) {
   xir_program_free(p);
   p = load("rope", "R=3,C=256,HD=64", &s);
   xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
   xir__hoisted_tiles(p, &s, hoist);
   for (int i = p->body_begin; i < p->nnodes; i++) {
-    assert_int_equal(xir__period_buffer_len(p, &s, C, 128, 16, 1, 0, hoist, per, i), 0);
-    if (p->nodes[i].op == XIR_OP_SIN) {
-      assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 0, hoist, per, i), 80);
-      assert_int_equal(xir__period_buffer_len(p, &s, C, 128, 16, 1, 0, hoist, per, i), 0);
+    if (p->nodes[i].op != XIR_OP_SIN) {
+      assert_int_equal(xir__period_buffer(p, &s, C, 128, 16, 1, 0, hoist, per, str, i, &pb),
+                       p->nodes[i].op == XIR_OP_COS);
+      continue;
     }
+    assert_true(xir__period_buffer(p, &s, C, 128, 16, 1, 0, hoist, per, str, i, &pb));
+    assert_int_equal(pb.comp, 64);
+    assert_int_equal(pb.len, 128);
+    assert_false(xir__period_buffer(p, &s, C, 128, 16, 1, 0, hoist, per, NULL, i, &pb));
+    assert_true(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb));
+    assert_int_equal(pb.len, 80);
   }
   xir_program_free(p);
-  p = load("rope", "R=3,C=128,HD=64", &s); /* 2 · 80 > 128 */
+  p = load("rope", "R=3,C=200,HD=100", &s); /* without the stretch: 2 · 112 > 200 */
   xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
   xir__hoisted_tiles(p, &s, hoist);
-  for (int i = p->body_begin; i < p->nnodes; i++)
-    assert_int_equal(xir__period_buffer_len(p, &s, C, 16, 16, 1, 0, hoist, per, i), 0);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    if (p->nodes[i].op != XIR_OP_SIN) continue;
+    assert_true(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb));
+    assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, NULL, i, &pb));
+  }
   xir_program_free(p);
   free(per);
+  free(str);
   free(hoist);
 }
 

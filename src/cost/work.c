@@ -69,7 +69,8 @@ typedef struct wctx {
   uint8_t *hoist;   /* tiles computed once per native call (xir__hoisted_tiles) */
   int precompute;   /* costing a hoisted tile's own expression */
   uint8_t *cinv;    /* ℓ ≥ W: 1-D tiles that are the same in every chunk of a unit (see below) */
-  int64_t *pbuf;    /* ℓ ≥ W: per node, its period buffer's length (xir__period_buffer_len), or 0 */
+  xir__pbuf *pbuf;  /* ℓ ≥ W: per node, its period buffer (xir__period_buffer; len 0: none) */
+  int any_pbuf;
   int pcompute;     /* costing a period buffer's own expression */
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
@@ -246,24 +247,29 @@ static int near_load(const wctx *w, int id) {
 static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   const xir_node *n = &w->p->nodes[id];
   if (w->mark[id] == w->gen) return;
+  if (w->pbuf && w->pbuf[id].len && !w->pcompute && !w->once && !w->precompute) {
+    /* a period buffer: one vector load per packet; once per unit its expression over comp / D
+     * elements (W a vector), a shuffle and a store per vector of comp, and the copy of the rest
+     * (charged through once_*, which the unit scales by k) */
+    const xir__pbuf *pb = &w->pbuf[id];
+    double W = w->c->W, a = 0, b = 0, m0 = w->m_once, f = (double)pb->comp / (double)pb->D / W / w->k;
+    w->pcompute = w->once = 1;
+    expr_cost(w, id, &a, &b);
+    w->pcompute = w->once = 0;
+    w->once_a += f * a + ((double)pb->comp / W * (pb->D > 1 ? 2 : 1) +
+                          2.0 * (double)(pb->len - pb->comp) / (pb->M >= W ? W : 1.0)) / w->k;
+    w->once_b += f * b;
+    w->m_once = m0 + f * (w->m_once - m0);
+    w->mark[id] = w->gen;
+    /* the load and its address (the chunk's residue r0 + q·W); none when ℓ is a multiple of
+     * M: every chunk reads the same elements, and LLVM keeps the loads out of the chunk loop */
+    if ((int64_t)w->c->local % pb->M != 0) *arith += 2;
+    return;
+  }
   if (w->cinv && w->cinv[id] && !w->once && !w->precompute && n->type.rank == 1) {
     w->once = 1;
     expr_cost(w, id, &w->once_a, &w->once_b);
     w->once = 0;
-    return;
-  }
-  if (w->pbuf && w->pbuf[id] && !w->pcompute && !w->once && !w->precompute) {
-    /* a period buffer: one vector load per packet; its expression once per unit over the
-     * buffer's len / W vectors (charged through once_*, which the unit scales by k) */
-    double a = 0, b = 0, m0 = w->m_once, f = (double)w->pbuf[id] / w->c->W / w->k;
-    w->pcompute = w->once = 1;
-    expr_cost(w, id, &a, &b);
-    w->pcompute = w->once = 0;
-    w->once_a += f * a;
-    w->once_b += f * b;
-    w->m_once = m0 + f * (w->m_once - m0);
-    w->mark[id] = w->gen;
-    *arith += 1;
     return;
   }
   w->mark[id] = w->gen;
@@ -734,18 +740,26 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   }
   if (c->local >= c->W && c->inner_dim >= 0) {
     int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
-    x.pbuf = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    x.pbuf = xir__calloc((size_t)p->nnodes + 1, sizeof(xir__pbuf));
     if (!per || !x.pbuf) {
       xir__free(per);
       wctx_free(&x);
       return xir__err(d, XIR_ERR_NOMEM, "out of memory");
     }
+    int64_t *stretch = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    if (!stretch) {
+      xir__free(per);
+      wctx_free(&x);
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    }
     xir__inner_period(p, s, c->inner_dim, per);
+    xir__inner_stretch(p, s, c->inner_dim, stretch);
     for (int i = p->body_begin; i < p->nnodes; i++)
-      x.pbuf[i] = xir__period_buffer_len(p, s, c->inner_dim, c->local, c->W,
-                                         (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0,
-                                         x.hoist, per, i);
+      x.any_pbuf |= xir__period_buffer(p, s, c->inner_dim, c->local, c->W,
+                                       (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0,
+                                       x.hoist, per, stretch, i, &x.pbuf[i]);
     xir__free(per);
+    xir__free(stretch);
   }
   unit_cost(&x);
   w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
@@ -761,6 +775,16 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
    * on the caller path, one per task on the pool) — spread over the packets */
   double pre = 0, pre_b = 0, pre_m = 0;
+  uint8_t *pdirect = NULL, *pstop = NULL;
+  if (x.any_pbuf && (pdirect = xir__calloc((size_t)p->nnodes + 1, 1)) &&
+      (pstop = xir__calloc((size_t)p->nnodes + 1, 1))) {
+    for (int i = 0; i < p->nnodes; i++) pstop[i] = x.pbuf[i].len > 0;
+    if (xir__direct_uses(p, pstop, pdirect)) {
+      xir__free(pdirect);
+      pdirect = NULL;
+    }
+  }
+  xir__free(pstop);
   x.precompute = 1;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (!x.hoist[i]) continue;
@@ -780,13 +804,21 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
      * it at constant offsets (ℓ a multiple of M that divides N), else [0, N) */
     int64_t need = N, ell = c->local, W = c->W;
     if (p->nodes[i].type.axes[0] == c->inner_dim && M < N && ell >= W && ell % M == 0 &&
-        N % ell == 0 && (M % W == 0 || W % M == 0))
+        N % ell == 0 && (M % W == 0 || W % M == 0)) {
       need = M > W ? M : W;
+    }
+    if (x.any_pbuf) { /* as lower.c, emit_hoisted */
+      if (pdirect && !pdirect[i]) need = W;
+      for (int j = p->body_begin; j < p->nnodes; j++)
+        if (x.pbuf[j].len && x.pbuf[j].comp > need) need = x.pbuf[j].comp;
+      if (need > N) need = N;
+    }
     pre += a * (double)((M + c->W - 1) / c->W) +
            2.0 * (double)(need - M) / (M >= W ? (double)W : 1.0);
     pre_m += x.m_cur * (double)((M + c->W - 1) / c->W);
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
+  xir__free(pdirect);
   wctx_free(&x);
   w->footprint_bytes = footprint(p, s);
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);

@@ -108,8 +108,9 @@ typedef struct lw {
   int precompute;          /* evaluating hoisted tiles at the entry */
   /* Period buffers (xir__period_buffer_len): per node its length (0: none), its buffer, and
    * whether the unit's values are being computed into it */
-  int64_t *pm_len;
+  xir__pbuf *pm;
   LLVMValueRef *pm_buf;
+  uint8_t *pm_direct;      /* xir__direct_uses with the period buffers as stops */
   int pm_compute;
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
   /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
@@ -546,6 +547,29 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
       LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
       r[q] = LLVMBuildLoad2(L->b, vt, ptr, "");
       LLVMSetAlignment(r[q], align);
+      if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
+    }
+    return vvec(L, r);
+  }
+  if (off.aff && off.s == 2 && !tail && L->W >= 2) {
+    /* stride 2: two contiguous vectors (the second without its last element, one past the last
+     * lane's) and one shuffle of their even elements, instead of a gather */
+    LLVMValueRef m[16], sh[16];
+    for (unsigned i = 0; i < L->W; i++) {
+      m[i] = LLVMConstInt(L->i1, i + 1 < L->W, 0);
+      sh[i] = LLVMConstInt(L->i32, 2 * i, 0);
+    }
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(2 * q * L->W)), "");
+      LLVMValueRef p0 = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
+      LLVMValueRef o1 = LLVMBuildAdd(L->b, o, ci64(L, (int64_t)L->W), "");
+      LLVMValueRef p1 = LLVMBuildGEP2(L->b, t, base, &o1, 1, "");
+      LLVMValueRef lo = LLVMBuildLoad2(L->b, vt, p0, "");
+      LLVMSetAlignment(lo, align);
+      LLVMTypeRef tys[2] = {vt, L->ptr};
+      LLVMValueRef args[4] = {p1, LLVMConstInt(L->i32, align, 0), LLVMConstVector(m, L->W), LLVMGetPoison(vt)};
+      LLVMValueRef hi = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+      r[q] = LLVMBuildShuffleVector(L->b, lo, hi, LLVMConstVector(sh, L->W), "");
       if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
     }
     return vvec(L, r);
@@ -995,7 +1019,7 @@ static val eval(lw *L, int id) {
   } else if (L->hoist_buf[id] && !L->precompute) {
     int64_t M = L->period ? L->period[id] : 0;
     if (M > 1 && L->ell >= L->W && L->ell % M == 0 && (M % L->W == 0 || L->W % M == 0) &&
-        !L->tail) {
+        !L->tail && !L->pm_compute) {
       /* periodic with a period dividing ℓ: lane q·W + i of every chunk holds element
        * (q·W mod M) + i — constant offsets, so the loads (and what is computed from them) are
        * the same in every chunk and LLVM keeps them out of the chunk loop. A period dividing W
@@ -1433,31 +1457,55 @@ static void emit_store(lw *L, int id) {
 }
 
 /* The body for one unit (full or masked). */
-/* The unit's period buffers (xir__period_buffer_len): element e in [0, len) of each is the tile's
- * value at e, W elements a step with the element index unclamped (the tile depends on it only
- * through e mod M, and len ≤ the extent), one packet at a time. */
+/* The unit's period buffers (xir__period_buffer): the values at c = 0, D, 2D, … below comp, W
+ * at a step with the element index unclamped (the tile depends on it only through c mod M, and
+ * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
+ * then buf[e] = buf[e − M] up to len, W elements a step when M ≥ W (the source run lies below e). */
 static void emit_period_bufs(lw *L) {
-  if (!L->pm_len) return;
+  if (!L->pm) return;
   int X = L->c->inner_dim;
-  unsigned k = L->k;
+  unsigned k = L->k, W = L->W;
   val saved = L->env[X];
   int saved_set = L->env_set[X];
   for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
-    int64_t len = L->pm_len[id];
-    if (!len) continue;
-    if (!L->pm_buf[id]) L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)len), "period");
+    const xir__pbuf *pb = &L->pm[id];
+    if (!pb->len) continue;
+    int64_t D = pb->D, M = pb->M;
+    if (!L->pm_buf[id]) L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)pb->len), "period");
+    LLVMValueRef buf = L->pm_buf[id];
     L->k = 1;
     L->pm_compute = 1;
     loop lp;
-    loop_begin(L, &lp, ci64(L, 0), ci64(L, len / L->W));
-    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, L->W), "");
-    L->env[X] = vaff(base, 1);
+    loop_begin(L, &lp, ci64(L, 0), ci64(L, pb->comp / (D * W)));
+    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, D * W), "");
+    L->env[X] = vaff(base, D);
     L->env_set[X] = 1;
     L->gen++;
     val v = eval_uncached(L, id);
-    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->pm_buf[id], &base, 1, "");
-    LLVMSetAlignment(LLVMBuildStore(L->b, v.v[0], ptr), 4);
+    for (int64_t j = 0; j < D; j++) {
+      LLVMValueRef x = v.v[0];
+      if (D > 1) {
+        LLVMValueRef sh[16];
+        for (unsigned i = 0; i < W; i++) sh[i] = LLVMConstInt(L->i32, (unsigned)((j * W + i) / D), 0);
+        x = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(L->vf), LLVMConstVector(sh, W), "");
+      }
+      LLVMValueRef o = LLVMBuildAdd(L->b, base, ci64(L, j * W), "");
+      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &o, 1, "")), 4);
+    }
     loop_end(L, &lp);
+    if (pb->comp < pb->len) {
+      int vec = M >= W;
+      LLVMTypeRef t = vec ? L->vf : L->f32;
+      int64_t step = vec ? W : 1, n = (pb->len - pb->comp + step - 1) / step;
+      loop cp;
+      loop_begin(L, &cp, ci64(L, 0), ci64(L, n));
+      LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, cp.i, ci64(L, step), ""), ci64(L, pb->comp), "");
+      LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
+      LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
+      LLVMSetAlignment(x, 4);
+      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &e, 1, "")), 4);
+      loop_end(L, &cp);
+    }
     L->k = k;
     L->pm_compute = 0;
   }
@@ -1571,8 +1619,17 @@ static void emit_hoisted(lw *L) {
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
     int64_t need = N;
     if (X == L->c->inner_dim && M < N && L->ell >= L->W && L->ell % M == 0 && N % L->ell == 0 &&
-        (M % L->W == 0 || L->W % M == 0))
+        (M % L->W == 0 || L->W % M == 0)) {
       need = M > L->W ? M : L->W;
+    }
+    if (L->pm) {
+      /* period buffers read it at the elements below their comp (emit_period_bufs); when
+       * nothing else reads it (only their expressions use it), that is all it needs */
+      if (L->pm_direct && !L->pm_direct[id]) need = L->W;
+      for (int j = L->p->body_begin; j < L->p->nnodes; j++)
+        if (L->pm[j].len && L->pm[j].comp > need) need = L->pm[j].comp;
+      if (need > N) need = N;
+    }
     if (M < need) {
       /* buf[e] = buf[e - M] for e = M, M + step, ... below need: W elements a step when the
        * source run lies below e (M ≥ W; the last step may write up to W − 1 elements past N,
@@ -1815,18 +1872,37 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   }
   if (L.period && L.ell >= L.W) {
     int any = 0;
-    int64_t *len = xir__calloc(nn, sizeof(int64_t));
-    if (!len) {
+    xir__pbuf *pm = xir__calloc(nn, sizeof(xir__pbuf));
+    int64_t *stretch = xir__calloc(nn, sizeof(int64_t));
+    if (!pm || !stretch) {
+      xir__free(pm);
+      xir__free(stretch);
       st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
       goto done;
     }
-    for (int i = p->body_begin; i < p->nnodes; i++) {
-      len[i] = xir__period_buffer_len(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
-                                      L.mask_id >= 0, L.hoist, L.period, i);
-      any |= len[i] > 0;
+    xir__inner_stretch(p, shape, c->inner_dim, stretch);
+    for (int i = p->body_begin; i < p->nnodes; i++)
+      any |= xir__period_buffer(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
+                                L.mask_id >= 0, L.hoist, L.period, stretch, i, &pm[i]);
+    xir__free(stretch);
+    if (any && (L.pm_buf = xir__calloc(nn, sizeof(LLVMValueRef))) != NULL) {
+      L.pm = pm;
+      uint8_t *stop = xir__calloc(nn, 1);
+      L.pm_direct = xir__calloc(nn, 1);
+      if (stop && L.pm_direct) {
+        for (int i = 0; i < p->nnodes; i++) stop[i] = pm[i].len > 0;
+        if (xir__direct_uses(p, stop, L.pm_direct)) {
+          xir__free(L.pm_direct);
+          L.pm_direct = NULL;
+        }
+      } else {
+        xir__free(L.pm_direct);
+        L.pm_direct = NULL;
+      }
+      xir__free(stop);
+    } else {
+      xir__free(pm);
     }
-    if (any && (L.pm_buf = xir__calloc(nn, sizeof(LLVMValueRef))) != NULL) L.pm_len = len;
-    else xir__free(len);
   }
   LLVMTypeRef params[3] = {L.ptr, L.i64, L.i64};
   LLVMTypeRef fty = LLVMFunctionType(L.i32, params, 3, 0);
@@ -1951,7 +2027,8 @@ done:
   xir__free(L.hoist);
   xir__free(L.hoist_buf);
   xir__free(L.period);
-  xir__free(L.pm_len);
+  xir__free(L.pm);
+  xir__free(L.pm_direct);
   xir__free(L.pm_buf);
   xir__free(L.skip);
   return st;
