@@ -794,10 +794,13 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     expr_cost(&x, i, &a, &pre_b);
     int64_t N = s->dims[p->nodes[i].type.axes[0]];
     int64_t M = N; /* a periodic tile is computed over one period, then copied (lower.c) */
-    int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t)), D = 1;
     if (per) {
       xir__inner_period(p, s, p->nodes[i].type.axes[0], per);
       if (per[i] > 1 && per[i] < N) M = per[i];
+      xir__inner_stretch(p, s, p->nodes[i].type.axes[0], per); /* values per run of D */
+      D = per[i];
+      if (D < 1 || M % D != 0 || c->W % D != 0) D = 1;
       xir__free(per);
     }
     /* copied up to what the chunks read (lower.c, emit_hoisted): [0, max(M, W)) when they read
@@ -813,9 +816,10 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
         if (x.pbuf[j].len && x.pbuf[j].comp > need) need = x.pbuf[j].comp;
       if (need > N) need = N;
     }
-    pre += a * (double)((M + c->W - 1) / c->W) +
+    double vecs = (double)((M + D * W - 1) / (D * W));
+    pre += a * vecs + (D > 1 ? vecs * (double)D * 2 : 0) +
            2.0 * (double)(need - M) / (M >= W ? (double)W : 1.0);
-    pre_m += x.m_cur * (double)((M + c->W - 1) / c->W);
+    pre_m += x.m_cur * vecs;
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
   xir__free(pdirect);

@@ -1457,6 +1457,21 @@ static void emit_store(lw *L, int id) {
 }
 
 /* The body for one unit (full or masked). */
+/* buf[base + e] = v[e / D] for e in [0, D·W): the D vectors of a vector of compact values
+ * (one per run of D equal elements), each by a constant shuffle. */
+static void spread_store(lw *L, LLVMValueRef v, int64_t D, LLVMValueRef buf, LLVMValueRef base) {
+  for (int64_t j = 0; j < D; j++) {
+    LLVMValueRef x = v;
+    if (D > 1) {
+      LLVMValueRef sh[16];
+      for (unsigned i = 0; i < L->W; i++) sh[i] = LLVMConstInt(L->i32, (unsigned)((j * L->W + i) / D), 0);
+      x = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(L->vf), LLVMConstVector(sh, L->W), "");
+    }
+    LLVMValueRef o = LLVMBuildAdd(L->b, base, ci64(L, j * (int64_t)L->W), "");
+    LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &o, 1, "")), 4);
+  }
+}
+
 /* The unit's period buffers (xir__period_buffer): the values at c = 0, D, 2D, … below comp, W
  * at a step with the element index unclamped (the tile depends on it only through c mod M, and
  * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
@@ -1482,16 +1497,7 @@ static void emit_period_bufs(lw *L) {
     L->env_set[X] = 1;
     L->gen++;
     val v = eval_uncached(L, id);
-    for (int64_t j = 0; j < D; j++) {
-      LLVMValueRef x = v.v[0];
-      if (D > 1) {
-        LLVMValueRef sh[16];
-        for (unsigned i = 0; i < W; i++) sh[i] = LLVMConstInt(L->i32, (unsigned)((j * W + i) / D), 0);
-        x = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(L->vf), LLVMConstVector(sh, W), "");
-      }
-      LLVMValueRef o = LLVMBuildAdd(L->b, base, ci64(L, j * W), "");
-      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &o, 1, "")), 4);
-    }
+    spread_store(L, v.v[0], D, buf, base);
     loop_end(L, &lp);
     if (pb->comp < pb->len) {
       int vec = M >= W;
@@ -1600,11 +1606,16 @@ static void emit_hoisted(lw *L) {
     }
     xir__inner_period(L->p, L->sh, X, per);
     int64_t M = per[id] > 1 && per[id] < N ? per[id] : N;
-    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + 1) * L->W)), "hoist");
+    /* D consecutive elements sharing each value (xir__inner_stretch: RoPE's θ^(−2i/HD), D = 2):
+     * the values at c = 0, D, 2D, … each spread over D lanes */
+    xir__inner_stretch(L->p, L->sh, X, per);
+    int64_t D = per[id];
+    if (D < 1 || M % D != 0 || L->W % D != 0) D = 1;
+    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + D) * L->W)), "hoist");
     loop lp;
-    loop_begin(L, &lp, ci64(L, 0), ci64(L, (M + L->W - 1) / L->W));
-    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, L->W), "");
-    val c = vaff(base, 1);
+    loop_begin(L, &lp, ci64(L, 0), ci64(L, (M + D * L->W - 1) / (D * L->W)));
+    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "");
+    val c = vaff(base, D);
     c = clamp(L, &c, N - 1);
     LLVMValueRef cv[MAXK];
     ivecs(L, &c, cv);
@@ -1612,9 +1623,9 @@ static void emit_hoisted(lw *L) {
     L->env_set[X] = 1;
     L->gen++;
     val v = eval_uncached(L, id);
-    LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, buf, &base, 1, "");
-    LLVMSetAlignment(LLVMBuildStore(L->b, v.v[0], ptr), 4);
+    spread_store(L, v.v[0], D, buf, base);
     loop_end(L, &lp);
+    xir__inner_period(L->p, L->sh, X, per);
     /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
     int64_t need = N;
