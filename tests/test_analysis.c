@@ -468,6 +468,63 @@ static void test_affine_divmod_floor(void **state) {
   xir_program_free(p);
 }
 
+/* A period buffer on a kernel of its own: exp of a per-row value times a function of (c % 24) / 4
+ * (period 24, runs of 4), rows of 203 elements (a tail chunk at every ℓ). Every candidate — with
+ * and without a period buffer, with and without the stretch — gives the same bits (the same
+ * operations on the same inputs), and they match exp in double within 2e-6 relative. */
+static void test_period_buffer_custom_kernel(void **state) {
+  (void)state;
+  const char *text =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  c = iota(C)\n"
+      "  g = (c % 24) / 4\n"
+      "  store y[r, :] = load x[r, :] + exp(0.1 * f32(r + 1) * f32(g))\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=3,C=203", &s, &d)) die(&d);
+  int64_t str[64] = {0};
+  assert_true(p->nnodes <= 64);
+  xir__inner_stretch(p, &s, 1, str);
+  int found = 0;
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_EXP) found = str[i] == 4;
+  assert_true(found);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &s, W, &cands, &n, &d)) die(&d);
+  float x[3 * 203], y[3 * 203], y0[3 * 203];
+  for (int i = 0; i < 3 * 203; i++) x[i] = (float)(i % 5) * 0.25f;
+  for (size_t ci = 0; ci < n; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[2] = {{.in = x}, {.out = y}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    if (ci == 0) memcpy(y0, y, sizeof y);
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 203; c++) {
+        int i = r * 203 + c;
+        double want = x[i] + exp((double)(0.1f * (float)(r + 1)) * ((c % 24) / 4));
+        if (memcmp(&y[i], &y0[i], sizeof(float)) || fabs(y[i] - want) > 2e-6 * fabs(want))
+          fail_msg("candidate %zu, r %d c %d: got %.9g, candidate 0 %.9g, exp %.9g", ci, r, c,
+                   (double)y[i], (double)y0[i], want);
+      }
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  static const char *const has[] = {"period"}; /* l = 16 uses one */
+  check_ir16(p, &s, 16, has, 1, NULL);
+  xir_program_free(p);
+}
+
 /* Window loads whose indices never clamp (every X-dependent index known and inside its dim over
  * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
  * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
@@ -994,6 +1051,7 @@ int main(void) {
       cmocka_unit_test(test_window_load_local_pattern),
       cmocka_unit_test(test_window_split),
       cmocka_unit_test(test_period_buffers),
+      cmocka_unit_test(test_period_buffer_custom_kernel),
       cmocka_unit_test(test_affine_divmod_floor),
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),
       cmocka_unit_test(test_prefix_mask_forms),
