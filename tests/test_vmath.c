@@ -73,7 +73,7 @@ static void compile_set(kset *s, unsigned W, int fma) {
   /* the FMA variant as the lowering builds it on this host: with vscalefps where AVX-512F+VL
    * exist (W = 8, 16; W = 1 keeps the integer scaling, so the W check below also checks that the
    * two give the same bits) */
-  if (fma) xir__vm_set_avx512(vm, xir__vm_host_has_avx512());
+  if (fma) xir__vm_set_avx512(vm, xir__vm_host_has_avx512() && !getenv("XIR_VMATH_NO_X512"));
   for (int f = 0; f < XIR__VM_COUNT; f++) {
     char name[64];
     snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
