@@ -467,7 +467,8 @@ static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
      * a − q0 − q0·t once. r is 1/s (a division), or on AVX-512 vrcp14ps (relative error
      * < 2^−14: the step leaves about 2^−28 of it; q0 may then fall below a/2 by 2^−14 when s is
      * near 2, where a − q0 rounds by at most ulp(a)/4). Both measured exhaustively
-     * (docs/vmath.md); the division form gives the bits of the former two-fma residual. */
+     * (docs/vmath.md); for the same t the division form gave the bits of the former two-fma
+     * residual (the same hash over every third fp32 input). */
     LLVMValueRef a = sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), kf(e, 1.0f), t);
     LLVMValueRef r = e->x512 ? rcp14(e, s) : fdiv(e, kf(e, 1.0f), s);
     LLVMValueRef q0 = mul(e, a, r);
