@@ -4,6 +4,7 @@
  * cost model's counts. Correctness of the code itself is test_native's (every candidate against
  * the fp64 oracle). */
 #include <math.h>
+#include <stdlib.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -276,8 +277,9 @@ static void check_ir16(const xir_program *p, const xir_shape *s, uint32_t ell, c
 
 /* With HD = 100 no power-of-two ℓ is a multiple of the table column's period ((c % HD) / 2):
  * xir__window_access refuses it, xir__window_access_local gives the pattern of a chunk that does
- * not cross a head, and the ℓ = 16 code has both the window path (checked at run time) and the
- * gather; its output equals the oracle's (test_native runs every candidate of HD = 100). */
+ * not cross a head, and the ℓ = 16 code has the window path (checked at run time), the chunks
+ * that cross a head as two window loads (perm.split, below), and the gather; its output equals
+ * the oracle's (test_native runs every candidate of HD = 100, and of HD = 22). */
 static void test_window_load_local_pattern(void **state) {
   (void)state;
   xir_shape s;
@@ -297,9 +299,125 @@ static void test_window_load_local_pattern(void **state) {
     }
   assert_int_equal(periodic, 0);
   assert_int_equal(local, 2);
-  static const char *const has[] = {"perm.fast", "masked.gather"};
-  check_ir16(p, &s, 16, has, 2, NULL);
+  static const char *const has[] = {"perm.fast", "perm.split", "masked.gather"};
+  check_ir16(p, &s, 16, has, 3, NULL);
   xir_program_free(p);
+}
+
+/* xir__window_split: a chunk of rope_cache's table column (c % 100) / 2 that starts at residue 88
+ * crosses a head after 12 lanes: the lanes before read columns 44..49 (window 1, the larger
+ * offsets), the lanes after columns 0 and 1 (window 0, 44 columns below lane 0's); the row's tail
+ * chunk (8 live lanes at residue 92) fits one window; a pattern whose lanes spread over three
+ * windows does not split; the fraction counts the crossing residues 88, 92, 96 of the 25. */
+static void test_window_split(void **state) {
+  (void)state;
+  xir__lpat pt;
+  memset(&pt, 0, sizeof pt);
+  pt.P = 100;
+  for (int r = 0; r < 100; r++) pt.tab[r] = r / 2;
+  xir__wsplit sp;
+  assert_true(xir__window_split(&pt, 88, 16, 0, 16, &sp));
+  assert_int_equal(sp.nwin, 2);
+  assert_int_equal(sp.base[0], -44);
+  assert_int_equal(sp.base[1], 0);
+  for (int i = 0; i < 16; i++)
+    assert_int_equal(sp.src[i], i < 12 ? 16 + i / 2 : (i - 12) / 2);
+  assert_int_equal(sp.mask[0], 0x3);
+  assert_int_equal(sp.mask[1], 0x3f);
+  assert_true(xir__window_split(&pt, 92, 16, 0, 8, &sp));
+  assert_int_equal(sp.nwin, 1);
+  for (int i = 0; i < 16; i++) assert_int_equal(sp.src[i], i < 8 ? i / 2 : -1);
+  assert_true(fabs(xir__window_split_fraction(&pt, 16, 16) - 3.0 / 25) < 1e-12);
+  memset(&pt, 0, sizeof pt);
+  pt.P = 16;
+  for (int r = 0; r < 16; r++) pt.tab[r] = r % 3 == 0 ? 0 : r % 3 == 1 ? 40 : 80; /* 3 windows */
+  assert_false(xir__window_split(&pt, 0, 16, 0, 16, &sp));
+  /* the tail chunk of a row (C = 192 at l = 128: 64 live lanes) reads its table columns and the
+   * pair partners by window loads too: no gather left in the kernel */
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=3,C=192,HD=64,P=8,H2=32", &s);
+  static const char *const has[] = {"masked.load"};
+  check_ir16(p, &s, 128, has, 1, "masked.gather");
+  xir_program_free(p);
+}
+
+/* Period buffers: rope's sin and cos of its angle repeat along c with period HD and take each
+ * value on two consecutive elements (stretch 2: i = (c % HD) / 2), but depend on the row. With ℓ
+ * not a multiple of HD (HD = 100 at ℓ = 16) each unit computes the 50 values at even c, W at a
+ * step (comp = 128, 64 values), into a buffer of M + ℓ = 116 → 128 elements; with ℓ = 128 and HD =
+ * 64 (every chunk at residue 0) the buffer holds ℓ elements, 32 computed. Not for a launch-time
+ * inner axis, a masked kernel, or a row too short to pay (comp / D > N / 2). The IR has the buffer
+ * (the kernel's outputs are checked against the oracle for every candidate in test_native, HD =
+ * 100 among its shapes). */
+static void test_period_buffers(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope", "R=3,C=1000,HD=100", &s);
+  int64_t *per = calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+  int64_t *str = calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+  uint8_t *hoist = calloc((size_t)p->nnodes + 1, 1);
+  assert_non_null(per);
+  assert_non_null(str);
+  assert_non_null(hoist);
+  int C = 1, nsc = 0;
+  xir__pbuf pb;
+  xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
+  xir__hoisted_tiles(p, &s, hoist);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    int sc = n->op == XIR_OP_SIN || n->op == XIR_OP_COS;
+    nsc += sc;
+    if (n->op == XIR_OP_IOTA) assert_int_equal(str[i], 1);
+    if (n->op == XIR_OP_ROOT) assert_int_equal(str[i], 0);
+    assert_int_equal(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb), sc);
+    if (!sc) continue;
+    assert_int_equal(str[i], 2);
+    assert_int_equal(pb.D, 2);
+    assert_int_equal(pb.M, 100);
+    assert_int_equal(pb.comp, 128);
+    assert_int_equal(pb.len, 128);
+    assert_false(xir__period_buffer(p, &s, C, 16, 16, 0, 0, hoist, per, str, i, &pb));
+    assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 1, hoist, per, str, i, &pb));
+    assert_true(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, NULL, i, &pb));
+    assert_int_equal(pb.D, 1); /* without the stretch: every element computed */
+    assert_int_equal(pb.comp, 112);
+  }
+  assert_int_equal(nsc, 2);
+  static const char *const has[] = {"period"};
+  check_ir16(p, &s, 16, has, 1, NULL);
+  xir_program_free(p);
+  p = load("rope", "R=3,C=256,HD=64", &s);
+  xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
+  xir__hoisted_tiles(p, &s, hoist);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    if (p->nodes[i].op != XIR_OP_SIN) {
+      assert_int_equal(xir__period_buffer(p, &s, C, 128, 16, 1, 0, hoist, per, str, i, &pb),
+                       p->nodes[i].op == XIR_OP_COS);
+      continue;
+    }
+    assert_true(xir__period_buffer(p, &s, C, 128, 16, 1, 0, hoist, per, str, i, &pb));
+    assert_int_equal(pb.comp, 64);
+    assert_int_equal(pb.len, 128);
+    assert_false(xir__period_buffer(p, &s, C, 128, 16, 1, 0, hoist, per, NULL, i, &pb));
+    assert_true(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb));
+    assert_int_equal(pb.len, 80);
+  }
+  xir_program_free(p);
+  p = load("rope", "R=3,C=200,HD=100", &s); /* without the stretch: 2 · 112 > 200 */
+  xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
+  xir__hoisted_tiles(p, &s, hoist);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    if (p->nodes[i].op != XIR_OP_SIN) continue;
+    assert_true(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb));
+    assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, NULL, i, &pb));
+  }
+  xir_program_free(p);
+  free(per);
+  free(str);
+  free(hoist);
 }
 
 /* Floor division and modulo of an affine index by a constant (affine_divmod in lower.c: one
@@ -874,6 +992,8 @@ int main(void) {
       cmocka_unit_test(test_alias_scopes_follow_the_contract),
       cmocka_unit_test(test_window_load_without_check),
       cmocka_unit_test(test_window_load_local_pattern),
+      cmocka_unit_test(test_window_split),
+      cmocka_unit_test(test_period_buffers),
       cmocka_unit_test(test_affine_divmod_floor),
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),
       cmocka_unit_test(test_prefix_mask_forms),

@@ -69,6 +69,9 @@ typedef struct wctx {
   uint8_t *hoist;   /* tiles computed once per native call (xir__hoisted_tiles) */
   int precompute;   /* costing a hoisted tile's own expression */
   uint8_t *cinv;    /* ℓ ≥ W: 1-D tiles that are the same in every chunk of a unit (see below) */
+  xir__pbuf *pbuf;  /* ℓ ≥ W: per node, its period buffer (xir__period_buffer; len 0: none) */
+  int any_pbuf;
+  int pcompute;     /* costing a period buffer's own expression */
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
   double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
@@ -95,6 +98,7 @@ typedef struct wctx {
    * loaded[] before the consumer, and after (4 × nodes) */
   int ragged, tail;
   double lfrac; /* kind 5 (access_kind): the fraction of chunks whose local window load is right */
+  double sfrac; /* ... and of those (not right) whose packets split into two window loads */
   uint8_t *tsnap;
 } wctx;
 
@@ -167,19 +171,36 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
  * kind 3 with the run-time offset check, kind 4 without (its indices never clamp); kind 5, a
  * local pattern (the period does not divide ℓ) tested per chunk by its residue: the window load
  * in the fraction w->lfrac of the chunks whose residue is good, the gather in the others
- * (rope_cache at HD = 96: ℓ = 32 never crosses a head, ℓ = 64 does in a third of its chunks). */
+ * (rope_cache at HD = 96: ℓ = 32 never crosses a head, ℓ = 64 does in a third of its chunks),
+ * two window loads in the fraction w->sfrac whose packets split (xir__window_split: a chunk that
+ * crosses a head at HD = 100), the gather in the rest; kind 6, the row's tail chunk read by at
+ * most two window loads per packet. */
 static int access_kind(wctx *w, const xir_node *n, int nidx) {
   int k = access_kind_base(w, n, nidx);
   int id = (int)(n - w->p->nodes);
-  if (k != 2 || n->op != XIR_OP_LOAD || w->tail) return k; /* the tail chunk gathers */
+  if (k != 2 || n->op != XIR_OP_LOAD) return k;
   int X = w->c->inner_dim;
-  if (xir__window_access(w->p, w->s, X, w->c->local, w->c->W, id, NULL))
-    return xir__access_in_bounds(w->p, w->s, X, id) ? 4 : 3;
+  unsigned ell = w->c->local, W = w->c->W;
   xir__lpat pt;
-  if (xir__window_access_local(w->p, w->s, X, w->c->local, w->c->W, id, &pt) &&
+  if (w->tail) {
+    /* the tail chunk: at most two window loads per packet at its compile-time residue when no
+     * index clamps (lower.c, tail_window_load), else the gather */
+    if (X < 0 || ell < W || !xir__access_in_bounds(w->p, w->s, X, id) ||
+        !xir__window_access_local(w->p, w->s, X, ell, W, id, &pt))
+      return k;
+    int64_t N = w->s->dims[X], t0 = N / (int64_t)ell * (int64_t)ell, live = N - t0;
+    xir__wsplit sp;
+    for (unsigned q = 0; (int64_t)(q * W) < live; q++)
+      if (!xir__window_split(&pt, t0 % pt.P, W, q, live, &sp)) return k;
+    return 6;
+  }
+  if (xir__window_access(w->p, w->s, X, ell, W, id, NULL))
+    return xir__access_in_bounds(w->p, w->s, X, id) ? 4 : 3;
+  if (xir__window_access_local(w->p, w->s, X, ell, W, id, &pt) &&
       xir__access_in_bounds(w->p, w->s, X, id)) {
     uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
-    w->lfrac = xir__window_local_residues(&pt, w->c->local, w->c->W, good, reach);
+    w->lfrac = xir__window_local_residues(&pt, ell, W, good, reach);
+    w->sfrac = xir__window_split_fraction(&pt, ell, W);
     return 5;
   }
   return k;
@@ -195,9 +216,14 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
     *arith += kind == 3 ? 3 : kind == 4 ? 2 : 1; /* the offset check (3) and the shuffle (3, 4) */
     *bytes += esize * W;
   } else if (kind == 5) {
-    double f = w->lfrac;
-    *arith += f * 2 + (1 - f) * (1 + kGatherPerLane * W);
-    *bytes += f * esize * W + (1 - f) * kGatherBytesPerLane * W;
+    /* good residues: one window load and a shuffle; split ones: two loads, a two-source
+     * shuffle and the switch; the rest gather */
+    double f = w->lfrac, sp = w->sfrac, g = 1 - f - sp;
+    *arith += f * 2 + sp * 4 + g * (1 + kGatherPerLane * W);
+    *bytes += f * esize * W + sp * 2 * esize * W + g * kGatherBytesPerLane * W;
+  } else if (kind == 6) {
+    *arith += 3;
+    *bytes += 2 * esize * W;
   } else {
     *arith += 1 + kGatherPerLane * W;
     *bytes += kGatherBytesPerLane * W;
@@ -221,6 +247,25 @@ static int near_load(const wctx *w, int id) {
 static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   const xir_node *n = &w->p->nodes[id];
   if (w->mark[id] == w->gen) return;
+  if (w->pbuf && w->pbuf[id].len && !w->pcompute && !w->once && !w->precompute) {
+    /* a period buffer: one vector load per packet; once per unit its expression over comp / D
+     * elements (W a vector), a shuffle and a store per vector of comp, and the copy of the rest
+     * (charged through once_*, which the unit scales by k) */
+    const xir__pbuf *pb = &w->pbuf[id];
+    double W = w->c->W, a = 0, b = 0, m0 = w->m_once, f = (double)pb->comp / (double)pb->D / W / w->k;
+    w->pcompute = w->once = 1;
+    expr_cost(w, id, &a, &b);
+    w->pcompute = w->once = 0;
+    w->once_a += f * a + ((double)pb->comp / W * (pb->D > 1 ? 2 : 1) +
+                          2.0 * (double)(pb->len - pb->comp) / (pb->M >= W ? W : 1.0)) / w->k;
+    w->once_b += f * b;
+    w->m_once = m0 + f * (w->m_once - m0);
+    w->mark[id] = w->gen;
+    /* the load and its address (the chunk's residue r0 + q·W); none when ℓ is a multiple of
+     * M: every chunk reads the same elements, and LLVM keeps the loads out of the chunk loop */
+    if ((int64_t)w->c->local % pb->M != 0) *arith += 2;
+    return;
+  }
   if (w->cinv && w->cinv[id] && !w->once && !w->precompute && n->type.rank == 1) {
     w->once = 1;
     expr_cost(w, id, &w->once_a, &w->once_b);
@@ -565,6 +610,7 @@ static void wctx_free(wctx *x) {
   xir__free(x->mark);
   xir__free(x->stored);
   xir__free(x->hoist);
+  xir__free(x->pbuf);
   xir__free(x->cinv);
   xir__free(x->inv);
   xir__free(x->loaded);
@@ -692,6 +738,29 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     wctx_free(&x);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
+  if (c->local >= c->W && c->inner_dim >= 0) {
+    int64_t *per = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    x.pbuf = xir__calloc((size_t)p->nnodes + 1, sizeof(xir__pbuf));
+    if (!per || !x.pbuf) {
+      xir__free(per);
+      wctx_free(&x);
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    }
+    int64_t *stretch = xir__calloc((size_t)p->nnodes + 1, sizeof(int64_t));
+    if (!stretch) {
+      xir__free(per);
+      wctx_free(&x);
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    }
+    xir__inner_period(p, s, c->inner_dim, per);
+    xir__inner_stretch(p, s, c->inner_dim, stretch);
+    for (int i = p->body_begin; i < p->nnodes; i++)
+      x.any_pbuf |= xir__period_buffer(p, s, c->inner_dim, c->local, c->W,
+                                       (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0,
+                                       x.hoist, per, stretch, i, &x.pbuf[i]);
+    xir__free(per);
+    xir__free(stretch);
+  }
   unit_cost(&x);
   w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
   if (x.skip && mask_counts(&x, &mask, &ls, w)) {
@@ -706,6 +775,16 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
    * on the caller path, one per task on the pool) — spread over the packets */
   double pre = 0, pre_b = 0, pre_m = 0;
+  uint8_t *pdirect = NULL, *pstop = NULL;
+  if (x.any_pbuf && (pdirect = xir__calloc((size_t)p->nnodes + 1, 1)) &&
+      (pstop = xir__calloc((size_t)p->nnodes + 1, 1))) {
+    for (int i = 0; i < p->nnodes; i++) pstop[i] = x.pbuf[i].len > 0;
+    if (xir__direct_uses(p, pstop, pdirect)) {
+      xir__free(pdirect);
+      pdirect = NULL;
+    }
+  }
+  xir__free(pstop);
   x.precompute = 1;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (!x.hoist[i]) continue;
@@ -721,11 +800,25 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
       if (per[i] > 1 && per[i] < N) M = per[i];
       xir__free(per);
     }
+    /* copied up to what the chunks read (lower.c, emit_hoisted): [0, max(M, W)) when they read
+     * it at constant offsets (ℓ a multiple of M that divides N), else [0, N) */
+    int64_t need = N, ell = c->local, W = c->W;
+    if (p->nodes[i].type.axes[0] == c->inner_dim && M < N && ell >= W && ell % M == 0 &&
+        N % ell == 0 && (M % W == 0 || W % M == 0)) {
+      need = M > W ? M : W;
+    }
+    if (x.any_pbuf) { /* as lower.c, emit_hoisted */
+      if (pdirect && !pdirect[i]) need = W;
+      for (int j = p->body_begin; j < p->nnodes; j++)
+        if (x.pbuf[j].len && x.pbuf[j].comp > need) need = x.pbuf[j].comp;
+      if (need > N) need = N;
+    }
     pre += a * (double)((M + c->W - 1) / c->W) +
-           2.0 * (double)(N - M) / (M % c->W == 0 ? (double)c->W : 1.0);
+           2.0 * (double)(need - M) / (M >= W ? (double)W : 1.0);
     pre_m += x.m_cur * (double)((M + c->W - 1) / c->W);
   }
   double calls = ls.active <= 1 ? 1 : (double)ls.tasks;
+  xir__free(pdirect);
   wctx_free(&x);
   w->footprint_bytes = footprint(p, s);
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);

@@ -10,6 +10,101 @@ int xir__op_is_transcendental(int op) {
          op == XIR_OP_SIGMOID || op == XIR_OP_SIN || op == XIR_OP_COS || op == XIR_OP_POW;
 }
 
+static int64_t gcd0(int64_t a, int64_t b);
+
+void xir__inner_stretch(const xir_program *p, const xir_shape *s, int X, int64_t *stretch) {
+  for (int i = 0; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    int64_t D = 0;
+    switch (n->op) {
+      case XIR_OP_CONST: case XIR_OP_DIM: case XIR_OP_PARAM: case XIR_OP_ROOT: D = 0; break;
+      case XIR_OP_IOTA: D = n->ref == X ? 1 : 0; break;
+      case XIR_OP_REDUCE_SUM: case XIR_OP_REDUCE_MAX: case XIR_OP_REDUCE_MIN:
+        D = n->type.rank == 0 ? 0 : 1;
+        break;
+      case XIR_OP_STORE: D = 1; break;
+      case XIR_OP_LOAD: {
+        const xir_param *q = &p->params[n->ref];
+        for (int k = 0; k < n->nargs; k++) {
+          if (n->args[k] < 0) {
+            if (q->dims[k] == X) D = 1;
+            continue;
+          }
+          D = gcd0(D, stretch[n->args[k]]);
+        }
+        break;
+      }
+      default:
+        for (int a = 0; a < n->nargs; a++)
+          if (n->args[a] >= 0) D = gcd0(D, stretch[n->args[a]]);
+        if (n->op == XIR_OP_DIV && n->type.elem == XIR_I64) {
+          /* (iota(X) % M) / E, E dividing M: the same value on aligned runs of E */
+          const xir_node *r = &p->nodes[n->args[0]], *e = &p->nodes[n->args[1]];
+          int64_t E = e->op == XIR_OP_CONST ? e->imm.i : e->op == XIR_OP_DIM ? s->dims[e->ref] : 0;
+          if (r->op == XIR_OP_REM && r->type.elem == XIR_I64 && E > 0) {
+            const xir_node *c = &p->nodes[r->args[0]], *m = &p->nodes[r->args[1]];
+            int64_t M = m->op == XIR_OP_CONST ? m->imm.i : m->op == XIR_OP_DIM ? s->dims[m->ref] : 0;
+            if (c->op == XIR_OP_IOTA && c->ref == X && M > 0 && M % E == 0) D = E;
+          }
+        }
+    }
+    stretch[i] = D;
+  }
+}
+
+int xir__direct_uses(const xir_program *p, const uint8_t *stop, uint8_t *reached) {
+  memset(reached, 0, (size_t)p->nnodes);
+  int *stack = xir__malloc(sizeof(int) * ((size_t)p->nnodes * (XIR_MAX_RANK + 2) + 1));
+  if (!stack) return -1;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    int sp = 0;
+    if (n->op == XIR_OP_STORE) stack[sp++] = n->args[n->nargs - 1];
+    else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN)
+      stack[sp++] = n->args[0];
+    else continue;
+    while (sp) {
+      int id = stack[--sp];
+      if (id < 0 || reached[id]) continue;
+      reached[id] = 1;
+      if (stop && stop[id]) continue;
+      const xir_node *m = &p->nodes[id];
+      if (m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
+        continue; /* a reduction's operand is the reduction's own consumer loop */
+      for (int a = 0; a < m->nargs; a++)
+        if (m->args[a] >= 0) stack[sp++] = m->args[a];
+    }
+  }
+  xir__free(stack);
+  return 0;
+}
+
+int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
+                       int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
+                       const int64_t *stretch, int id, xir__pbuf *out) {
+  memset(out, 0, sizeof *out);
+  if (ell < W || W < 1 || X < 0 || !x_fixed || masked || !period || id < p->body_begin) return 0;
+  const xir_node *n = &p->nodes[id];
+  if (!xir__op_is_transcendental(n->op) || (hoist && hoist[id]) || n->type.rank != 1 ||
+      n->type.axes[0] != X)
+    return 0;
+  int64_t M = period[id], N = s->dims[X], L = ell;
+  if (M <= 1 || M >= N) return 0;
+  int64_t D = stretch ? stretch[id] : 1;
+  if (D < 1 || M % D != 0 || W % D != 0) D = 1;
+  int inv = L % M == 0; /* every chunk at residue 0 */
+  if (inv && D == 1) return 0; /* chunk invariance computes the same values already */
+  int64_t comp = (M + D * W - 1) / (D * W) * (D * W), need = inv ? L : M + L;
+  int64_t len = (need + W - 1) / W * W;
+  if (len < comp) len = comp;
+  if (comp > N || len > 65536 || (!inv && 2 * (comp / D) > N)) return 0;
+  out->len = len;
+  out->comp = comp;
+  out->D = D;
+  out->M = M;
+  return 1;
+}
+
 void xir__root_invariant(const xir_program *p, uint8_t *inv) {
   for (int i = 0; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
@@ -43,6 +138,8 @@ static int64_t gcd64(int64_t a, int64_t b) {
   }
   return a;
 }
+
+static int64_t gcd0(int64_t a, int64_t b) { return a == 0 ? b : b == 0 ? a : gcd64(a, b); }
 
 void xir__inner_period(const xir_program *p, const xir_shape *s, int X, int64_t *period) {
   int64_t N = s->dims[X];
@@ -328,6 +425,59 @@ double xir__window_local_residues(const xir__lpat *pt, unsigned ell, unsigned W,
     ngood += ok;
   }
   return nreach ? (double)ngood / nreach : 0;
+}
+
+int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, int64_t live,
+                      xir__wsplit *out) {
+  memset(out, 0, sizeof *out);
+  if (W > 16 || W < 2 || pt->P < 1 || r0 < 0) return 0;
+  int P = pt->P;
+  int64_t rel[16];
+  int any = 0;
+  for (unsigned i = 0; i < W; i++) {
+    int64_t c = (int64_t)(q * W + i);
+    out->src[i] = -1;
+    if (c >= live) continue;
+    rel[i] = pt->A * c + pt->tab[(r0 + c) % P] - pt->tab[r0 % P];
+    any = 1;
+  }
+  if (!any) return 0;
+  /* window 0 from the smallest offset; window 1 from the smallest offset past window 0 */
+  for (int w = 0; w < 2; w++) {
+    int64_t mn = INT64_MAX;
+    for (unsigned i = 0; i < W; i++)
+      if (out->src[i] < 0 && (int64_t)(q * W + i) < live && rel[i] < mn) mn = rel[i];
+    if (mn == INT64_MAX) break;
+    out->base[w] = mn;
+    out->nwin = w + 1;
+    for (unsigned i = 0; i < W; i++) {
+      if (out->src[i] >= 0 || (int64_t)(q * W + i) >= live) continue;
+      int64_t e = rel[i] - mn;
+      if (e < 0 || e >= (int64_t)W) continue;
+      out->src[i] = (int8_t)(w * (int)W + (int)e);
+      out->mask[w] |= 1u << e;
+    }
+  }
+  for (unsigned i = 0; i < W; i++)
+    if (out->src[i] < 0 && (int64_t)(q * W + i) < live) return 0; /* a third window */
+  return 1;
+}
+
+double xir__window_split_fraction(const xir__lpat *pt, unsigned ell, unsigned W) {
+  uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+  if (W > 16 || W < 2 || ell < W || ell / W > 16) return 0;
+  xir__window_local_residues(pt, ell, W, good, reach);
+  int nreach = 0, nsplit = 0;
+  for (int r = 0; r < pt->P; r++) {
+    if (!reach[r]) continue;
+    nreach++;
+    if (good[r]) continue;
+    int ok = 1;
+    xir__wsplit sp;
+    for (unsigned q = 0; q < ell / W && ok; q++) ok = xir__window_split(pt, r, W, q, (int64_t)ell, &sp);
+    nsplit += ok;
+  }
+  return nreach ? (double)nsplit / nreach : 0;
 }
 
 /* ---- prefix masks ---- */

@@ -126,6 +126,36 @@ void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist
  * it varies otherwise (or M exceeds the extent). With ℓ a multiple of M, every chunk of a root
  * program sees the same values: they are computed once per unit, not once per chunk. */
 void xir__inner_period(const xir_program *p, const xir_shape *s, int X, int64_t *period);
+/* stretch[i] for every node: D ≥ 1 when, along X, the node's value depends on the element index c
+ * only through floor(c / D) within aligned runs of D (RoPE's i = (c % HD) / 2 and everything
+ * computed from it: D = 2), 1 when it varies with every element, 0 when it does not depend on c.
+ * Recognised: div(rem(iota(X), M), E) with constants (or dims) E dividing M; elementwise ops and
+ * loads take the gcd of their operands'. */
+void xir__inner_stretch(const xir_program *p, const xir_shape *s, int X, int64_t *stretch);
+/* Period buffers (ℓ ≥ W): a transcendental 1-D tile over the inner axis X that repeats along X
+ * with period M (period[id], xir__inner_period) but depends on the root program (not hoisted,
+ * hoist[id] = 0) is computed once per unit into a buffer of len elements, and every chunk reads
+ * its ℓ values from the chunk's residue c0 mod M on (the buffer holds the period and then its
+ * first elements again, up to M + ℓ; up to ℓ when ℓ is a multiple of M, every residue 0). D
+ * (stretch[id], when it divides M and W) is how many consecutive elements share a value: the
+ * unit computes the values at c = 0, D, 2D, … below comp (a multiple of D·W, at least M) and
+ * spreads each over D lanes; the rest of the buffer is copied from an element M below. Used
+ * where ℓ is not a multiple of M (chunk invariance does not apply: RoPE's sin and cos of its
+ * angle at HD = 100, or ℓ < HD) and the unit computes fewer values than a row's chunks would
+ * (comp / D ≤ N / 2), and, with D > 1, also where ℓ is a multiple of M (RoPE at ℓ = HD computes
+ * HD / 2 values instead of HD). Not for a launch-time X (x_fixed = 0) or a masked kernel
+ * (masked = 1). Returns 1 and *out, or 0. The lowering and the execution work both ask here. */
+/* reached[i] = 1 for the nodes that a consumer's loops evaluate directly: the values of stores
+ * and the operands of reductions, and what they are computed from, without looking inside the
+ * nodes with stop[i] set (period buffers: their operands are evaluated once per unit, not in the
+ * chunk loops). Iterative; returns 0, or -1 when out of memory. */
+int xir__direct_uses(const xir_program *p, const uint8_t *stop, uint8_t *reached);
+typedef struct xir__pbuf {
+  int64_t len, comp, D, M;
+} xir__pbuf;
+int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
+                       int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
+                       const int64_t *stretch, int id, xir__pbuf *out);
 
 enum { XIR_LPAT_MAXP = 256 };
 /* How an integer index depends on the element index c along an axis X: u + A·c + tab[c mod P],
@@ -172,6 +202,25 @@ int xir__window_access_local(const xir_program *p, const xir_shape *s, int X, un
  * through them evenly) that are good. */
 double xir__window_local_residues(const xir__lpat *pt, unsigned ell, unsigned W,
                                   uint8_t good[XIR_LPAT_MAXP], uint8_t reach[XIR_LPAT_MAXP]);
+/* A packet of a chunk at residue r0 (its first element c0 ≡ r0 mod P) read as at most two window
+ * loads and one two-source shuffle: lane i of packet q (element c = qW + i of the chunk, live when
+ * c < live) reads the offset of the chunk's lane 0 plus rel = A·c + tab[(r0 + c) mod P] − tab[r0];
+ * window w covers [base[w], base[w] + W) relative to that offset and loads the elements of
+ * mask[w] (bit e: element base[w] + e, read by a live lane); src[i] is the lane's element in the
+ * concatenation of the windows (0 .. 2W − 1), −1 for a dead lane. Returns 1, or 0 when the live
+ * lanes' offsets do not fit in two windows (a chunk that crosses a period boundary of rope_cache's
+ * (c % HD) / 2 at HD = 100 fits: the lanes before and after the boundary). W ≤ 16. */
+typedef struct xir__wsplit {
+  int nwin;
+  int64_t base[2];
+  uint32_t mask[2];
+  int8_t src[16];
+} xir__wsplit;
+int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, int64_t live,
+                      xir__wsplit *out);
+/* The fraction of the reachable residues of xir__window_local_residues that are not good but
+ * whose every packet (ell / W of them, all lanes live) splits into two windows (xir__window_split). */
+double xir__window_split_fraction(const xir__lpat *pt, unsigned ell, unsigned W);
 
 /* A prefix mask: value `id` is a select whose condition, on tile axis X of dim `axis_dim`,
  * holds exactly at the positions x >= end, where

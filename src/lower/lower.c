@@ -106,6 +106,12 @@ typedef struct lw {
   uint8_t *hoist;
   LLVMValueRef *hoist_buf;
   int precompute;          /* evaluating hoisted tiles at the entry */
+  /* Period buffers (xir__period_buffer_len): per node its length (0: none), its buffer, and
+   * whether the unit's values are being computed into it */
+  xir__pbuf *pm;
+  LLVMValueRef *pm_buf;
+  uint8_t *pm_direct;      /* xir__direct_uses with the period buffers as stops */
+  int pm_compute;
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
   /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
    * per unit the end of the live range (the largest over the unit's root programs). */
@@ -545,6 +551,29 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
     }
     return vvec(L, r);
   }
+  if (off.aff && off.s == 2 && !tail && L->W >= 2) {
+    /* stride 2: two contiguous vectors (the second without its last element, one past the last
+     * lane's) and one shuffle of their even elements, instead of a gather */
+    LLVMValueRef m[16], sh[16];
+    for (unsigned i = 0; i < L->W; i++) {
+      m[i] = LLVMConstInt(L->i1, i + 1 < L->W, 0);
+      sh[i] = LLVMConstInt(L->i32, 2 * i, 0);
+    }
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(2 * q * L->W)), "");
+      LLVMValueRef p0 = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
+      LLVMValueRef o1 = LLVMBuildAdd(L->b, o, ci64(L, (int64_t)L->W), "");
+      LLVMValueRef p1 = LLVMBuildGEP2(L->b, t, base, &o1, 1, "");
+      LLVMValueRef lo = LLVMBuildLoad2(L->b, vt, p0, "");
+      LLVMSetAlignment(lo, align);
+      LLVMTypeRef tys[2] = {vt, L->ptr};
+      LLVMValueRef args[4] = {p1, LLVMConstInt(L->i32, align, 0), LLVMConstVector(m, L->W), LLVMGetPoison(vt)};
+      LLVMValueRef hi = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+      r[q] = LLVMBuildShuffleVector(L->b, lo, hi, LLVMConstVector(sh, L->W), "");
+      if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
+    }
+    return vvec(L, r);
+  }
   LLVMValueRef ov[MAXK];
   ivecs(L, &off, ov);
   LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
@@ -574,7 +603,7 @@ static int type_has(const xir_type *t, int dim) {
  * (xir__window_local_residues; no clamp differs, the caller checked the bounds). Emits r0 ≤ T
  * when the good residues among the reachable ones are those up to T, else a 64-bit mask test for
  * P ≤ 64; NULL when neither applies (the caller compares the lanes' offsets). */
-static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
+static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt, LLVMValueRef *r0_out) {
   int P = pt->P;
   uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
   xir__window_local_residues(pt, L->ell, L->W, good, reach); /* analysis.c: the cost model's too */
@@ -587,6 +616,7 @@ static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
   if (T < 0) return NULL;
   LLVMValueRef c0 = L->env[L->c->inner_dim].u;
   LLVMValueRef r0 = LLVMBuildURem(L->b, c0, ci64(L, P), "");
+  *r0_out = r0;
   if (T < bad_lo) /* good exactly below the first bad residue, and none good above */
     return LLVMBuildICmp(L->b, LLVMIntULE, r0, ci64(L, T), "perm.ok");
   if (P > 64) return NULL;
@@ -597,6 +627,79 @@ static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
   return LLVMBuildICmp(L->b, LLVMIntNE, bit, ci64(L, 0), "perm.ok");
 }
 
+/* Packet q of a chunk read as planned by xir__window_split: one masked load per window at the
+ * chunk's lane-0 offset u0 plus the window's base (only the elements a live lane reads), then one
+ * two-source shuffle (dead lanes: poison). */
+static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp, LLVMValueRef u0) {
+  int elem = L->p->params[n->ref].elem;
+  LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
+  LLVMValueRef w[2];
+  for (int k = 0; k < 2; k++) {
+    if (k >= sp->nwin) {
+      w[k] = LLVMGetPoison(evt);
+      continue;
+    }
+    LLVMValueRef m[16];
+    for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, sp->mask[k] >> i & 1, 0);
+    LLVMValueRef o = LLVMBuildAdd(L->b, u0, ci64(L, sp->base[k]), "");
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, L->buf[n->ref], &o, 1, "");
+    LLVMTypeRef tys[2] = {evt, L->ptr};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0),
+                            LLVMConstVector(m, L->W), LLVMGetPoison(evt)};
+    w[k] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+  }
+  LLVMValueRef sh[16];
+  for (unsigned i = 0; i < L->W; i++)
+    sh[i] = sp->src[i] < 0 ? LLVMGetUndef(L->i32) : LLVMConstInt(L->i32, (unsigned)sp->src[i], 0);
+  LLVMValueRef v = LLVMBuildShuffleVector(L->b, w[0], w[1], LLVMConstVector(sh, L->W), "");
+  if (is_half(elem)) v = xir__cvt_to_f32(L->b, &L->cvt, elem, v);
+  return v;
+}
+
+/* lane 0's offset of access n as a scalar: the access evaluated with the element index uniform
+ * (c0 in every lane), in a generation of its own so that no vector value is reused or overwritten
+ * for the current one. NULL when it is not uniform then. */
+static LLVMValueRef lane0_offset(lw *L, const xir_node *n) {
+  int X = L->c->inner_dim;
+  val saved = L->env[X];
+  unsigned g = L->gen;
+  L->env[X] = vaff(saved.u, 0);
+  L->gen = L->ugen++;
+  val o0 = access_offset(L, n, n->nargs);
+  L->env[X] = saved;
+  L->gen = g;
+  return o0.aff && o0.s == 0 ? o0.u : NULL;
+}
+
+/* The row's tail chunk (its first element t0 and its residue known at compile time) of an access
+ * whose indices never clamp: every packet as at most two window loads and a shuffle
+ * (xir__window_split), the dead lanes zero; 0 when some packet does not fit (then it gathers). */
+static int tail_window_load(lw *L, const xir_node *n, const xir__lpat *pt, val *out) {
+  int X = L->c->inner_dim;
+  LLVMValueRef c0 = L->env[X].u;
+  if (!LLVMIsAConstantInt(c0) || L->k > MAXK) return 0;
+  int64_t t0 = LLVMConstIntGetSExtValue(c0), live = dimc(L, X) - t0;
+  if (t0 < 0 || live <= 0) return 0;
+  xir__wsplit sp[MAXK];
+  for (unsigned q = 0; q < L->k; q++)
+    if ((int64_t)(q * L->W) < live && !xir__window_split(pt, t0 % pt->P, L->W, q, live, &sp[q])) return 0;
+  LLVMValueRef u0 = lane0_offset(L, n);
+  if (!u0) return 0;
+  LLVMValueRef tm[MAXK], r[MAXK];
+  lane_mask(L, 1, tm);
+  LLVMValueRef zero = LLVMConstNull(L->vf);
+  for (unsigned q = 0; q < L->k; q++) {
+    if ((int64_t)(q * L->W) >= live) {
+      r[q] = zero;
+      continue;
+    }
+    r[q] = split_packet(L, n, &sp[q], u0);
+    if (tm[q]) r[q] = LLVMBuildSelect(L->b, tm[q], r[q], zero, "");
+  }
+  *out = vvec(L, r);
+  return 1;
+}
+
 /* A gather whose lanes are a fixed permutation of a window of W consecutive elements (RoPE's pair
  * swap x[r, c + 1 - 2·(c % 2)], a table row read twice per pair): a masked contiguous load and a
  * shuffle, taken only when the run-time offsets are exactly base + pi in every packet (a clamped
@@ -604,7 +707,7 @@ static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt) {
  * applies. */
 static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   int X = L->c->inner_dim;
-  if (off->aff || L->ell < L->W || L->tail || L->precompute || X < 0 || L->W < 2 ||
+  if (off->aff || L->ell < L->W || L->precompute || X < 0 || L->W < 2 ||
       !type_has(&n->type, X) || !L->env[X].aff || L->env[X].s != 1)
     return 0;
   xir__lpat pt;
@@ -623,30 +726,23 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
    * index varying along X would be scaled by a run-time stride the pattern does not know */
   for (int kd = 0; kd + 1 < n->nargs && exact; kd++)
     exact = n->args[kd] >= 0 && L->period && L->period[n->args[kd]] == 1;
+  if (L->tail) return exact && tail_window_load(L, n, &pt, out);
   /* A local pattern under the same conditions holds in a chunk exactly when its first element's
    * residue r0 = c0 mod P is a good one (the offsets are u + A·c + tab[c mod P]): a scalar test
    * instead of comparing every lane's offset (rope_cache at HD = 100, l = 16: the chunks that
    * cross a head take the gather). */
-  LLVMValueRef scalar_ok = NULL;
+  LLVMValueRef scalar_ok = NULL, r0 = NULL;
   if (exact && !periodic) {
     exact = 0;
-    scalar_ok = local_pattern_test(L, &pt);
+    scalar_ok = local_pattern_test(L, &pt, &r0);
   }
-  LLVMValueRef u0 = NULL;
+  LLVMValueRef u0 = NULL, lane0 = NULL;
   if (scalar_ok || exact) {
-    /* lane 0's offset as a scalar: the access evaluated with the element index uniform (c0 in
-     * every lane), in a generation of its own so that no vector value is reused or overwritten
-     * for the current one; the lanes' offset vector is then needed by the gather only (and not
-     * at all for an exact pattern: rope_cache at l = 128 computed 8 packets' clamped partner
-     * indices in vectors to extract one lane of each) */
-    val saved = L->env[X];
-    unsigned g = L->gen;
-    L->env[X] = vaff(saved.u, 0);
-    L->gen = L->ugen++;
-    val o0 = access_offset(L, n, n->nargs);
-    L->env[X] = saved;
-    L->gen = g;
-    if (o0.aff && o0.s == 0) u0 = LLVMBuildSub(L->b, o0.u, ci64(L, pi[0][0]), "");
+    /* lane 0's offset as a scalar (lane0_offset); the lanes' offset vector is then needed by
+     * the gather only (and not at all for an exact pattern: rope_cache at l = 128 computed 8
+     * packets' clamped partner indices in vectors to extract one lane of each) */
+    lane0 = lane0_offset(L, n);
+    if (lane0) u0 = LLVMBuildSub(L->b, lane0, ci64(L, pi[0][0]), "");
   }
   LLVMTypeRef rty = LLVMVectorType(L->i1, L->W);
   for (unsigned q = 0; q < L->k; q++) {
@@ -668,7 +764,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.join");
   if (exact) LLVMBuildBr(L->b, fast);
   else LLVMBuildCondBr(L->b, all, fast, slow);
-  LLVMValueRef vf[MAXK], vs[MAXK];
+  LLVMValueRef vf[MAXK];
   LLVMPositionBuilderAtEnd(L->b, fast);
   for (unsigned q = 0; q < L->k; q++) {
     int64_t hi = 0;
@@ -698,17 +794,58 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     return 1;
   }
   LLVMPositionBuilderAtEnd(L->b, slow);
+  /* the bad residues whose chunks split into two windows per packet (a chunk that crosses a
+   * period boundary: the lanes before and after it) take those by a switch on the residue; the
+   * others (and every chunk where the pattern is not exact) gather */
+  enum { MAXSPLIT = 8 };
+  int64_t split_r[MAXSPLIT];
+  int nsplit = 0;
+  if (scalar_ok && r0 && lane0 && L->k <= MAXK) {
+    uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+    xir__window_local_residues(&pt, L->ell, L->W, good, reach);
+    for (int r = 0; r < pt.P && nsplit <= MAXSPLIT; r++) {
+      if (!reach[r] || good[r]) continue;
+      int ok = 1;
+      xir__wsplit sp;
+      for (unsigned q = 0; q < L->k && ok; q++) ok = xir__window_split(&pt, r, L->W, q, L->ell, &sp);
+      if (ok && nsplit < MAXSPLIT) split_r[nsplit] = r;
+      if (ok) nsplit++;
+    }
+    if (nsplit > MAXSPLIT) nsplit = 0; /* too many cases: the code would grow more than it pays */
+  }
+  LLVMValueRef in[MAXSPLIT + 2][MAXK];
+  LLVMBasicBlockRef from[MAXSPLIT + 2];
+  int nin = 0;
+  for (unsigned q = 0; q < L->k; q++) in[nin][q] = vf[q];
+  from[nin++] = fast_end;
+  if (nsplit) {
+    LLVMBasicBlockRef gath = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.gather");
+    LLVMValueRef sw = LLVMBuildSwitch(L->b, r0, gath, (unsigned)nsplit);
+    for (int i = 0; i < nsplit; i++) {
+      LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "perm.split");
+      LLVMAddCase(sw, ci64(L, split_r[i]), bb);
+      LLVMPositionBuilderAtEnd(L->b, bb);
+      for (unsigned q = 0; q < L->k; q++) {
+        xir__wsplit sp;
+        xir__window_split(&pt, split_r[i], L->W, q, L->ell, &sp);
+        in[nin][q] = split_packet(L, n, &sp, lane0);
+      }
+      from[nin++] = LLVMGetInsertBlock(L->b);
+      LLVMBuildBr(L->b, join);
+    }
+    LLVMPositionBuilderAtEnd(L->b, gath);
+  }
   val g = load_elems(L, L->buf[n->ref], *off, L->p->params[n->ref].elem);
-  for (unsigned q = 0; q < L->k; q++) vs[q] = g.v[q];
-  LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(L->b);
+  for (unsigned q = 0; q < L->k; q++) in[nin][q] = g.v[q];
+  from[nin++] = LLVMGetInsertBlock(L->b);
   LLVMBuildBr(L->b, join);
   LLVMPositionBuilderAtEnd(L->b, join);
   LLVMValueRef r[MAXK];
   for (unsigned q = 0; q < L->k; q++) {
     r[q] = LLVMBuildPhi(L->b, L->vf, "");
-    LLVMValueRef in[2] = {vf[q], vs[q]};
-    LLVMBasicBlockRef from[2] = {fast_end, slow_end};
-    LLVMAddIncoming(r[q], in, from, 2);
+    LLVMValueRef v[MAXSPLIT + 2];
+    for (int i = 0; i < nin; i++) v[i] = in[i][q];
+    LLVMAddIncoming(r[q], v, from, (unsigned)nin);
   }
   *out = vvec(L, r);
   return 1;
@@ -867,10 +1004,22 @@ static val eval(lw *L, int id) {
   if (L->top_ok[id]) return L->top[id];
   if (L->memo_gen[id] == L->gen) return L->memo[id];
   val r;
-  if (L->hoist_buf[id] && !L->precompute) {
+  int X = L->c->inner_dim;
+  if (L->pm_buf && L->pm_buf[id] && !L->pm_compute && !L->precompute && X >= 0 &&
+      L->env[X].aff && L->env[X].s == 1) {
+    /* a period buffer: the chunk's ℓ values from its residue c0 mod M on */
+    LLVMValueRef r0 = LLVMBuildURem(L->b, L->env[X].u, ci64(L, L->period[id]), "");
+    memset(&r, 0, sizeof r);
+    for (unsigned q = 0; q < L->k; q++) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, r0, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, L->pm_buf[id], &o, 1, "");
+      r.v[q] = LLVMBuildLoad2(L->b, L->vf, ptr, "");
+      LLVMSetAlignment(r.v[q], 4);
+    }
+  } else if (L->hoist_buf[id] && !L->precompute) {
     int64_t M = L->period ? L->period[id] : 0;
     if (M > 1 && L->ell >= L->W && L->ell % M == 0 && (M % L->W == 0 || L->W % M == 0) &&
-        !L->tail) {
+        !L->tail && !L->pm_compute) {
       /* periodic with a period dividing ℓ: lane q·W + i of every chunk holds element
        * (q·W mod M) + i — constant offsets, so the loads (and what is computed from them) are
        * the same in every chunk and LLVM keeps them out of the chunk loop. A period dividing W
@@ -1308,6 +1457,63 @@ static void emit_store(lw *L, int id) {
 }
 
 /* The body for one unit (full or masked). */
+/* The unit's period buffers (xir__period_buffer): the values at c = 0, D, 2D, … below comp, W
+ * at a step with the element index unclamped (the tile depends on it only through c mod M, and
+ * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
+ * then buf[e] = buf[e − M] up to len, W elements a step when M ≥ W (the source run lies below e). */
+static void emit_period_bufs(lw *L) {
+  if (!L->pm) return;
+  int X = L->c->inner_dim;
+  unsigned k = L->k, W = L->W;
+  val saved = L->env[X];
+  int saved_set = L->env_set[X];
+  for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
+    const xir__pbuf *pb = &L->pm[id];
+    if (!pb->len) continue;
+    int64_t D = pb->D, M = pb->M;
+    if (!L->pm_buf[id]) L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)pb->len), "period");
+    LLVMValueRef buf = L->pm_buf[id];
+    L->k = 1;
+    L->pm_compute = 1;
+    loop lp;
+    loop_begin(L, &lp, ci64(L, 0), ci64(L, pb->comp / (D * W)));
+    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, D * W), "");
+    L->env[X] = vaff(base, D);
+    L->env_set[X] = 1;
+    L->gen++;
+    val v = eval_uncached(L, id);
+    for (int64_t j = 0; j < D; j++) {
+      LLVMValueRef x = v.v[0];
+      if (D > 1) {
+        LLVMValueRef sh[16];
+        for (unsigned i = 0; i < W; i++) sh[i] = LLVMConstInt(L->i32, (unsigned)((j * W + i) / D), 0);
+        x = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(L->vf), LLVMConstVector(sh, W), "");
+      }
+      LLVMValueRef o = LLVMBuildAdd(L->b, base, ci64(L, j * W), "");
+      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &o, 1, "")), 4);
+    }
+    loop_end(L, &lp);
+    if (pb->comp < pb->len) {
+      int vec = M >= W;
+      LLVMTypeRef t = vec ? L->vf : L->f32;
+      int64_t step = vec ? W : 1, n = (pb->len - pb->comp + step - 1) / step;
+      loop cp;
+      loop_begin(L, &cp, ci64(L, 0), ci64(L, n));
+      LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, cp.i, ci64(L, step), ""), ci64(L, pb->comp), "");
+      LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
+      LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
+      LLVMSetAlignment(x, 4);
+      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &e, 1, "")), 4);
+      loop_end(L, &cp);
+    }
+    L->k = k;
+    L->pm_compute = 0;
+  }
+  L->env[X] = saved;
+  L->env_set[X] = saved_set;
+  L->gen++;
+}
+
 static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
@@ -1315,6 +1521,7 @@ static void emit_unit(lw *L) {
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
+  emit_period_bufs(L);
   for (int i = p->body_begin; i < p->nnodes && !L->st; i++) {
     const xir_node *n = &p->nodes[i];
     if (n->op == XIR_OP_STORE) {
@@ -1393,7 +1600,7 @@ static void emit_hoisted(lw *L) {
     }
     xir__inner_period(L->p, L->sh, X, per);
     int64_t M = per[id] > 1 && per[id] < N ? per[id] : N;
-    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(steps * L->W)), "hoist");
+    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + 1) * L->W)), "hoist");
     loop lp;
     loop_begin(L, &lp, ci64(L, 0), ci64(L, (M + L->W - 1) / L->W));
     LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, L->W), "");
@@ -1408,14 +1615,31 @@ static void emit_hoisted(lw *L) {
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, L->f32, buf, &base, 1, "");
     LLVMSetAlignment(LLVMBuildStore(L->b, v.v[0], ptr), 4);
     loop_end(L, &lp);
-    if (M < N) {
-      /* buf[e] = buf[e - M] for e in [M, N): W elements a step when W divides M, else one */
-      int vec = M % L->W == 0;
+    /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
+     * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
+    int64_t need = N;
+    if (X == L->c->inner_dim && M < N && L->ell >= L->W && L->ell % M == 0 && N % L->ell == 0 &&
+        (M % L->W == 0 || L->W % M == 0)) {
+      need = M > L->W ? M : L->W;
+    }
+    if (L->pm) {
+      /* period buffers read it at the elements below their comp (emit_period_bufs); when
+       * nothing else reads it (only their expressions use it), that is all it needs */
+      if (L->pm_direct && !L->pm_direct[id]) need = L->W;
+      for (int j = L->p->body_begin; j < L->p->nnodes; j++)
+        if (L->pm[j].len && L->pm[j].comp > need) need = L->pm[j].comp;
+      if (need > N) need = N;
+    }
+    if (M < need) {
+      /* buf[e] = buf[e - M] for e = M, M + step, ... below need: W elements a step when the
+       * source run lies below e (M ≥ W; the last step may write up to W − 1 elements past N,
+       * into the buffer's spare vector), else one */
+      int vec = M >= L->W;
       LLVMTypeRef t = vec ? L->vf : L->f32;
-      int64_t step = vec ? L->W : 1, n = vec ? steps : N;
+      int64_t step = vec ? L->W : 1, n = (need - M + step - 1) / step;
       loop cp;
-      loop_begin(L, &cp, ci64(L, M / step), ci64(L, n));
-      LLVMValueRef e = LLVMBuildMul(L->b, cp.i, ci64(L, step), "");
+      loop_begin(L, &cp, ci64(L, 0), ci64(L, n));
+      LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, cp.i, ci64(L, step), ""), ci64(L, M), "");
       LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
       LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
       LLVMSetAlignment(x, 4);
@@ -1646,6 +1870,40 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
+  if (L.period && L.ell >= L.W) {
+    int any = 0;
+    xir__pbuf *pm = xir__calloc(nn, sizeof(xir__pbuf));
+    int64_t *stretch = xir__calloc(nn, sizeof(int64_t));
+    if (!pm || !stretch) {
+      xir__free(pm);
+      xir__free(stretch);
+      st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
+      goto done;
+    }
+    xir__inner_stretch(p, shape, c->inner_dim, stretch);
+    for (int i = p->body_begin; i < p->nnodes; i++)
+      any |= xir__period_buffer(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
+                                L.mask_id >= 0, L.hoist, L.period, stretch, i, &pm[i]);
+    xir__free(stretch);
+    if (any && (L.pm_buf = xir__calloc(nn, sizeof(LLVMValueRef))) != NULL) {
+      L.pm = pm;
+      uint8_t *stop = xir__calloc(nn, 1);
+      L.pm_direct = xir__calloc(nn, 1);
+      if (stop && L.pm_direct) {
+        for (int i = 0; i < p->nnodes; i++) stop[i] = pm[i].len > 0;
+        if (xir__direct_uses(p, stop, L.pm_direct)) {
+          xir__free(L.pm_direct);
+          L.pm_direct = NULL;
+        }
+      } else {
+        xir__free(L.pm_direct);
+        L.pm_direct = NULL;
+      }
+      xir__free(stop);
+    } else {
+      xir__free(pm);
+    }
+  }
   LLVMTypeRef params[3] = {L.ptr, L.i64, L.i64};
   LLVMTypeRef fty = LLVMFunctionType(L.i32, params, 3, 0);
   L.fn = LLVMAddFunction(mod, entry, fty);
@@ -1769,6 +2027,9 @@ done:
   xir__free(L.hoist);
   xir__free(L.hoist_buf);
   xir__free(L.period);
+  xir__free(L.pm);
+  xir__free(L.pm_direct);
+  xir__free(L.pm_buf);
   xir__free(L.skip);
   return st;
 }
