@@ -135,8 +135,17 @@ static void test_local_pattern_fraction(void **state) {
   double f = xir__window_local_residues(&pt, 64, 16, good, reach);
   assert_true(fabs(f - 2.0 / 3.0) < 1e-12);
   assert_true(reach[0] && reach[64] && reach[32] && !good[64] && good[0] && good[32]);
-  /* per root program: ℓ / W packets each */
-  assert_true(2 * arith_per_packet(p, &s, 32, 32) < 4 * arith_per_packet(p, &s, 64, 64));
+  /* ℓ = 64 reads the table rows from a period buffer instead (xir__period_buffer: a local
+   * pattern with a bad residue), ℓ = 32 by window loads */
+  int64_t per[64] = {0}, str[64] = {0};
+  uint8_t hoist[64] = {0};
+  assert_true(p->nnodes <= 64);
+  xir__inner_period(p, &s, 1, per);
+  xir__inner_stretch(p, &s, 1, str);
+  xir__hoisted_tiles(p, &s, hoist);
+  xir__pbuf pb;
+  assert_false(xir__period_buffer(p, &s, 1, 32, 16, 1, 0, hoist, per, str, cos_id, &pb));
+  assert_true(xir__period_buffer(p, &s, 1, 64, 16, 1, 0, hoist, per, str, cos_id, &pb));
   xir_program_free(p);
 }
 
@@ -299,8 +308,43 @@ static void test_window_load_local_pattern(void **state) {
     }
   assert_int_equal(periodic, 0);
   assert_int_equal(local, 2);
+  xir_program_free(p);
+  /* rope_cache reads those rows from a period buffer (test_period_buffers); a table read at
+   * c % 100 on rows of 150 (too short for a period buffer) has the window path, the chunk at
+   * residue 96 split in two windows, and the gather */
+  const char *text = "kernel k[R, C, T](x: f32[R, C], t: f32[R, T], y: out f32[R, C])\n"
+                     "root r in R {\n"
+                     "  c = iota(C)\n"
+                     "  store y[r, :] = load x[r, :] * load t[r, c % T]\n"
+                     "}\n";
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  if (xir_shape_parse(p, "R=3,C=150,T=100", &s, &d)) die(&d);
   static const char *const has[] = {"perm.fast", "perm.split", "masked.gather"};
   check_ir16(p, &s, 16, has, 3, NULL);
+  /* every candidate (window loads, split chunks, the tail chunk, gathers) exactly x · t */
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  float x[3 * 150], t[3 * 100], y[3 * 150];
+  for (int i = 0; i < 3 * 150; i++) x[i] = 1.0f + (float)(i % 7);
+  for (int i = 0; i < 3 * 100; i++) t[i] = 0.5f + (float)(i % 11);
+  for (size_t ci = 0; ci < n; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 150; c++)
+        if (y[r * 150 + c] != x[r * 150 + c] * t[r * 100 + c % 100])
+          fail_msg("candidate %zu, r %d c %d: got %g", ci, r, c, (double)y[r * 150 + c]);
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
   xir_program_free(p);
 }
 
@@ -415,6 +459,28 @@ static void test_period_buffers(void **state) {
     assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, NULL, i, &pb));
   }
   xir_program_free(p);
+  /* periodic loads: rope_cache's table reads at HD = 100, l = 16 (3 of 25 chunk residues cross
+   * a head); not at HD = 96 (no chunk of 16 crosses one) nor at HD = 128, l = 128 */
+  static const char *const rc[] = {"R=3,C=1000,HD=100,P=8,H2=50", "R=3,C=960,HD=96,P=8,H2=48",
+                                   "R=3,C=1024,HD=128,P=8,H2=64"};
+  for (int t = 0; t < 3; t++) {
+    p = load("rope_cache", rc[t], &s);
+    xir__inner_period(p, &s, C, per);
+    xir__inner_stretch(p, &s, C, str);
+    xir__hoisted_tiles(p, &s, hoist);
+    int nl = 0;
+    for (int i = p->body_begin; i < p->nnodes; i++) {
+      const xir_node *n = &p->nodes[i];
+      if (n->op != XIR_OP_LOAD || (p->params[n->ref].name[0] != 'c' && p->params[n->ref].name[0] != 's'))
+        continue;
+      nl++;
+      int ell = t == 2 ? 128 : 16;
+      assert_int_equal(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, i, &pb), t == 0);
+      if (t == 0) assert_int_equal(pb.D, 2);
+    }
+    assert_int_equal(nl, 2);
+    xir_program_free(p);
+  }
   free(per);
   free(str);
   free(hoist);

@@ -73,7 +73,7 @@ static void compile_set(kset *s, unsigned W, int fma) {
   /* the FMA variant as the lowering builds it on this host: with vscalefps where AVX-512F+VL
    * exist (W = 8, 16; W = 1 keeps the integer scaling, so the W check below also checks that the
    * two give the same bits) */
-  if (fma) xir__vm_set_avx512(vm, xir__vm_host_has_avx512());
+  if (fma) xir__vm_set_avx512(vm, xir__vm_host_has_avx512() && !getenv("XIR_VMATH_NO_X512"));
   for (int f = 0; f < XIR__VM_COUNT; f++) {
     char name[64];
     snprintf(name, sizeof name, "k_%s", xir__vm_name((xir__vm_fn)f));
@@ -96,6 +96,11 @@ static void compile_set(kset *s, unsigned W, int fma) {
     fail_msg("W=%u: the plain variant contains llvm.fma", W);
   if (fma && !strstr(a->ir_text, "@llvm.fma."))
     fail_msg("W=%u: the FMA variant contains no llvm.fma", W);
+  /* sigmoid's reciprocal in the FMA variant on AVX-512 hosts is vrcp14ps, at 16 lanes for every
+   * W (only there) */
+  int x512 = fma && xir__vm_host_has_avx512() && !getenv("XIR_VMATH_NO_X512");
+  if (x512 != !!strstr(a->ir_text, "@llvm.x86.avx512.rcp14.ps.512("))
+    fail_msg("W=%u fma=%d: vrcp14ps %s", W, fma, x512 ? "missing" : "where the host lacks AVX-512");
   s->W = W;
   s->fma = fma;
   s->ms = a->total_ms;

@@ -85,7 +85,8 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
   memset(out, 0, sizeof *out);
   if (ell < W || W < 1 || X < 0 || !x_fixed || masked || !period || id < p->body_begin) return 0;
   const xir_node *n = &p->nodes[id];
-  if (!xir__op_is_transcendental(n->op) || (hoist && hoist[id]) || n->type.rank != 1 ||
+  int load = n->op == XIR_OP_LOAD;
+  if (!(xir__op_is_transcendental(n->op) || load) || (hoist && hoist[id]) || n->type.rank != 1 ||
       n->type.axes[0] != X)
     return 0;
   int64_t M = period[id], N = s->dims[X], L = ell;
@@ -94,6 +95,16 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
   if (D < 1 || M % D != 0 || W % D != 0) D = 1;
   int inv = L % M == 0; /* every chunk at residue 0 */
   if (inv && D == 1) return 0; /* chunk invariance computes the same values already */
+  if (load) {
+    /* a periodic load (rope_cache's cos[p, (c % HD) / 2]): only where some chunks would gather
+     * or split — a local window pattern with a bad residue; the other loads are one window load
+     * and a shuffle per packet already (or chunk-invariant when ℓ is a multiple of M) */
+    xir__lpat pt;
+    uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
+    if (inv || !xir__window_access_local(p, s, X, ell, W, id, &pt) ||
+        xir__window_local_residues(&pt, ell, W, good, reach) >= 1.0)
+      return 0;
+  }
   int64_t comp = (M + D * W - 1) / (D * W) * (D * W), need = inv ? L : M + L;
   int64_t len = (need + W - 1) / W * W;
   if (len < comp) len = comp;

@@ -181,6 +181,31 @@ static LLVMValueRef scalef(em *e, LLVMValueRef y, LLVMValueRef n) {
   return LLVMBuildCall2(e->b, fty, decl, args, e->W == 16 ? 5 : 4, "");
 }
 
+/* ≈ 1/x with relative error < 2^−14: vrcp14ps (AVX-512F) at 16 lanes; W < 16 is widened to 16
+ * lanes and back (as lookup32), so every W runs the same instruction and gets the same bits.
+ * Only when e->x512. */
+static LLVMValueRef rcp14(em *e, LLVMValueRef x) {
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->C), i32 = LLVMInt32TypeInContext(e->C);
+  LLVMTypeRef v16 = LLVMVectorType(f32, 16);
+  LLVMValueRef m[16];
+  for (unsigned i = 0; i < 16; i++)
+    m[i] = i < e->W ? LLVMConstInt(i32, i, 0) : LLVMGetUndef(i32);
+  LLVMValueRef xw = x;
+  if (e->W == 1) xw = LLVMBuildInsertElement(e->b, LLVMGetPoison(v16), x, LLVMConstInt(i32, 0, 0), "");
+  else if (e->W < 16)
+    xw = LLVMBuildShuffleVector(e->b, x, LLVMGetPoison(e->vf), LLVMConstVector(m, 16), "");
+  const char *name = "llvm.x86.avx512.rcp14.ps.512";
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(e->vm->mod, id, NULL, 0);
+  LLVMValueRef args[3] = {xw, LLVMGetUndef(v16),
+                          LLVMConstAllOnes(LLVMIntTypeInContext(e->C, 16))};
+  LLVMValueRef r = LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->C, id, NULL, 0), decl, args, 3, "");
+  if (e->W == 1) return LLVMBuildExtractElement(e->b, r, LLVMConstInt(i32, 0, 0), "");
+  if (e->W < 16)
+    return LLVMBuildShuffleVector(e->b, r, LLVMGetPoison(v16), LLVMConstVector(m, e->W), "");
+  return r;
+}
+
 /* c[0]·t^(n-1) + … + c[n-1], Horner (each step one fmadd), fp32. */
 static LLVMValueRef horner32(em *e, LLVMValueRef t, const float *c, int n) {
   LLVMValueRef r = kf(e, c[0]);
@@ -197,18 +222,23 @@ static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y
 
 /* ---- exp (fp32): Cephes expf ----
  * n = round(x·log2 e), r = x − n·C1 − n·C2 (C1 has 9 bits: n·C1 and x − n·C1 are exact),
- * e^r = 1 + r + r²·P(r), deg P = 5, |r| ≤ ln2/2; 2^n applied as 2^n1·2^n2 (n1 = n>>1) so that
- * subnormal results are rounded once and overflow gives +inf. */
+ * e^r = 1 + r + r²·P(r), deg P = 5, |r| ≤ ln2/2 (fma: a degree-6 polynomial by Horner, fitted
+ * for this file: near-minimax relative error 2^−28 on [−ln2/2, ln2/2] after rounding the
+ * coefficients to fp32; mpmath, iteratively reweighted least squares with c0 = c1 = 1);
+ * 2^n applied as 2^n1·2^n2 (n1 = n>>1) so that subnormal results are rounded once and overflow
+ * gives +inf. */
 /* exp_core(x, keep_nan): keep_nan = 1 returns a NaN input itself; 0 (exp, sigmoid, tanh) only
  * promises some NaN for a NaN input (the ordered clamps pass it on and every later step
  * propagates it), which is all sigmoid and tanh need, and saves a compare and two selects. The
  * other lanes get the same bits either way (and so did the NaN lanes, measured: the exhaustive
  * hashes of sigmoid and tanh did not change). */
-static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan) {
+/* nonpos = 1: the caller knows x ≤ 0 or NaN (sigmoid's −|x|), so the clamp at 89 is left out
+ * (it changes no lane). */
+static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos) {
   static const float P[] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
                             4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
   LLVMValueRef isnan = keep_nan ? fcmp(e, LLVMRealUNO, x, x) : NULL;
-  LLVMValueRef xc = sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
+  LLVMValueRef xc = nonpos ? x : sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
   xc = sel(e, fcmp(e, LLVMRealOLT, xc, kf(e, -104.0f)), kf(e, -104.0f), xc);
   if (keep_nan) xc = sel(e, isnan, kf(e, 0.0f), xc);
   /* Below ln(2^-150) the result rounds to +0: those lanes (-inf included: masked softmax and
@@ -223,11 +253,18 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan) {
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
   LLVMValueRef r = fmadd(e, nf, kf(e, -0.693359375f), xc);
   r = fmadd(e, nf, kf(e, 2.12194440e-4f), r);
-  LLVMValueRef z = mul(e, r, r);
-  LLVMValueRef y = horner32(e, r, P, 6);
-  /* r²·P + r stays unfused in both variants: fused, the FMA variant measured 1.010 ulp
-   * (exhaustive, x = −5.87788439) against 0.98 unfused, with the Cephes coefficients */
-  y = add(e, add(e, mul(e, y, z), r), kf(e, 1.0f));
+  LLVMValueRef y;
+  if (e->fma) {
+    /* e^r ≈ 1 + r·(1 + S1·r + … + S5·r^5), six fused Horner steps (nine operations for the
+     * Cephes form below). Exhaustive: 0.878 ulp (was 0.977; 2026-12-01) */
+    static const float S[] = {1.381456852e-03f, 8.368730545e-03f, 4.166838899e-02f,
+                              1.666652113e-01f, 4.999999404e-01f, 1.0f, 1.0f};
+    y = horner32(e, r, S, 7);
+  } else {
+    LLVMValueRef z = mul(e, r, r);
+    y = horner32(e, r, P, 6);
+    y = add(e, add(e, mul(e, y, z), r), kf(e, 1.0f));
+  }
   if (e->scalef) {
     /* one vscalefps by nf instead of the integer scaling: the same bits (the tiny lanes round to
      * +0 either way: x < −103.98 means e^x < 2^−150), checked over every fp32 input */
@@ -243,7 +280,7 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan) {
   res = sel(e, tiny, kf(e, 0.0f), res);
   return keep_nan ? sel(e, isnan, x, res) : res;
 }
-static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0); }
+static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0, 0); }
 
 /* ---- log (fp32): Cephes logf ----
  * x = m·2^k, m ∈ [√½, √2) (subnormals scaled by 2^23 first), f = m − 1 (exact),
@@ -410,7 +447,7 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
   LLVMValueRef a = fabs32(e, x);
   LLVMValueRef z = mul(e, a, a);
   LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), a, a);
-  LLVMValueRef ex = exp_core(e, add(e, a, a), 0);
+  LLVMValueRef ex = exp_core(e, add(e, a, a), 0, 0);
   LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
   LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 0.625f)), ps, tl);
   return copysign32(e, r, x);
@@ -418,23 +455,27 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
 
 /* ---- sigmoid (fp32) ----
  * t = e^{−|x|} ∈ (0, 1]: x ≥ 0: 1/(1 + t); x < 0: t/(1 + t) (no overflow, accurate far left).
- * 1 + t is kept as s + c exactly (Fast2Sum, 1 ≥ t), and the quotients are corrected by c:
- * a/(s + c) ≈ a/s − (a/s)·(c/s). */
+ * plain: 1 + t is kept as s + c exactly (Fast2Sum, 1 ≥ t), and the quotients are corrected by
+ * c: a/(s + c) ≈ a/s − (a/s)·(c/s). fma: see below. */
 static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
-  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0);
+  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, 1);
   LLVMValueRef s = add(e, kf(e, 1.0f), t);
-  LLVMValueRef c = add(e, sub(e, kf(e, 1.0f), s), t);
   if (e->fma) {
-    /* One division: a = 1 (x ≥ 0) or t (x < 0), q0 = a·(1/s); the residual of a/(s + c),
-     * a − q0·s − q0·c, comes from two fmas (the first is exact while q0 is within an ulp of
-     * a/s), and q = q0 + residual·(1/s) is one Newton step. */
+    /* a = 1 (x ≥ 0) or t (x < 0), r ≈ 1/s, q0 = a·r, and one Newton step on the quotient:
+     * q = q0 + (a − q0·(1 + t))·r. The residual needs no Fast2Sum of 1 + t: r ∈ [½, 1], so
+     * q0 ∈ [a/2, a] and a − q0 is exact (Sterbenz), and fma(−q0, t, a − q0) rounds
+     * a − q0 − q0·t once. r is 1/s (a division), or on AVX-512 vrcp14ps (relative error
+     * < 2^−14: the step leaves about 2^−28 of it; q0 may then fall below a/2 by 2^−14 when s is
+     * near 2, where a − q0 rounds by at most ulp(a)/4). Both measured exhaustively
+     * (docs/vmath.md); for the same t the division form gave the bits of the former two-fma
+     * residual (the same hash over every third fp32 input). */
     LLVMValueRef a = sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), kf(e, 1.0f), t);
-    LLVMValueRef r = fdiv(e, kf(e, 1.0f), s);
+    LLVMValueRef r = e->x512 ? rcp14(e, s) : fdiv(e, kf(e, 1.0f), s);
     LLVMValueRef q0 = mul(e, a, r);
-    LLVMValueRef res = fma_exact(e, neg(e, q0), s, a);
-    res = fma_exact(e, neg(e, q0), c, res);
+    LLVMValueRef res = fma_exact(e, neg(e, q0), t, sub(e, a, q0));
     return fma_exact(e, res, r, q0);
   }
+  LLVMValueRef c = add(e, sub(e, kf(e, 1.0f), s), t);
   LLVMValueRef r = fdiv(e, kf(e, 1.0f), s);
   LLVMValueRef q = fdiv(e, t, s);
   LLVMValueRef cr = mul(e, c, r);
