@@ -775,16 +775,12 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   /* hoisted tiles: their whole expression, W elements at a time, once per native call (one call
    * on the caller path, one per task on the pool) — spread over the packets */
   double pre = 0, pre_b = 0, pre_m = 0;
-  uint8_t *pdirect = NULL, *pstop = NULL;
+  uint8_t *pdirect = NULL;
   if (x.any_pbuf && (pdirect = xir__calloc((size_t)p->nnodes + 1, 1)) &&
-      (pstop = xir__calloc((size_t)p->nnodes + 1, 1))) {
-    for (int i = 0; i < p->nnodes; i++) pstop[i] = x.pbuf[i].len > 0;
-    if (xir__direct_uses(p, pstop, pdirect)) {
-      xir__free(pdirect);
-      pdirect = NULL;
-    }
+      xir__direct_uses(p, x.pbuf, pdirect)) {
+    xir__free(pdirect);
+    pdirect = NULL;
   }
-  xir__free(pstop);
   x.precompute = 1;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (!x.hoist[i]) continue;
@@ -803,19 +799,10 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
       if (D < 1 || M % D != 0 || c->W % D != 0) D = 1;
       xir__free(per);
     }
-    /* copied up to what the chunks read (lower.c, emit_hoisted): [0, max(M, W)) when they read
-     * it at constant offsets (ℓ a multiple of M that divides N), else [0, N) */
-    int64_t need = N, ell = c->local, W = c->W;
-    if (p->nodes[i].type.axes[0] == c->inner_dim && M < N && ell >= W && ell % M == 0 &&
-        N % ell == 0 && (M % W == 0 || W % M == 0)) {
-      need = M > W ? M : W;
-    }
-    if (x.any_pbuf) { /* as lower.c, emit_hoisted */
-      if (pdirect && !pdirect[i]) need = W;
-      for (int j = p->body_begin; j < p->nnodes; j++)
-        if (x.pbuf[j].len && x.pbuf[j].comp > need) need = x.pbuf[j].comp;
-      if (need > N) need = N;
-    }
+    /* copied up to what the chunks and the period buffers read (lower.c, emit_hoisted) */
+    int64_t W = c->W;
+    int64_t need = xir__hoist_extent(p, i, N, M, p->nodes[i].type.axes[0] == c->inner_dim,
+                                     c->local, c->W, x.any_pbuf ? x.pbuf : NULL, pdirect);
     double vecs = (double)((M + D * W - 1) / (D * W));
     pre += a * vecs + (D > 1 ? vecs * (double)D * 2 : 0) +
            2.0 * (double)(need - M) / (M >= W ? (double)W : 1.0);

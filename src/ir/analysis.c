@@ -52,7 +52,7 @@ void xir__inner_stretch(const xir_program *p, const xir_shape *s, int X, int64_t
   }
 }
 
-int xir__direct_uses(const xir_program *p, const uint8_t *stop, uint8_t *reached) {
+int xir__direct_uses(const xir_program *p, const xir__pbuf *pbuf, uint8_t *reached) {
   memset(reached, 0, (size_t)p->nnodes);
   int *stack = xir__malloc(sizeof(int) * ((size_t)p->nnodes * (XIR_MAX_RANK + 2) + 1));
   if (!stack) return -1;
@@ -67,7 +67,7 @@ int xir__direct_uses(const xir_program *p, const uint8_t *stop, uint8_t *reached
       int id = stack[--sp];
       if (id < 0 || reached[id]) continue;
       reached[id] = 1;
-      if (stop && stop[id]) continue;
+      if (pbuf && pbuf[id].len) continue;
       const xir_node *m = &p->nodes[id];
       if (m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
         continue; /* a reduction's operand is the reduction's own consumer loop */
@@ -77,6 +77,21 @@ int xir__direct_uses(const xir_program *p, const uint8_t *stop, uint8_t *reached
   }
   xir__free(stack);
   return 0;
+}
+
+int64_t xir__hoist_extent(const xir_program *p, int id, int64_t N, int64_t M, int x_is_inner,
+                          unsigned ell, unsigned W, const xir__pbuf *pbuf, const uint8_t *direct) {
+  int64_t need = N, L = ell;
+  if (x_is_inner && M < N && L >= W && L % M == 0 && N % L == 0 && (M % W == 0 || W % M == 0))
+    need = M > W ? M : W;
+  if (!pbuf) return need;
+  int any = 0;
+  for (int j = p->body_begin; j < p->nnodes; j++) any |= pbuf[j].len > 0;
+  if (!any) return need;
+  if (direct && !direct[id]) need = W;
+  for (int j = p->body_begin; j < p->nnodes; j++)
+    if (pbuf[j].len && pbuf[j].comp > need) need = pbuf[j].comp;
+  return need > N ? N : need;
 }
 
 int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,

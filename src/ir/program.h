@@ -145,17 +145,25 @@ void xir__inner_stretch(const xir_program *p, const xir_shape *s, int X, int64_t
  * (comp / D ≤ N / 2), and, with D > 1, also where ℓ is a multiple of M (RoPE at ℓ = HD computes
  * HD / 2 values instead of HD). Not for a launch-time X (x_fixed = 0) or a masked kernel
  * (masked = 1). Returns 1 and *out, or 0. The lowering and the execution work both ask here. */
-/* reached[i] = 1 for the nodes that a consumer's loops evaluate directly: the values of stores
- * and the operands of reductions, and what they are computed from, without looking inside the
- * nodes with stop[i] set (period buffers: their operands are evaluated once per unit, not in the
- * chunk loops). Iterative; returns 0, or -1 when out of memory. */
-int xir__direct_uses(const xir_program *p, const uint8_t *stop, uint8_t *reached);
 typedef struct xir__pbuf {
   int64_t len, comp, D, M;
 } xir__pbuf;
 int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
                        int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
                        const int64_t *stretch, int id, xir__pbuf *out);
+/* reached[i] = 1 for the nodes that a consumer's loops evaluate directly: the values of stores
+ * and the operands of reductions, and what they are computed from, without looking inside the
+ * nodes with a period buffer (pbuf[i].len > 0: their operands are evaluated once per unit, not in
+ * the chunk loops; pbuf may be NULL). Iterative; returns 0, or -1 when out of memory. */
+int xir__direct_uses(const xir_program *p, const xir__pbuf *pbuf, uint8_t *reached);
+/* How far the buffer of hoisted tile `id` (its axis X of extent N, period M, M = N when not
+ * periodic) must be filled: [0, N), or [0, max(M, W)) when every chunk reads it at constant
+ * offsets (X the inner axis, ℓ a multiple of M that divides N, M a multiple or divisor of W);
+ * with period buffers (pbuf, may be NULL), at least their comp, and only that (and W) when no
+ * chunk loop reads the tile itself (direct: xir__direct_uses, may be NULL). The lowering fills
+ * that much and the execution work charges the copy. */
+int64_t xir__hoist_extent(const xir_program *p, int id, int64_t N, int64_t M, int x_is_inner,
+                          unsigned ell, unsigned W, const xir__pbuf *pbuf, const uint8_t *direct);
 
 enum { XIR_LPAT_MAXP = 256 };
 /* How an integer index depends on the element index c along an axis X: u + A·c + tab[c mod P],

@@ -110,7 +110,7 @@ typedef struct lw {
    * whether the unit's values are being computed into it */
   xir__pbuf *pm;
   LLVMValueRef *pm_buf;
-  uint8_t *pm_direct;      /* xir__direct_uses with the period buffers as stops */
+  uint8_t *pm_direct;      /* xir__direct_uses: the nodes the chunk loops evaluate */
   int pm_compute;
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
   /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
@@ -1472,6 +1472,24 @@ static void spread_store(lw *L, LLVMValueRef v, int64_t D, LLVMValueRef buf, LLV
   }
 }
 
+/* buf[e] = buf[e − M] for e = from, from + step, … below to: W elements a step when the source
+ * run lies below e (M ≥ W; the last step may write up to W − 1 elements past to, into the
+ * buffer's spare vector), else one. */
+static void copy_period(lw *L, LLVMValueRef buf, int64_t M, int64_t from, int64_t to) {
+  if (from >= to) return;
+  int vec = M >= L->W;
+  LLVMTypeRef t = vec ? L->vf : L->f32;
+  int64_t step = vec ? L->W : 1, n = (to - from + step - 1) / step;
+  loop cp;
+  loop_begin(L, &cp, ci64(L, 0), ci64(L, n));
+  LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, cp.i, ci64(L, step), ""), ci64(L, from), "");
+  LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
+  LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
+  LLVMSetAlignment(x, 4);
+  LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &e, 1, "")), 4);
+  loop_end(L, &cp);
+}
+
 /* The unit's period buffers (xir__period_buffer): the values at c = 0, D, 2D, … below comp, W
  * at a step with the element index unclamped (the tile depends on it only through c mod M, and
  * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
@@ -1499,19 +1517,7 @@ static void emit_period_bufs(lw *L) {
     val v = eval_uncached(L, id);
     spread_store(L, v.v[0], D, buf, base);
     loop_end(L, &lp);
-    if (pb->comp < pb->len) {
-      int vec = M >= W;
-      LLVMTypeRef t = vec ? L->vf : L->f32;
-      int64_t step = vec ? W : 1, n = (pb->len - pb->comp + step - 1) / step;
-      loop cp;
-      loop_begin(L, &cp, ci64(L, 0), ci64(L, n));
-      LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, cp.i, ci64(L, step), ""), ci64(L, pb->comp), "");
-      LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
-      LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
-      LLVMSetAlignment(x, 4);
-      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &e, 1, "")), 4);
-      loop_end(L, &cp);
-    }
+    copy_period(L, buf, M, pb->comp, pb->len);
     L->k = k;
     L->pm_compute = 0;
   }
@@ -1599,7 +1605,8 @@ static void emit_hoisted(lw *L) {
     int X = L->p->nodes[id].type.axes[0];
     int64_t N = dimc(L, X), steps = (N + L->W - 1) / L->W;
     /* a tile periodic along its axis is computed over one period and copied over the rest */
-    if (!per) per = xir__calloc((size_t)L->p->nnodes + 1, sizeof(int64_t));
+    if (!per) per = xir__calloc(2 * ((size_t)L->p->nnodes + 1), sizeof(int64_t));
+    int64_t *str = per ? per + L->p->nnodes + 1 : NULL;
     if (!per) {
       L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", L->p->name);
       break;
@@ -1608,8 +1615,8 @@ static void emit_hoisted(lw *L) {
     int64_t M = per[id] > 1 && per[id] < N ? per[id] : N;
     /* D consecutive elements sharing each value (xir__inner_stretch: RoPE's θ^(−2i/HD), D = 2):
      * the values at c = 0, D, 2D, … each spread over D lanes */
-    xir__inner_stretch(L->p, L->sh, X, per);
-    int64_t D = per[id];
+    xir__inner_stretch(L->p, L->sh, X, str);
+    int64_t D = str[id];
     if (D < 1 || M % D != 0 || L->W % D != 0) D = 1;
     LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + D) * L->W)), "hoist");
     loop lp;
@@ -1625,38 +1632,12 @@ static void emit_hoisted(lw *L) {
     val v = eval_uncached(L, id);
     spread_store(L, v.v[0], D, buf, base);
     loop_end(L, &lp);
-    xir__inner_period(L->p, L->sh, X, per);
     /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
-    int64_t need = N;
-    if (X == L->c->inner_dim && M < N && L->ell >= L->W && L->ell % M == 0 && N % L->ell == 0 &&
-        (M % L->W == 0 || L->W % M == 0)) {
-      need = M > L->W ? M : L->W;
-    }
-    if (L->pm) {
-      /* period buffers read it at the elements below their comp (emit_period_bufs); when
-       * nothing else reads it (only their expressions use it), that is all it needs */
-      if (L->pm_direct && !L->pm_direct[id]) need = L->W;
-      for (int j = L->p->body_begin; j < L->p->nnodes; j++)
-        if (L->pm[j].len && L->pm[j].comp > need) need = L->pm[j].comp;
-      if (need > N) need = N;
-    }
-    if (M < need) {
-      /* buf[e] = buf[e - M] for e = M, M + step, ... below need: W elements a step when the
-       * source run lies below e (M ≥ W; the last step may write up to W − 1 elements past N,
-       * into the buffer's spare vector), else one */
-      int vec = M >= L->W;
-      LLVMTypeRef t = vec ? L->vf : L->f32;
-      int64_t step = vec ? L->W : 1, n = (need - M + step - 1) / step;
-      loop cp;
-      loop_begin(L, &cp, ci64(L, 0), ci64(L, n));
-      LLVMValueRef e = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, cp.i, ci64(L, step), ""), ci64(L, M), "");
-      LLVMValueRef src = LLVMBuildSub(L->b, e, ci64(L, M), "");
-      LLVMValueRef x = LLVMBuildLoad2(L->b, t, LLVMBuildGEP2(L->b, L->f32, buf, &src, 1, ""), "");
-      LLVMSetAlignment(x, 4);
-      LLVMSetAlignment(LLVMBuildStore(L->b, x, LLVMBuildGEP2(L->b, L->f32, buf, &e, 1, "")), 4);
-      loop_end(L, &cp);
-    }
+    /* then copied as far as the chunks and the period buffers read it (xir__hoist_extent) */
+    int64_t need = xir__hoist_extent(L->p, id, N, M, X == L->c->inner_dim, L->ell, L->W, L->pm,
+                                     L->pm_direct);
+    copy_period(L, buf, M, M, need);
     L->hoist_buf[id] = buf;
   }
   xir__free(per);
@@ -1898,19 +1879,11 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     xir__free(stretch);
     if (any && (L.pm_buf = xir__calloc(nn, sizeof(LLVMValueRef))) != NULL) {
       L.pm = pm;
-      uint8_t *stop = xir__calloc(nn, 1);
-      L.pm_direct = xir__calloc(nn, 1);
-      if (stop && L.pm_direct) {
-        for (int i = 0; i < p->nnodes; i++) stop[i] = pm[i].len > 0;
-        if (xir__direct_uses(p, stop, L.pm_direct)) {
-          xir__free(L.pm_direct);
-          L.pm_direct = NULL;
-        }
-      } else {
+      /* without it (out of memory) every hoisted tile is filled as if a chunk read it */
+      if ((L.pm_direct = xir__calloc(nn, 1)) && xir__direct_uses(p, pm, L.pm_direct)) {
         xir__free(L.pm_direct);
         L.pm_direct = NULL;
       }
-      xir__free(stop);
     } else {
       xir__free(pm);
     }
