@@ -1494,6 +1494,28 @@ static void copy_period(lw *L, LLVMValueRef buf, int64_t M, int64_t from, int64_
  * at a step with the element index unclamped (the tile depends on it only through c mod M, and
  * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
  * then buf[e] = buf[e − M] up to len, W elements a step when M ≥ W (the source run lies below e). */
+/* The fill of load id's period buffer as window loads (xir__window_fill): vector j holds the
+ * elements c = j·D·W + D·i below M; 1 and sp[j] for each of the n vectors when every index of the
+ * load has a known pattern that never clamps differently across elements (as perm_load's exact
+ * case) and every vector's live lanes fit in two windows. */
+static int window_fill_plan(lw *L, int id, const xir__pbuf *pb, xir__wsplit *sp, int *n) {
+  enum { MAXFILL = 16 };
+  const xir_node *nd = &L->p->nodes[id];
+  int X = L->c->inner_dim;
+  int64_t D = pb->D, M = pb->M, step = D * (int64_t)L->W, nv = (M + step - 1) / step;
+  if (nd->op != XIR_OP_LOAD || L->p->params[nd->ref].elem == XIR_I64 || nv > MAXFILL || !L->period ||
+      !xir__access_in_bounds(L->p, L->sh, X, id))
+    return 0;
+  for (int kd = 0; kd + 1 < nd->nargs; kd++)
+    if (nd->args[kd] < 0 || L->period[nd->args[kd]] != 1) return 0;
+  xir__lpat pt;
+  if (!xir__access_pattern(L->p, L->sh, X, id, &pt)) return 0;
+  for (int64_t j = 0; j < nv; j++)
+    if (!xir__window_fill(&pt, j * step, D, L->W, M, &sp[j])) return 0;
+  *n = (int)nv;
+  return 1;
+}
+
 static void emit_period_bufs(lw *L) {
   if (!L->pm) return;
   int X = L->c->inner_dim;
@@ -1504,10 +1526,30 @@ static void emit_period_bufs(lw *L) {
     const xir__pbuf *pb = &L->pm[id];
     if (!pb->len) continue;
     int64_t D = pb->D, M = pb->M;
-    if (!L->pm_buf[id]) L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)pb->len), "period");
+    xir__wsplit fsp[16];
+    int nfill = 0, wfill = window_fill_plan(L, id, pb, fsp, &nfill);
+    /* the window fill copies from M on, whose last step may pass len by up to W − 1 elements */
+    if (!L->pm_buf[id])
+      L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(pb->len + (wfill ? W : 0))), "period");
     LLVMValueRef buf = L->pm_buf[id];
     L->k = 1;
     L->pm_compute = 1;
+    if (wfill) {
+      /* a table row (rope_cache's cos[p, (c % HD) / 2]): each vector of its values is one or two
+       * masked window loads and a shuffle instead of a gather; the elements past M are copied */
+      L->env[X] = vaff(ci64(L, 0), 1);
+      L->env_set[X] = 1;
+      L->gen++;
+      LLVMValueRef u0 = lane0_offset(L, &L->p->nodes[id]);
+      if (u0) {
+        for (int j = 0; j < nfill; j++)
+          spread_store(L, split_packet(L, &L->p->nodes[id], &fsp[j], u0), D, buf, ci64(L, j * D * (int64_t)W));
+        copy_period(L, buf, M, M, pb->len);
+        L->k = k;
+        L->pm_compute = 0;
+        continue;
+      }
+    }
     loop lp;
     loop_begin(L, &lp, ci64(L, 0), ci64(L, pb->comp / (D * W)));
     LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, D * W), "");
