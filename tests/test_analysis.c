@@ -670,6 +670,70 @@ static void test_period_buffer_window_fill(void **state) {
   xir_program_free(p);
 }
 
+/* Period buffers of one layout share their fill loop: sin and cos of a per-row angle of
+ * (c % 24) / 4 (period 24, runs of 4) at ℓ = 16 are computed in one loop, the angle once (and
+ * after inlining the range reduction both share). Every candidate — ℓ = 1 computes per element,
+ * without the buffers — gives the same bits, within 1e-6 of sin and cos in double. */
+static void test_period_buffers_share_a_loop(void **state) {
+  (void)state;
+  const char *text =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  c = iota(C)\n"
+      "  a = 0.37 * f32(r + 1) * f32((c % 24) / 4)\n"
+      "  store y[r, :] = load x[r, :] * cos(a) + sin(a)\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=3,C=203", &s, &d)) die(&d);
+  static const char *const has[] = {"period"};
+  check_ir16(p, &s, 16, has, 1, NULL);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  float x[3 * 203], y[3 * 203], y0[3 * 203];
+  for (int i = 0; i < 3 * 203; i++) x[i] = 0.5f + (float)(i % 5) * 0.25f;
+  for (size_t ci = 0; ci < n; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[2] = {{.in = x}, {.out = y}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    if (ci == 0) memcpy(y0, y, sizeof y);
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 203; c++) {
+        int i = r * 203 + c;
+        float a = 0.37f * (float)(r + 1) * (float)((c % 24) / 4);
+        double want = (double)x[i] * cos((double)a) + sin((double)a);
+        if (memcmp(&y[i], &y0[i], sizeof(float)) || fabs(y[i] - want) > 1e-6 * (1 + fabs(want)))
+          fail_msg("candidate %zu, r %d c %d: got %.9g, candidate 0 %.9g, want %.9g", ci, r, c,
+                   (double)y[i], (double)y0[i], want);
+      }
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
+/* A window load's lane-0 offset is computed without clamping the indices that vary along X when
+ * they never clamp (xir__access_in_bounds): rope_cache's partner x[r, c + 1 − 2·(c % 2)] at ℓ =
+ * 128 has offset c0 + 1 − 1 = c0, the address of x[r, c0] (one load, the pairs swapped in the
+ * register); before, its min(c0 + 1, C − 1) was in the IR as llvm.umin and x was loaded twice.
+ * (test_native checks every candidate against the oracle.) */
+static void test_window_offsets_unclamped(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=1,C=4096,HD=128,P=8,H2=64", &s);
+  static const char *const has[] = {"masked.load"};
+  check_ir16(p, &s, 128, has, 1, "llvm.umin.i64");
+  xir_program_free(p);
+}
+
 /* Window loads whose indices never clamp (every X-dependent index known and inside its dim over
  * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
  * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
@@ -1198,6 +1262,8 @@ int main(void) {
       cmocka_unit_test(test_period_buffers),
       cmocka_unit_test(test_period_buffer_custom_kernel),
       cmocka_unit_test(test_period_buffer_window_fill),
+      cmocka_unit_test(test_period_buffers_share_a_loop),
+      cmocka_unit_test(test_window_offsets_unclamped),
       cmocka_unit_test(test_affine_divmod_floor),
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),
       cmocka_unit_test(test_prefix_mask_forms),

@@ -112,6 +112,9 @@ typedef struct lw {
   LLVMValueRef *pm_buf;
   uint8_t *pm_direct;      /* xir__direct_uses: the nodes the chunk loops evaluate */
   int pm_compute;
+  /* lane0_offset: the access whose indices that vary along the inner axis are known never to
+   * clamp (xir__access_in_bounds), so that they are computed without the clamp */
+  const xir_node *noclamp;
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
   /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
    * per unit the end of the live range (the largest over the unit's root programs). */
@@ -479,7 +482,8 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
       ix = L->env[bd];
     } else {
       ix = eval(L, n->args[kdim]);
-      if (!is_index_exact(&L->p->nodes[n->args[kdim]]))
+      int inb = L->noclamp == n && L->period && L->period[n->args[kdim]] != 1;
+      if (!is_index_exact(&L->p->nodes[n->args[kdim]]) && !inb)
         ix = clamp_v(L, &ix, LLVMBuildSub(L->b, dimv(L, bd), ci64(L, 1), ""));
     }
     /* the run-time strides (a strided view), or the contiguous ones where the unit's addresses
@@ -658,14 +662,20 @@ static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp
 
 /* lane 0's offset of access n as a scalar: the access evaluated with the element index uniform
  * (c0 in every lane), in a generation of its own so that no vector value is reused or overwritten
- * for the current one. NULL when it is not uniform then. */
+ * for the current one. NULL when it is not uniform then. Every caller has checked that no index
+ * of n clamps differently across the elements (xir__access_in_bounds), so the indices that vary
+ * along X are in their dims and are computed without the clamp: RoPE's partner offset
+ * c0 + 1 − 1 then folds to c0, the same address as x[r, c0], and LLVM loads x once and swaps
+ * the pairs in the register (the uniform indices, e.g. rope_cache's position, keep theirs). */
 static LLVMValueRef lane0_offset(lw *L, const xir_node *n) {
   int X = L->c->inner_dim;
   val saved = L->env[X];
   unsigned g = L->gen;
   L->env[X] = vaff(saved.u, 0);
   L->gen = L->ugen++;
+  L->noclamp = n;
   val o0 = access_offset(L, n, n->nargs);
+  L->noclamp = NULL;
   L->env[X] = saved;
   L->gen = g;
   return o0.aff && o0.s == 0 ? o0.u : NULL;
@@ -1522,9 +1532,14 @@ static void emit_period_bufs(lw *L) {
   unsigned k = L->k, W = L->W;
   val saved = L->env[X];
   int saved_set = L->env_set[X];
+  uint8_t *done = xir__calloc((size_t)L->p->nnodes + 1, 1);
+  if (!done) {
+    L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", L->p->name);
+    return;
+  }
   for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
     const xir__pbuf *pb = &L->pm[id];
-    if (!pb->len) continue;
+    if (!pb->len || done[id]) continue;
     int64_t D = pb->D, M = pb->M;
     xir__wsplit fsp[16];
     int nfill = 0, wfill = window_fill_plan(L, id, pb, fsp, &nfill);
@@ -1547,8 +1562,24 @@ static void emit_period_bufs(lw *L) {
         copy_period(L, buf, M, M, pb->len);
         L->k = k;
         L->pm_compute = 0;
+        done[id] = 1;
         continue;
       }
+    }
+    /* the computed buffers of the same layout (D, M, comp) share one loop: what they have in
+     * common is evaluated once per vector (RoPE's angle, and after inlining the range reduction
+     * that sin and cos of it share), and each result is the same bits as in a loop of its own */
+    enum { MAXGROUP = 8 };
+    int grp[MAXGROUP], ng = 0;
+    for (int j = id; j < L->p->nnodes && ng < MAXGROUP; j++) {
+      const xir__pbuf *pj = &L->pm[j];
+      xir__wsplit tmp[16];
+      int nt = 0;
+      if (!pj->len || done[j] || pj->D != D || pj->M != M || pj->comp != pb->comp) continue;
+      if (j != id && window_fill_plan(L, j, pj, tmp, &nt)) continue;
+      if (!L->pm_buf[j]) L->pm_buf[j] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)pj->len), "period");
+      grp[ng++] = j;
+      done[j] = 1;
     }
     loop lp;
     loop_begin(L, &lp, ci64(L, 0), ci64(L, pb->comp / (D * W)));
@@ -1556,13 +1587,16 @@ static void emit_period_bufs(lw *L) {
     L->env[X] = vaff(base, D);
     L->env_set[X] = 1;
     L->gen++;
-    val v = eval_uncached(L, id);
-    spread_store(L, v.v[0], D, buf, base);
+    for (int g = 0; g < ng; g++) {
+      val v = eval_uncached(L, grp[g]);
+      spread_store(L, v.v[0], D, L->pm_buf[grp[g]], base);
+    }
     loop_end(L, &lp);
-    copy_period(L, buf, M, pb->comp, pb->len);
+    for (int g = 0; g < ng; g++) copy_period(L, L->pm_buf[grp[g]], M, pb->comp, L->pm[grp[g]].len);
     L->k = k;
     L->pm_compute = 0;
   }
+  xir__free(done);
   L->env[X] = saved;
   L->env_set[X] = saved_set;
   L->gen++;
