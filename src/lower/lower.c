@@ -1587,7 +1587,22 @@ static void emit_period_bufs(lw *L) {
     L->env[X] = vaff(base, D);
     L->env_set[X] = 1;
     L->gen++;
+    int paired[MAXGROUP] = {0};
     for (int g = 0; g < ng; g++) {
+      if (paired[g]) continue;
+      const xir_node *gn = &L->p->nodes[grp[g]];
+      /* sin and cos of one value: one xir__vm_sincos, the same bits as apart */
+      int h = -1, other = gn->op == XIR_OP_SIN ? XIR_OP_COS : gn->op == XIR_OP_COS ? XIR_OP_SIN : -1;
+      for (int j = g + 1; j < ng && h < 0 && W > 1 && other >= 0; j++)
+        if (L->p->nodes[grp[j]].op == other && L->p->nodes[grp[j]].args[0] == gn->args[0]) h = j;
+      LLVMValueRef cv = NULL, sv = h < 0 ? NULL : xir__vm_sincos(L->vm, eval(L, gn->args[0]).v[0], &cv);
+      if (sv) {
+        int si = gn->op == XIR_OP_SIN ? g : h, ci = si == g ? h : g;
+        spread_store(L, sv, D, L->pm_buf[grp[si]], base);
+        spread_store(L, cv, D, L->pm_buf[grp[ci]], base);
+        paired[h] = 1;
+        continue;
+      }
       val v = eval_uncached(L, grp[g]);
       spread_store(L, v.v[0], D, L->pm_buf[grp[g]], base);
     }
