@@ -1710,19 +1710,25 @@ static void emit_hoisted(lw *L) {
     int64_t D = str[id];
     if (D < 1 || M % D != 0 || L->W % D != 0) D = 1;
     LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + D) * L->W)), "hoist");
+    /* a few steps are emitted unrolled, at constant element indices: what depends on the index
+     * only folds to constants (RoPE's exponent −2i/HD, and pow's special cases of it) */
+    int64_t nstep = (M + D * L->W - 1) / (D * L->W);
+    int unroll = nstep <= 8;
     loop lp;
-    loop_begin(L, &lp, ci64(L, 0), ci64(L, (M + D * L->W - 1) / (D * L->W)));
-    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "");
-    val c = vaff(base, D);
-    c = clamp(L, &c, N - 1);
-    LLVMValueRef cv[MAXK];
-    ivecs(L, &c, cv);
-    L->env[X] = vvec(L, cv);
-    L->env_set[X] = 1;
-    L->gen++;
-    val v = eval_uncached(L, id);
-    spread_store(L, v.v[0], D, buf, base);
-    loop_end(L, &lp);
+    if (!unroll) loop_begin(L, &lp, ci64(L, 0), ci64(L, nstep));
+    for (int64_t t = 0; t < (unroll ? nstep : 1); t++) {
+      LLVMValueRef base = unroll ? ci64(L, t * D * (int64_t)L->W) : LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "");
+      val c = vaff(base, D);
+      c = clamp(L, &c, N - 1);
+      LLVMValueRef cv[MAXK];
+      ivecs(L, &c, cv);
+      L->env[X] = vvec(L, cv);
+      L->env_set[X] = 1;
+      L->gen++;
+      val v = eval_uncached(L, id);
+      spread_store(L, v.v[0], D, buf, base);
+    }
+    if (!unroll) loop_end(L, &lp);
     /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
     /* then copied as far as the chunks and the period buffers read it (xir__hoist_extent) */
