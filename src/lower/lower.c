@@ -1500,10 +1500,6 @@ static void copy_period(lw *L, LLVMValueRef buf, int64_t M, int64_t from, int64_
   loop_end(L, &cp);
 }
 
-/* The unit's period buffers (xir__period_buffer): the values at c = 0, D, 2D, … below comp, W
- * at a step with the element index unclamped (the tile depends on it only through c mod M, and
- * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
- * then buf[e] = buf[e − M] up to len, W elements a step when M ≥ W (the source run lies below e). */
 /* The fill of load id's period buffer as window loads (xir__window_fill): vector j holds the
  * elements c = j·D·W + D·i below M; 1 and sp[j] for each of the n vectors when every index of the
  * load has a known pattern that never clamps differently across elements (as perm_load's exact
@@ -1526,6 +1522,12 @@ static int window_fill_plan(lw *L, int id, const xir__pbuf *pb, xir__wsplit *sp,
   return 1;
 }
 
+/* The unit's period buffers (xir__period_buffer): the values at c = 0, D, 2D, … below comp, W
+ * at a step with the element index unclamped (the tile depends on it only through c mod M, and
+ * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
+ * then buf[e] = buf[e − M] up to len, W elements a step when M ≥ W (the source run lies below e).
+ * A load's buffer may be filled by window loads instead (window_fill_plan); the computed buffers
+ * of one layout share their loop. */
 static void emit_period_bufs(lw *L) {
   if (!L->pm) return;
   int X = L->c->inner_dim;
