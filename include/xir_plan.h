@@ -31,7 +31,8 @@ typedef enum xir_cost_term {
   XIR_TERM_BLOCK,      /* per-block overhead on the balanced share: L / h */
   XIR_TERM_IMBALANCE,  /* static imbalance: (critical packets − Q/h) · (arith + memory)/packet */
   XIR_TERM_DISPATCH,   /* per-task dispatch on the critical worker: ceil(C / h) */
-  XIR_TERM_ACTIVATION, /* per-worker activation: h − 1 woken workers */
+  XIR_TERM_ACTIVATION, /* per-worker activation: h − 1 woken workers, less what the caller's
+                       * critical share overlaps: max(0, c·(h − 1) − 2·imbalance) for h ≥ 2 */
   XIR_TERM_COUNT
 } xir_cost_term;
 

@@ -919,7 +919,16 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
       return c->c[t] * (ea * arith + em * byte * w->memory_per_packet);
     }
     case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
-    case XIR_TERM_ACTIVATION: return c->c[t] * (h - 1);
+    case XIR_TERM_ACTIVATION: {
+      /* The caller starts at once and the woken workers one activation a later; the caller is
+       * the home of task 0, so it holds the critical share, B + d against B − d. The launch
+       * takes B + max(d, a − d): the first part of the extra work overlaps the wake-up. With
+       * the imbalance term charging d, this term is what is left: max(0, a − 2d). */
+      double a = c->c[t] * (h - 1);
+      if (h < 2) return a;
+      double rest = a - 2 * default_term(XIR_TERM_IMBALANCE, w, c);
+      return rest > 0 ? rest : 0;
+    }
     default: return 0;
   }
 }
