@@ -478,8 +478,16 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       }
       endv[v] = e;
     }
+  /* the block's running max per packet of lanes, folded in as the scores are written (max is
+   * exact and commutative: any order gives the same bits; the clamped keys of the last group
+   * repeat key kend − 1 or are −inf, so they do not change it) */
+  LLVMValueRef bmx[2];
+  for (unsigned v = 0; v < NV; v++) {
+    bmx[v] = entry_alloca(&A, A.vf, "bmx");
+    LLVMBuildStore(A.b, ninf, bmx[v]);
+  }
   /* S: scores of keys [k0, kend) in groups of JR (the last group's keys clamped onto kend − 1:
-   * no key past the block is loaded; their rows of s past kn are never read) */
+   * no key past the block is loaded; their rows of s past kn are never read by the softmax) */
   {
     loop jl;
     loop_begin(&A, &jl, k0, kend, JR);
@@ -515,12 +523,19 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
         }
       }
       loop_end(&A, &dl);
-      for (unsigned r = 0; r < JR; r++)
-        for (unsigned v = 0; v < NV; v++) {
+      for (unsigned v = 0; v < NV; v++) {
+        LLVMValueRef sv[MAXJR];
+        for (unsigned r = 0; r < JR; r++) {
           LLVMValueRef s = LLVMBuildFMul(A.b, LLVMBuildLoad2(A.b, A.vf, slot[r * NV + v], ""), sc, "");
           s = mask_scores(&A, s, endv[v], LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""));
           store(&A, s, gepc(&A, sbuf, srow, (int64_t)(r * NVL + v * W)));
+          sv[r] = s;
         }
+        /* the group's max by a tree (independent maxima, one step of the running chain) */
+        for (unsigned st = 1; st < JR; st *= 2)
+          for (unsigned r = 0; r + st < JR; r += 2 * st) sv[r] = vmaximum(&A, sv[r], sv[r + st]);
+        LLVMBuildStore(A.b, vmaximum(&A, LLVMBuildLoad2(A.b, A.vf, bmx[v], ""), sv[0]), bmx[v]);
+      }
     } else {
       unsigned np = G.npad;
       LLVMValueRef qptr[16];
@@ -560,6 +575,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       if (endv[0]) dead = LLVMBuildOr(A.b, dead, LLVMBuildICmp(A.b, LLVMIntSGE, kj, endv[0], ""), "");
       sums = LLVMBuildSelect(A.b, dead, ninf, sums, "");
       store(&A, sums, gep(&A, sbuf, LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, np), "")));
+      LLVMBuildStore(A.b, vmaximum(&A, LLVMBuildLoad2(A.b, A.vf, bmx[0], ""), sums), bmx[0]);
     }
     loop_end(&A, &jl);
   }
@@ -570,15 +586,9 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
                                               ci64(&A, JR), "")
                               : kn;
   for (unsigned v = 0; v < NV; v++) {
-    LLVMValueRef mx = entry_alloca(&A, A.vf, "mx"), ls = entry_alloca(&A, A.vf, "ls");
-    LLVMBuildStore(A.b, ninf, mx);
-    loop jl;
-    loop_begin(&A, &jl, ci64(&A, 0), nvec, 1);
-    LLVMValueRef sp = gepc(&A, sbuf, LLVMBuildMul(A.b, jl.i, ci64(&A, NVL), ""), v * W);
-    LLVMBuildStore(A.b, vmaximum(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""), load(&A, A.vf, sp)), mx);
-    loop_end(&A, &jl);
+    LLVMValueRef ls = entry_alloca(&A, A.vf, "ls");
     LLVMValueRef mold = load(&A, A.vf, gepc(&A, mb, ci64(&A, 0), v * W));
-    LLVMValueRef mnew = vmaximum(&A, mold, fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""),
+    LLVMValueRef mnew = vmaximum(&A, mold, fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, bmx[v], ""),
                                                         G.vec_d ? G.npad : W, 1));
     LLVMValueRef msafe = LLVMBuildSelect(A.b, LLVMBuildFCmp(A.b, LLVMRealOEQ, mnew, ninf, ""), zero, mnew, "");
     LLVMValueRef alpha = vexp(&A, LLVMBuildFSub(A.b, mold, msafe, ""));
