@@ -285,19 +285,20 @@ static void test_attention_work_counts(void **state) {
   assert_int_equal(w.packets, 2u * 2 * 4);
   assert_true(w.memory_per_packet == 4.0 * (70.0 * 36 + 8.0 * 36));
   /* a hand count: W = 16, vec q, one row, D = DV = K = 1 (lower_attn.c, work_attn.c):
-   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65 and the K rows 16 keys ahead prefetched 16·(1 + 1) = 32;
-   * softmax 2 + 5 + 14 + (4 + 14) + 6 = 45; p·v 1·3 + max(1·(1 + 1 + 1 + 2), 8) + 1 = 12 (its
-   * V prefetch: an address and a line); the tile 2 (q) + 2 + 1 (state) + 1·(2 + 7) (output) =
-   * 14 */
+   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65, the K rows 16 keys ahead prefetched 16·(1 + 1) = 32 and
+   * the block's max over the 16 key slots 16; softmax 5 + 14 + (4 + 14) + 6 = 43; p·v 1·3 +
+   * max(1·(1 + 1 + 1 + 2), 8) + 1 = 12 (its V prefetch: an address and a line); the tile: q
+   * transposed 1·(1 + 16·4) + 1 = 66, 2 + 1 (state), 1·(2 + 7) (output) = 78 */
   s = shape_of(p, "B=1,HQ=1,HKV=1,Q=1,K=1,D=1,DV=1");
   w = work_of(p, &s, XIR_ATTN_VEC_Q, 1, 1, 0);
-  assert_true(w.arith_per_packet == 168);
+  assert_true(w.arith_per_packet == 246);
   assert_true(w.math_per_packet == 14 * 2 + 4);
   /* vec d, the same shape: q·kᵀ 1·(16 + 1 + 16) = 33, the tree 3·15 + 2 (order, ·sc) + 3 (dead
-   * lanes) + 1 (store) = 51, the prefetches 32; softmax over one packed vector with 4 folds
-   * 2 + 4·4 + 5 + 14 + (4 + 14) + 6 = 61; p·v 12; the tile 2 + 1 (state) + 9 (output) = 12 */
+   * lanes) + 1 (store) = 51, the prefetches 32, the running max 1; softmax over one packed
+   * vector with 4 folds 4·4 + 5 + 14 + (4 + 14) + 6 = 59; p·v 12; the tile 2 + 1 (state) + 9
+   * (output) = 12 */
   w = work_of(p, &s, XIR_ATTN_VEC_D, 1, 1, 0);
-  assert_true(w.arith_per_packet == 201);
+  assert_true(w.arith_per_packet == 200);
   assert_true(w.math_per_packet == 14 * 2 + 4);
   assert_true(w.memory_per_packet == 4.0 * (2 + 2));
   xir_program_free(p);
