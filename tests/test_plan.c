@@ -397,6 +397,60 @@ static void test_primitive_weights_separate_bodies(void **state) {
   xir_program_free(b);
 }
 
+/* A window load's lane indices are not computed (the lowering reads a window at the unit's
+ * offset and shuffles it by a compile-time pattern), so they cost nothing beyond the window's
+ * load and shuffle: rope's partner x[r, c + 1 - 2(c % 2)] against a plain x[r, :]. */
+static void test_window_index_not_charged(void **state) {
+  (void)state;
+  static const char *kText[2] = {
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n  c = iota(C)\n  store y[r, :] = load x[r, sub(add(c, 1), mul(2, rem(c, 2)))]\n}\n",
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n  store y[r, :] = load x[r, :]\n}\n"};
+  xir_execution_work w[2];
+  for (int i = 0; i < 2; i++) {
+    xir_program *p;
+    xir_shape s;
+    xir_candidate c;
+    uint8_t perm[1] = {0};
+    xir_diag d;
+    if (xir_program_parse(kText[i], strlen(kText[i]), "k", &p, &d) ||
+        xir_shape_parse(p, "R=8,C=256", &s, &d) || xir_candidate_make(p, &s, 16, 16, 16, perm, &c, &d) ||
+        xir_execution_work_make(p, &s, &c, 0, 1, &w[i], &d))
+      die(&d);
+    xir_program_free(p);
+  }
+  /* per vector: the copy's load and store (2) against those plus the window's shuffle and its
+   * offset check (4); charging the index expression (iota, rem, mul, add, sub: 6.5 a vector)
+   * would make it more than 4 */
+  assert_true(w[0].arith_per_packet > w[1].arith_per_packet);
+  assert_true(w[0].arith_per_packet <= 2.5 * w[1].arith_per_packet);
+}
+
+/* rope_cache at HD = 128: with ℓ = 128 every chunk of a row is one head, so the cos/sin row
+ * of pos[r] is the same 8 vectors in every chunk, which LLVM keeps in registers for the row
+ * (and the sign vector is a constant); with ℓ = 64 each chunk loads its half of the row. The
+ * arithmetic of the whole launch must say so. */
+static void test_chunk_invariant_periodic_loads(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=20,C=1152,HD=128,P=4096,H2=64", &s);
+  double total[2];
+  const uint32_t ells[2] = {128, 64};
+  for (int i = 0; i < 2; i++) {
+    xir_candidate c;
+    uint8_t perm[1] = {0};
+    xir_diag d;
+    xir_execution_work w;
+    if (xir_candidate_make(p, &s, 16, 128, ells[i], perm, &c, &d) ||
+        xir_execution_work_make(p, &s, &c, 0, 1, &w, &d))
+      die(&d);
+    total[i] = w.arith_per_packet * (double)w.packets;
+  }
+  assert_true(total[0] < 0.85 * total[1]);
+  xir_program_free(p);
+}
+
 /* The calibration yields finite, non-negative figures whose coefficients plan (no timing is
  * asserted: only that the measured service model is usable). */
 static void test_calibration_is_usable(void **state) {
@@ -447,6 +501,8 @@ int main(void) {
       cmocka_unit_test(test_policy_hooks),
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_primitive_weights_separate_bodies),
+      cmocka_unit_test(test_window_index_not_charged),
+      cmocka_unit_test(test_chunk_invariant_periodic_loads),
       cmocka_unit_test(test_calibration_is_usable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,8 @@ static const double kMaxAccumulateOps = 6;
  * of one iteration, shared by the unit's k packets — what makes ℓ = 128 (8 packets an iteration)
  * cheaper than ℓ = 64 on the same row, as measured. */
 static const double kLoopOverhead = 2;
+/* The vector registers (of 32) that chunk-invariant loads may hold for a whole unit. */
+static const int64_t kChunkInvariantRegs = 16;
 /* What a unit's repeated or shared tiles may hold and still come from L1. */
 static const double kNearBytes = 32768;
 
@@ -308,7 +310,22 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     double esize = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem); /* 8, 4 or 2 */
     int near = near_load(w, id);
     w->loaded[id] = 1;
-    access_cost(w, access_kind(w, n, n->nargs), esize, arith, near ? &dummy : bytes);
+    int kind = access_kind(w, n, n->nargs);
+    access_cost(w, kind, esize, arith, near ? &dummy : bytes);
+    /* The lane indices are computed only where the lowering gathers (kind 2, and kind 5's
+     * chunks that are neither right nor split): a broadcast, a contiguous slice and a window
+     * load take their offset from the unit's coordinates and a compile-time lane pattern, so
+     * LLVM drops the index expression (as a store's indices are not charged either). */
+    if (kind == 2 || kind == 5) {
+      double g = kind == 2 ? 1 : 1 - w->lfrac - w->sfrac, ia = 0, ib = 0;
+      double *m = w->once ? &w->m_once : &w->m_cur, m0 = *m;
+      for (int i = 0; i < n->nargs; i++)
+        if (n->args[i] >= 0) expr_cost(w, n->args[i], &ia, &ib);
+      *arith += g * ia;
+      *bytes += g * ib;
+      *m = m0 + g * (*m - m0);
+    }
+    return;
   } else {
     double wt = op_weight(n->op);
     *arith += wt;
@@ -331,14 +348,26 @@ static xir_status chunk_invariant_tiles(wctx *w, uint8_t **out) {
     return XIR_ERR_NOMEM;
   }
   xir__inner_period(p, w->s, w->c->inner_dim, per);
-  int64_t ell = w->c->local, W = w->c->W;
+  int64_t ell = w->c->local, W = w->c->W, regs = 0;
   for (int i = 0; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
-    int v;
+    int v, fits = per[i] >= 1 && ell % per[i] == 0 && (per[i] % W == 0 || W % per[i] == 0);
     if (n->type.rank == 0) v = 1;
-    else if (w->hoist[i]) v = per[i] > 1 && ell % per[i] == 0 && (per[i] % W == 0 || W % per[i] == 0);
-    else if (n->op == XIR_OP_IOTA || n->op == XIR_OP_LOAD || n->op == XIR_OP_REDUCE_SUM ||
-             n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN)
+    else if (w->hoist[i]) v = per[i] > 1 && fits;
+    else if (n->op == XIR_OP_LOAD) {
+      /* a periodic load whose period divides ℓ (rope_cache's table row at HD ≤ ℓ) reads the
+       * same vectors in every chunk: LLVM keeps them in registers for the unit, as long as
+       * they fit (kChunkInvariantRegs) */
+      int64_t vecs = per[i] > W ? per[i] / W : 1;
+      v = fits && per[i] > 1 && regs + vecs <= kChunkInvariantRegs;
+      for (int a = 0; a < n->nargs && v; a++) v = n->args[a] >= 0;
+      if (v) regs += vecs;
+    } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN)
+      v = 0;
+    else if (per[i] >= 1 && (W % per[i] == 0 || (ell % per[i] == 0 && per[i] % W == 0)))
+      v = 1; /* a polynomial in iota and per-unit values, e.g. rope's sign of rem(iota, 2): LLVM
+              * folds it to the same vector(s) in every chunk */
+    else if (n->op == XIR_OP_IOTA)
       v = 0;
     else {
       v = 1;

@@ -3,6 +3,9 @@
  *
  *   activation  the spin round trip of waking one worker (xir_runtime_measure_wake)
  *   dispatch    per task on the pool path: (t(L=256, G=1, H=2) − activation) / 128 critical tasks
+ *               for empty tasks, or, when larger, what a task that moves data costs: the row copy
+ *               64×2048 (1 MiB, in the two L2s) on 2 workers with one row a task against two
+ *               tasks, per extra critical task (31)
  *   memory      a row copy (memory only) at three footprints: 256 KiB (L2), 16 MiB (L3), 64 MiB
  *               (beyond; its rate applies from the last-level cache's size on): ns per byte
  *   arith       rmsnorm 32×1024 (simple vector ops, in L2): ns per simple arithmetic unit
@@ -93,7 +96,7 @@ static const char kMaxProbe[] =
  * and its work. */
 static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, const char *name,
                               const char *spec, uint32_t local, uint32_t Bmul, double *ns,
-                              xir_execution_work *w, xir_diag *d) {
+                              xir_execution_work *w, double *task_ns, xir_diag *d) {
   xir_program *p = NULL;
   xir_shape s;
   xir_case c;
@@ -124,6 +127,20 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   if (n > 4096) n = 4096;
   st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, cand.blocks, UINT32_MAX, 1, n,
                    9, ns, d);
+  if (!st && task_ns) {
+    /* on 2 workers, one row a task (R tasks, R/2 critical) against two tasks (1 critical): the
+     * cost of a task that moves data, beyond the empty-task figure — the rows of one task sit
+     * next to the other worker's, which the hardware prefetchers and stealing pull across */
+    uint64_t L = cand.blocks, per_row = L / (uint64_t)s.dims[0];
+    double fine, coarse;
+    if ((st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)per_row, 2,
+                          n, 9, &fine, d)) ||
+        (st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)(L / 2), 2,
+                          n, 9, &coarse, d)))
+      goto out;
+    double extra = (double)s.dims[0] / 2 - 1;
+    *task_ns = extra > 0 ? (fine - coarse) / extra : 0;
+  }
 out:
   xir__case_free(&c);
   xir_program_free(p);
@@ -159,25 +176,30 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * hierarchy; the middle one is also the flat per-byte figure. */
   static const char *const kCopy[XIR_MEM_LEVELS] = {"R=32,C=1024", "R=512,C=4096", "R=4096,C=2048"};
   double ta = INFINITY, ts = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
+  double ttask = INFINITY; /* ns per task that moves data (the copy probe, 64 rows of 8 KiB) */
   double tc[XIR_CHAIN_KINDS][2] = {{INFINITY, INFINITY}, {INFINITY, INFINITY}};
   static const char *const kChain[XIR_CHAIN_KINDS] = {"sum_probe", "max_probe"};
   xir_execution_work wa, ws, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS][2];
   for (int rep = 0; rep < 3; rep++) {
     double x;
-    if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &x, &wa, d))) goto out;
+    if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &x, &wa, NULL, d))) goto out;
     ta = fmin(ta, x);
-    if ((st = time_kernel(cc, rt, b, "rmsnorm", "R=32,C=1024", 64, 4, &x, &ws, d))) goto out;
+    if ((st = time_kernel(cc, rt, b, "rmsnorm", "R=32,C=1024", 64, 4, &x, &ws, NULL, d))) goto out;
     ts = fmin(ts, x);
     for (int l = 0; l < XIR_MEM_LEVELS; l++) {
-      if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], d))) goto out;
+      if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], NULL, d))) goto out;
       tm[l] = fmin(tm[l], x);
     }
+    xir_execution_work wt;
+    double tt;
+    if ((st = time_kernel(cc, rt, b, NULL, "R=64,C=2048", 64, 4, &x, &wt, &tt, d))) goto out;
+    ttask = fmin(ttask, tt);
     /* 64 rows of 1024 (256 KiB, in L2) with ℓ = W (64 steps a row) and ℓ = 8W (8 packets share
      * 8 steps): the same bytes and ops, only the chain differs */
     for (int k = 0; k < XIR_CHAIN_KINDS; k++)
       for (int v = 0; v < 2; v++) {
         uint32_t ell = v ? 8 * xir_compiler_width(cc) : 0;
-        if ((st = time_kernel(cc, rt, b, kChain[k], "R=64,C=1024", ell, 8, &x, &wc[k][v], d)))
+        if ((st = time_kernel(cc, rt, b, kChain[k], "R=64,C=1024", ell, 8, &x, &wc[k][v], NULL, d)))
           goto out;
         tc[k][v] = fmin(tc[k][v], x);
       }
@@ -218,6 +240,9 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
     double dt = tc[k][0] - tc[k][1] - a * dA;
     out->ns_per_step[k] = S0 > S1 && dt > 0 ? dt / (S0 - S1) : 0;
   }
+  /* a task's cost is what a task that moves data costs (the empty-task figure when that is
+   * larger: interference on the machine) */
+  if (isfinite(ttask) && ttask > out->ns_per_task) out->ns_per_task = ttask;
   out->ns_per_arith = a;
   out->ns_per_byte = m;
   out->ns_per_block = 8 * a;

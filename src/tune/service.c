@@ -26,7 +26,7 @@
 #include "xir_compile.h"
 #include "xir_plan.h"
 
-static const char kMagic[] = "xir service model 4";
+static const char kMagic[] = "xir service model 5";
 
 
 /* mkdir -p */
