@@ -591,6 +591,149 @@ static void test_period_buffer_custom_kernel(void **state) {
   xir_program_free(p);
 }
 
+/* A period buffer of a table row is filled by window loads (xir__window_fill, lower.c's
+ * window_fill_plan), not gathers: rope_cache's column (c % 100) / 2 at the even elements c = 0,
+ * 2, …, 30 reads columns 0..15 (one window), and the last fill vector (c = 96, 98; the rest of
+ * the buffer is copied) columns 48 and 49; a table read at m / 2 + 10·(m / 20), m = c % 40,
+ * takes two windows in its first vector (columns 0..9 and 20..25); lanes that spread over three
+ * windows do not fit. The ℓ = 16 code of both kernels has the buffer and no gather, and every
+ * candidate of the second gives exactly x · t (test_native checks rope_cache against the oracle
+ * at HD = 100). */
+static void test_period_buffer_window_fill(void **state) {
+  (void)state;
+  xir__lpat pt;
+  memset(&pt, 0, sizeof pt);
+  pt.P = 100;
+  for (int r = 0; r < 100; r++) pt.tab[r] = r / 2;
+  xir__wsplit sp;
+  assert_true(xir__window_fill(&pt, 0, 2, 16, 100, &sp));
+  assert_int_equal(sp.nwin, 1);
+  assert_int_equal(sp.base[0], 0);
+  assert_int_equal(sp.mask[0], 0xffff);
+  for (int i = 0; i < 16; i++) assert_int_equal(sp.src[i], i);
+  assert_true(xir__window_fill(&pt, 96, 2, 16, 100, &sp));
+  assert_int_equal(sp.nwin, 1);
+  assert_int_equal(sp.base[0], 48);
+  assert_int_equal(sp.mask[0], 0x3);
+  for (int i = 0; i < 16; i++) assert_int_equal(sp.src[i], i < 2 ? i : -1);
+  for (int r = 0; r < 40; r++) pt.tab[r] = r / 2 + 10 * (r / 20);
+  pt.P = 40;
+  assert_true(xir__window_fill(&pt, 0, 2, 16, 40, &sp));
+  assert_int_equal(sp.nwin, 2);
+  assert_int_equal(sp.base[0], 0);
+  assert_int_equal(sp.base[1], 20);
+  assert_int_equal(sp.mask[0], 0x3ff);
+  assert_int_equal(sp.mask[1], 0x3f);
+  for (int i = 0; i < 16; i++) assert_int_equal(sp.src[i], i < 10 ? i : 16 + i - 10);
+  pt.P = 16;
+  for (int r = 0; r < 16; r++) pt.tab[r] = r % 3 == 0 ? 0 : r % 3 == 1 ? 40 : 80; /* 3 windows */
+  assert_false(xir__window_fill(&pt, 0, 1, 16, 16, &sp));
+  static const char *const has[] = {"period"};
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=3,C=1000,HD=100,P=8,H2=50", &s);
+  check_ir16(p, &s, 16, has, 1, "masked.gather");
+  xir_program_free(p);
+  const char *text = "kernel k[R, C, T](x: f32[R, C], t: f32[R, T], y: out f32[R, C])\n"
+                     "root r in R {\n"
+                     "  c = iota(C)\n"
+                     "  m = c % 40\n"
+                     "  store y[r, :] = load x[r, :] * load t[r, m / 2 + 10 * (m / 20)]\n"
+                     "}\n";
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  if (xir_shape_parse(p, "R=3,C=203,T=32", &s, &d)) die(&d);
+  check_ir16(p, &s, 16, has, 1, "masked.gather");
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  float x[3 * 203], t[3 * 32], y[3 * 203];
+  for (int i = 0; i < 3 * 203; i++) x[i] = 1.0f + (float)(i % 7);
+  for (int i = 0; i < 3 * 32; i++) t[i] = 0.5f + (float)(i % 11);
+  for (size_t ci = 0; ci < n; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 203; c++) {
+        int m = c % 40;
+        if (y[r * 203 + c] != x[r * 203 + c] * t[r * 32 + m / 2 + 10 * (m / 20)])
+          fail_msg("candidate %zu, r %d c %d: got %g", ci, r, c, (double)y[r * 203 + c]);
+      }
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
+/* Period buffers of one layout share their fill loop: sin and cos of a per-row angle of
+ * (c % 24) / 4 (period 24, runs of 4) at ℓ = 16 are computed in one loop, the angle once (and
+ * after inlining the range reduction both share). Every candidate — ℓ = 1 computes per element,
+ * without the buffers — gives the same bits, within 1e-6 of sin and cos in double. */
+static void test_period_buffers_share_a_loop(void **state) {
+  (void)state;
+  const char *text =
+      "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  c = iota(C)\n"
+      "  a = 0.37 * f32(r + 1) * f32((c % 24) / 4)\n"
+      "  store y[r, :] = load x[r, :] * cos(a) + sin(a)\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=3,C=203", &s, &d)) die(&d);
+  static const char *const has[] = {"period"};
+  check_ir16(p, &s, 16, has, 1, NULL);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  float x[3 * 203], y[3 * 203], y0[3 * 203];
+  for (int i = 0; i < 3 * 203; i++) x[i] = 0.5f + (float)(i % 5) * 0.25f;
+  for (size_t ci = 0; ci < n; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[2] = {{.in = x}, {.out = y}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    if (ci == 0) memcpy(y0, y, sizeof y);
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 203; c++) {
+        int i = r * 203 + c;
+        float a = 0.37f * (float)(r + 1) * (float)((c % 24) / 4);
+        double want = (double)x[i] * cos((double)a) + sin((double)a);
+        if (memcmp(&y[i], &y0[i], sizeof(float)) || fabs(y[i] - want) > 1e-6 * (1 + fabs(want)))
+          fail_msg("candidate %zu, r %d c %d: got %.9g, candidate 0 %.9g, want %.9g", ci, r, c,
+                   (double)y[i], (double)y0[i], want);
+      }
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
+/* A window load's lane-0 offset is computed without clamping the indices that vary along X when
+ * they never clamp (xir__access_in_bounds): rope_cache's partner x[r, c + 1 − 2·(c % 2)] at ℓ =
+ * 128 has offset c0 + 1 − 1 = c0, the address of x[r, c0] (one load, the pairs swapped in the
+ * register); before, its min(c0 + 1, C − 1) was in the IR as llvm.umin and x was loaded twice.
+ * (test_native checks every candidate against the oracle.) */
+static void test_window_offsets_unclamped(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rope_cache", "R=1,C=4096,HD=128,P=8,H2=64", &s);
+  static const char *const has[] = {"masked.load"};
+  check_ir16(p, &s, 128, has, 1, "llvm.umin.i64");
+  xir_program_free(p);
+}
+
 /* Window loads whose indices never clamp (every X-dependent index known and inside its dim over
  * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
  * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
@@ -1118,6 +1261,9 @@ int main(void) {
       cmocka_unit_test(test_window_split),
       cmocka_unit_test(test_period_buffers),
       cmocka_unit_test(test_period_buffer_custom_kernel),
+      cmocka_unit_test(test_period_buffer_window_fill),
+      cmocka_unit_test(test_period_buffers_share_a_loop),
+      cmocka_unit_test(test_window_offsets_unclamped),
       cmocka_unit_test(test_affine_divmod_floor),
       cmocka_unit_test(test_prefix_mask_of_causal_kernels),
       cmocka_unit_test(test_prefix_mask_forms),

@@ -41,6 +41,7 @@ typedef struct kset {
   int fma;
   kern_fn k[XIR__VM_COUNT];
   kern_fn powu; /* pow with a uniform base: out[i] = pow(x[0], y[i]) */
+  void (*sincos)(const float *x, float *s, float *c, int64_t nvec); /* xir__vm_sincos */
   double ms;
 } kset;
 
@@ -80,6 +81,7 @@ static void compile_set(kset *s, unsigned W, int fma) {
     if (xir__vm_build_map_kernel(vm, name, (xir__vm_fn)f, W, &d)) fail_msg("%s", d.msg);
   }
   if (xir__vm_build_pow_uniform_kernel(vm, "k_powu", W, &d)) fail_msg("%s", d.msg);
+  if (xir__vm_build_sincos_kernel(vm, "k_sincos", W, &d)) fail_msg("%s", d.msg);
   xir__vm_destroy(vm);
   const xir__jit_artifact *a;
   xir_status st = xir__jit_add(g_jit, &m, "k_exp", NULL, &a, NULL, &d);
@@ -114,6 +116,8 @@ static void compile_set(kset *s, unsigned W, int fma) {
   void *p;
   if (xir__jit_lookup(g_jit, a, "k_powu", &p, &d)) fail_msg("lookup k_powu: %s", d.msg);
   s->powu = (kern_fn)p;
+  if (xir__jit_lookup(g_jit, a, "k_sincos", &p, &d)) fail_msg("lookup k_sincos: %s", d.msg);
+  s->sincos = (void (*)(const float *, float *, float *, int64_t))p;
 }
 
 static int setup(void **state) {
@@ -484,6 +488,45 @@ static void test_sin_cos_accuracy(void **state) {
   expect(XIR__VM_COS, -0.0f, 0, 1.0f);
 }
 
+/* sincos (one reduction, both polynomials) gives the bits of sin and of cos, in every variant
+ * and W, over the sin/cos sweeps' ranges and the special values. */
+static void test_sincos_bits(void **state) {
+  (void)state;
+  pts p = {0};
+  sweep_lin(&p, -1e4, 1e4, 1u << 18);
+  sweep_bits(&p, 0.0f, FLT_MAX, 1u << 18, 1);
+  near_half_pis(&p, 5.2e7, 1);
+  specials(&p);
+  pad(&p);
+  float *s0 = malloc(p.n * sizeof(float)), *c0 = malloc(p.n * sizeof(float));
+  float *s1 = malloc(p.n * sizeof(float)), *c1 = malloc(p.n * sizeof(float));
+  assert_non_null(s0);
+  assert_non_null(c0);
+  assert_non_null(s1);
+  assert_non_null(c1);
+  size_t compared = 0;
+  for (int v = 0; v < g_nvar; v++)
+    for (int k = 0; k < g_vn[v]; k++) {
+      const kset *ks = &g_vsets[v][k];
+      int64_t nv = (int64_t)(p.n / ks->W);
+      ks->k[XIR__VM_SIN](p.x, p.y, s0, nv);
+      ks->k[XIR__VM_COS](p.x, p.y, c0, nv);
+      ks->sincos(p.x, s1, c1, nv);
+      for (size_t i = 0; i < p.n; i++, compared++)
+        if (f2u(s0[i]) != f2u(s1[i]) || f2u(c0[i]) != f2u(c1[i]))
+          fail_msg("sincos(%a) W=%u %s: %a %a, sin and cos give %a %a", p.x[i], ks->W,
+                   g_vname[v], s1[i], c1[i], s0[i], c0[i]);
+    }
+  if (report()) printf("  sincos: %zu results bit-equal to sin and cos\n", compared);
+  assert_true(compared >= p.n);
+  free(s0);
+  free(c0);
+  free(s1);
+  free(c1);
+  free(p.x);
+  free(p.y);
+}
+
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static double urand(void) {
   g_rng ^= g_rng << 13;
@@ -618,6 +661,11 @@ static void test_api_errors_and_emit_once(void **state) {
   assert_non_null(strstr(d.msg, "W = 3"));
   assert_int_equal(xir__vm_build_map_kernel(vm, "kx", XIR__VM_COUNT, 8, &d), XIR_ERR_INVALID_ARG);
   assert_int_equal(xir__vm_emit(vm, XIR__VM_EXP, NULL, NULL, NULL, &d), XIR_ERR_INVALID_ARG);
+  assert_int_equal(xir__vm_build_sincos_kernel(vm, "ks3", 3, &d), XIR_ERR_INVALID_ARG);
+  assert_int_equal(xir__vm_emit_sincos(vm, NULL, NULL, NULL, &d), XIR_ERR_INVALID_ARG);
+  assert_null(xir__vm_sincos(vm, NULL, NULL));
+  assert_int_equal(xir__vm_build_sincos_kernel(vm, "ks8", 8, &d), XIR_OK);
+  assert_int_equal(xir__vm_build_sincos_kernel(vm, "ks8", 8, &d), XIR_ERR_INVALID_ARG);
   /* tanh and sigmoid call exp; exp itself is emitted once per module and type */
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_exp", XIR__VM_EXP, 1, &d), XIR_OK);
   assert_int_equal(xir__vm_build_map_kernel(vm, "k_tanh", XIR__VM_TANH, 1, &d), XIR_OK);
@@ -758,6 +806,7 @@ int main(void) {
       cmocka_unit_test(test_exp_accuracy),     cmocka_unit_test(test_log_accuracy),
       cmocka_unit_test(test_tanh_accuracy),    cmocka_unit_test(test_erf_accuracy),
       cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sin_cos_accuracy),
+      cmocka_unit_test(test_sincos_bits),
       cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_pow_uniform_base),
       cmocka_unit_test(test_sqrt_rsqrt_exact),
       cmocka_unit_test(test_api_errors_and_emit_once),

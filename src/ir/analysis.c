@@ -453,31 +453,25 @@ double xir__window_local_residues(const xir__lpat *pt, unsigned ell, unsigned W,
   return nreach ? (double)ngood / nreach : 0;
 }
 
-int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, int64_t live,
-                      xir__wsplit *out) {
-  memset(out, 0, sizeof *out);
-  if (W > 16 || W < 2 || pt->P < 1 || r0 < 0) return 0;
-  int P = pt->P;
-  int64_t rel[16];
+/* The live lanes' offsets rel[i] (live[i] set) as at most two windows of W elements
+ * (xir__window_split's out); 0 when none is live or a third window would be needed. */
+static int split_windows(const int64_t *rel, const uint8_t *live, unsigned W, xir__wsplit *out) {
   int any = 0;
   for (unsigned i = 0; i < W; i++) {
-    int64_t c = (int64_t)(q * W + i);
     out->src[i] = -1;
-    if (c >= live) continue;
-    rel[i] = pt->A * c + pt->tab[(r0 + c) % P] - pt->tab[r0 % P];
-    any = 1;
+    any |= live[i];
   }
   if (!any) return 0;
   /* window 0 from the smallest offset; window 1 from the smallest offset past window 0 */
   for (int w = 0; w < 2; w++) {
     int64_t mn = INT64_MAX;
     for (unsigned i = 0; i < W; i++)
-      if (out->src[i] < 0 && (int64_t)(q * W + i) < live && rel[i] < mn) mn = rel[i];
+      if (out->src[i] < 0 && live[i] && rel[i] < mn) mn = rel[i];
     if (mn == INT64_MAX) break;
     out->base[w] = mn;
     out->nwin = w + 1;
     for (unsigned i = 0; i < W; i++) {
-      if (out->src[i] >= 0 || (int64_t)(q * W + i) >= live) continue;
+      if (out->src[i] >= 0 || !live[i]) continue;
       int64_t e = rel[i] - mn;
       if (e < 0 || e >= (int64_t)W) continue;
       out->src[i] = (int8_t)(w * (int)W + (int)e);
@@ -485,8 +479,37 @@ int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, i
     }
   }
   for (unsigned i = 0; i < W; i++)
-    if (out->src[i] < 0 && (int64_t)(q * W + i) < live) return 0; /* a third window */
+    if (out->src[i] < 0 && live[i]) return 0; /* a third window */
   return 1;
+}
+
+int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, int64_t live,
+                      xir__wsplit *out) {
+  memset(out, 0, sizeof *out);
+  if (W > 16 || W < 2 || pt->P < 1 || r0 < 0) return 0;
+  int P = pt->P;
+  int64_t rel[16];
+  uint8_t lv[16];
+  for (unsigned i = 0; i < W; i++) {
+    int64_t c = (int64_t)(q * W + i);
+    lv[i] = c < live;
+    rel[i] = lv[i] ? pt->A * c + pt->tab[(r0 + c) % P] - pt->tab[r0 % P] : 0;
+  }
+  return split_windows(rel, lv, W, out);
+}
+
+int xir__window_fill(const xir__lpat *pt, int64_t c0, int64_t D, unsigned W, int64_t live,
+                     xir__wsplit *out) {
+  memset(out, 0, sizeof *out);
+  if (W > 16 || W < 2 || pt->P < 1 || c0 < 0 || D < 1) return 0;
+  int64_t rel[16];
+  uint8_t lv[16];
+  for (unsigned i = 0; i < W; i++) {
+    int64_t c = c0 + D * (int64_t)i;
+    lv[i] = c < live;
+    rel[i] = lv[i] ? pt->A * c + pt->tab[c % pt->P] - pt->tab[0] : 0;
+  }
+  return split_windows(rel, lv, W, out);
 }
 
 double xir__window_split_fraction(const xir__lpat *pt, unsigned ell, unsigned W) {

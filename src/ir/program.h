@@ -226,6 +226,11 @@ typedef struct xir__wsplit {
 } xir__wsplit;
 int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, int64_t live,
                       xir__wsplit *out);
+/* The same for the lanes of a period buffer's fill (lower.c, emit_period_bufs): lane i reads the
+ * element c = c0 + D·i (live when c < live), at the offset of element 0 plus
+ * rel = A·c + tab[c mod P] − tab[0]. Returns 1, or 0 when the live lanes need a third window. */
+int xir__window_fill(const xir__lpat *pt, int64_t c0, int64_t D, unsigned W, int64_t live,
+                     xir__wsplit *out);
 /* The fraction of the reachable residues of xir__window_local_residues that are not good but
  * whose every packet (ell / W of them, all lanes live) splits into two windows (xir__window_split). */
 double xir__window_split_fraction(const xir__lpat *pt, unsigned ell, unsigned W);

@@ -112,6 +112,9 @@ typedef struct lw {
   LLVMValueRef *pm_buf;
   uint8_t *pm_direct;      /* xir__direct_uses: the nodes the chunk loops evaluate */
   int pm_compute;
+  /* lane0_offset: the access whose indices that vary along the inner axis are known never to
+   * clamp (xir__access_in_bounds), so that they are computed without the clamp */
+  const xir_node *noclamp;
   int64_t *period;         /* ℓ > 1: per node, its period along the inner axis (xir__inner_period) */
   /* Masked-work skipping (xir__mask_skips): the mask, the consumers whose loops it bounds, and
    * per unit the end of the live range (the largest over the unit's root programs). */
@@ -479,7 +482,8 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
       ix = L->env[bd];
     } else {
       ix = eval(L, n->args[kdim]);
-      if (!is_index_exact(&L->p->nodes[n->args[kdim]]))
+      int inb = L->noclamp == n && L->period && L->period[n->args[kdim]] != 1;
+      if (!is_index_exact(&L->p->nodes[n->args[kdim]]) && !inb)
         ix = clamp_v(L, &ix, LLVMBuildSub(L->b, dimv(L, bd), ci64(L, 1), ""));
     }
     /* the run-time strides (a strided view), or the contiguous ones where the unit's addresses
@@ -658,14 +662,20 @@ static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp
 
 /* lane 0's offset of access n as a scalar: the access evaluated with the element index uniform
  * (c0 in every lane), in a generation of its own so that no vector value is reused or overwritten
- * for the current one. NULL when it is not uniform then. */
+ * for the current one. NULL when it is not uniform then. Every caller has checked that no index
+ * of n clamps differently across the elements (xir__access_in_bounds), so the indices that vary
+ * along X are in their dims and are computed without the clamp: RoPE's partner offset
+ * c0 + 1 − 1 then folds to c0, the same address as x[r, c0], and LLVM loads x once and swaps
+ * the pairs in the register (the uniform indices, e.g. rope_cache's position, keep theirs). */
 static LLVMValueRef lane0_offset(lw *L, const xir_node *n) {
   int X = L->c->inner_dim;
   val saved = L->env[X];
   unsigned g = L->gen;
   L->env[X] = vaff(saved.u, 0);
   L->gen = L->ugen++;
+  L->noclamp = n;
   val o0 = access_offset(L, n, n->nargs);
+  L->noclamp = NULL;
   L->env[X] = saved;
   L->gen = g;
   return o0.aff && o0.s == 0 ? o0.u : NULL;
@@ -1490,37 +1500,120 @@ static void copy_period(lw *L, LLVMValueRef buf, int64_t M, int64_t from, int64_
   loop_end(L, &cp);
 }
 
+/* The fill of load id's period buffer as window loads (xir__window_fill): vector j holds the
+ * elements c = j·D·W + D·i below M; 1 and sp[j] for each of the n vectors when every index of the
+ * load has a known pattern that never clamps differently across elements (as perm_load's exact
+ * case) and every vector's live lanes fit in two windows. */
+static int window_fill_plan(lw *L, int id, const xir__pbuf *pb, xir__wsplit *sp, int *n) {
+  enum { MAXFILL = 16 };
+  const xir_node *nd = &L->p->nodes[id];
+  int X = L->c->inner_dim;
+  int64_t D = pb->D, M = pb->M, step = D * (int64_t)L->W, nv = (M + step - 1) / step;
+  if (nd->op != XIR_OP_LOAD || L->p->params[nd->ref].elem == XIR_I64 || nv > MAXFILL || !L->period ||
+      !xir__access_in_bounds(L->p, L->sh, X, id))
+    return 0;
+  for (int kd = 0; kd + 1 < nd->nargs; kd++)
+    if (nd->args[kd] < 0 || L->period[nd->args[kd]] != 1) return 0;
+  xir__lpat pt;
+  if (!xir__access_pattern(L->p, L->sh, X, id, &pt)) return 0;
+  for (int64_t j = 0; j < nv; j++)
+    if (!xir__window_fill(&pt, j * step, D, L->W, M, &sp[j])) return 0;
+  *n = (int)nv;
+  return 1;
+}
+
 /* The unit's period buffers (xir__period_buffer): the values at c = 0, D, 2D, … below comp, W
  * at a step with the element index unclamped (the tile depends on it only through c mod M, and
  * comp ≤ the extent), each spread over D lanes (a constant shuffle per vector of the buffer);
- * then buf[e] = buf[e − M] up to len, W elements a step when M ≥ W (the source run lies below e). */
+ * then buf[e] = buf[e − M] up to len, W elements a step when M ≥ W (the source run lies below e).
+ * A load's buffer may be filled by window loads instead (window_fill_plan); the computed buffers
+ * of one layout share their loop. */
 static void emit_period_bufs(lw *L) {
   if (!L->pm) return;
   int X = L->c->inner_dim;
   unsigned k = L->k, W = L->W;
   val saved = L->env[X];
   int saved_set = L->env_set[X];
+  uint8_t *done = xir__calloc((size_t)L->p->nnodes + 1, 1);
+  if (!done) {
+    L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", L->p->name);
+    return;
+  }
   for (int id = L->p->body_begin; id < L->p->nnodes; id++) {
     const xir__pbuf *pb = &L->pm[id];
-    if (!pb->len) continue;
+    if (!pb->len || done[id]) continue;
     int64_t D = pb->D, M = pb->M;
-    if (!L->pm_buf[id]) L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)pb->len), "period");
+    xir__wsplit fsp[16];
+    int nfill = 0, wfill = window_fill_plan(L, id, pb, fsp, &nfill);
+    /* the window fill copies from M on, whose last step may pass len by up to W − 1 elements */
+    if (!L->pm_buf[id])
+      L->pm_buf[id] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(pb->len + (wfill ? W : 0))), "period");
     LLVMValueRef buf = L->pm_buf[id];
     L->k = 1;
     L->pm_compute = 1;
+    if (wfill) {
+      /* a table row (rope_cache's cos[p, (c % HD) / 2]): each vector of its values is one or two
+       * masked window loads and a shuffle instead of a gather; the elements past M are copied */
+      L->env[X] = vaff(ci64(L, 0), 1);
+      L->env_set[X] = 1;
+      L->gen++;
+      LLVMValueRef u0 = lane0_offset(L, &L->p->nodes[id]);
+      if (u0) {
+        for (int j = 0; j < nfill; j++)
+          spread_store(L, split_packet(L, &L->p->nodes[id], &fsp[j], u0), D, buf, ci64(L, j * D * (int64_t)W));
+        copy_period(L, buf, M, M, pb->len);
+        L->k = k;
+        L->pm_compute = 0;
+        done[id] = 1;
+        continue;
+      }
+    }
+    /* the computed buffers of the same layout (D, M, comp) share one loop: what they have in
+     * common is evaluated once per vector (RoPE's angle, and after inlining the range reduction
+     * that sin and cos of it share), and each result is the same bits as in a loop of its own */
+    enum { MAXGROUP = 8 };
+    int grp[MAXGROUP], ng = 0;
+    for (int j = id; j < L->p->nnodes && ng < MAXGROUP; j++) {
+      const xir__pbuf *pj = &L->pm[j];
+      xir__wsplit tmp[16];
+      int nt = 0;
+      if (!pj->len || done[j] || pj->D != D || pj->M != M || pj->comp != pb->comp) continue;
+      if (j != id && window_fill_plan(L, j, pj, tmp, &nt)) continue;
+      if (!L->pm_buf[j]) L->pm_buf[j] = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)pj->len), "period");
+      grp[ng++] = j;
+      done[j] = 1;
+    }
     loop lp;
     loop_begin(L, &lp, ci64(L, 0), ci64(L, pb->comp / (D * W)));
     LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, D * W), "");
     L->env[X] = vaff(base, D);
     L->env_set[X] = 1;
     L->gen++;
-    val v = eval_uncached(L, id);
-    spread_store(L, v.v[0], D, buf, base);
+    int paired[MAXGROUP] = {0};
+    for (int g = 0; g < ng; g++) {
+      if (paired[g]) continue;
+      const xir_node *gn = &L->p->nodes[grp[g]];
+      /* sin and cos of one value: one xir__vm_sincos, the same bits as apart */
+      int h = -1, other = gn->op == XIR_OP_SIN ? XIR_OP_COS : gn->op == XIR_OP_COS ? XIR_OP_SIN : -1;
+      for (int j = g + 1; j < ng && h < 0 && W > 1 && other >= 0; j++)
+        if (L->p->nodes[grp[j]].op == other && L->p->nodes[grp[j]].args[0] == gn->args[0]) h = j;
+      LLVMValueRef cv = NULL, sv = h < 0 ? NULL : xir__vm_sincos(L->vm, eval(L, gn->args[0]).v[0], &cv);
+      if (sv) {
+        int si = gn->op == XIR_OP_SIN ? g : h, ci = si == g ? h : g;
+        spread_store(L, sv, D, L->pm_buf[grp[si]], base);
+        spread_store(L, cv, D, L->pm_buf[grp[ci]], base);
+        paired[h] = 1;
+        continue;
+      }
+      val v = eval_uncached(L, grp[g]);
+      spread_store(L, v.v[0], D, L->pm_buf[grp[g]], base);
+    }
     loop_end(L, &lp);
-    copy_period(L, buf, M, pb->comp, pb->len);
+    for (int g = 0; g < ng; g++) copy_period(L, L->pm_buf[grp[g]], M, pb->comp, L->pm[grp[g]].len);
     L->k = k;
     L->pm_compute = 0;
   }
+  xir__free(done);
   L->env[X] = saved;
   L->env_set[X] = saved_set;
   L->gen++;
@@ -1619,19 +1712,25 @@ static void emit_hoisted(lw *L) {
     int64_t D = str[id];
     if (D < 1 || M % D != 0 || L->W % D != 0) D = 1;
     LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + D) * L->W)), "hoist");
+    /* a few steps are emitted unrolled, at constant element indices: what depends on the index
+     * only folds to constants (RoPE's exponent −2i/HD, and pow's special cases of it) */
+    int64_t nstep = (M + D * L->W - 1) / (D * L->W);
+    int unroll = nstep <= 8;
     loop lp;
-    loop_begin(L, &lp, ci64(L, 0), ci64(L, (M + D * L->W - 1) / (D * L->W)));
-    LLVMValueRef base = LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "");
-    val c = vaff(base, D);
-    c = clamp(L, &c, N - 1);
-    LLVMValueRef cv[MAXK];
-    ivecs(L, &c, cv);
-    L->env[X] = vvec(L, cv);
-    L->env_set[X] = 1;
-    L->gen++;
-    val v = eval_uncached(L, id);
-    spread_store(L, v.v[0], D, buf, base);
-    loop_end(L, &lp);
+    if (!unroll) loop_begin(L, &lp, ci64(L, 0), ci64(L, nstep));
+    for (int64_t t = 0; t < (unroll ? nstep : 1); t++) {
+      LLVMValueRef base = unroll ? ci64(L, t * D * (int64_t)L->W) : LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "");
+      val c = vaff(base, D);
+      c = clamp(L, &c, N - 1);
+      LLVMValueRef cv[MAXK];
+      ivecs(L, &c, cv);
+      L->env[X] = vvec(L, cv);
+      L->env_set[X] = 1;
+      L->gen++;
+      val v = eval_uncached(L, id);
+      spread_store(L, v.v[0], D, buf, base);
+    }
+    if (!unroll) loop_end(L, &lp);
     /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
     /* then copied as far as the chunks and the period buffers read it (xir__hoist_extent) */

@@ -127,4 +127,17 @@ LLVMValueRef xir__vm_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueR
 xir_status xir__vm_build_pow_uniform_kernel(xir__vm *vm, const char *name, unsigned W,
                                             xir_diag *d);
 
+/* sin and cos of one argument x (float or <W x float>): one range reduction, both polynomials,
+ * no per-lane coefficient selects (`xir.vsincos[.fma].<type>`, returning both). Each result is
+ * bit-identical to xir__vm_call(vm, XIR__VM_SIN / XIR__VM_COS, x) (tests/test_vmath.c checks
+ * it). Emitted at the builder's position; honours xir__vm_set_fma. Errors: XIR_ERR_INVALID_ARG.
+ * xir__vm_sincos returns sin and sets *cos_out (may be NULL), or returns NULL. */
+xir_status xir__vm_emit_sincos(xir__vm *vm, LLVMValueRef x, LLVMValueRef *sin_out,
+                               LLVMValueRef *cos_out, xir_diag *d);
+LLVMValueRef xir__vm_sincos(xir__vm *vm, LLVMValueRef x, LLVMValueRef *cos_out);
+
+/* `void name(const float *x, float *s, float *c, int64_t nvec)`: s[i], c[i] = sin, cos of x[i]
+ * by xir__vm_sincos, W lanes per iteration. For tests and benchmarks. */
+xir_status xir__vm_build_sincos_kernel(xir__vm *vm, const char *name, unsigned W, xir_diag *d);
+
 #endif
