@@ -58,15 +58,43 @@ static const char *kCausalShapes[] = {
     "B=1,HQ=6,HKV=2,Q=1,K=67,D=24,DV=8",      /* one query sees every key */
 };
 
-static size_t check_shape(xir_compiler *cc, const char *kernel, const char *spec) {
+/* Non-finite inputs (special = 1, for shapes with B ≥ 2, HQ ≥ 4, Q ≥ 8, K ≥ 67, D ≥ 3, DV ≥ 4):
+ * a NaN in one q row (every score of that row NaN), +inf in another (±inf scores: the row's max
+ * is +inf and exp(inf − inf) NaN), −inf in one K row (its scores ±inf for every row of that K/V
+ * head, in the second key block) and +inf in one V row (an infinite column). The oracle's
+ * output then holds NaN, ±inf and finite rows; the compare matches NaN with NaN. */
+static void put_special(xir_case *c, const xir_program *p, const xir_shape *s) {
+  const int64_t *D = s->dims; /* [B, HQ, HKV, Q, K, D, DV] */
+  int64_t HQ = D[1], HKV = D[2], Q = D[3], K = D[4], Dd = D[5], DV = D[6];
+  float *q = c->data[xir_program_find_param(p, "q")], *k = c->data[xir_program_find_param(p, "k")];
+  float *v = c->data[xir_program_find_param(p, "v")];
+  q[((1 * HQ + 2) * Q + 4) * Dd + 0] = NAN;
+  q[((1 * HQ + 1) * Q + 7) * Dd + 2] = INFINITY;
+  k[((1 * HKV + 0) * K + 66) * Dd + 1] = -INFINITY;
+  v[((0 * HKV + 0) * K + 10) * DV + 3] = INFINITY;
+}
+
+static size_t check_shape_special(xir_compiler *cc, const char *kernel, const char *spec, int special) {
   xir_program *p = load(kernel);
   xir_shape s = shape_of(p, spec);
   xir_diag d;
   xir_case c;
-  if (xir__case_init(&c, p, &s, 77, &d) || xir__case_oracle(&c, &d)) die(&d);
+  if (xir__case_init(&c, p, &s, 77, &d)) die(&d);
+  if (special) put_special(&c, p, &s);
+  if (xir__case_oracle(&c, &d)) die(&d);
   int out = -1;
   for (int i = 0; i < xir_program_num_params(p); i++)
     if (c.ref[i]) out = i;
+  if (special) { /* the oracle's output has NaN, infinite and finite elements */
+    size_t nan = 0, inf = 0, fin = 0;
+    for (size_t e = 0; e < c.numel[out]; e++) {
+      double x = c.ref[out][e];
+      nan += isnan(x) != 0;
+      inf += isinf(x) != 0;
+      fin += isfinite(x) != 0;
+    }
+    assert_true(nan > 0 && inf > 0 && fin > 0);
+  }
   size_t bytes = c.numel[out] * sizeof(float);
   float *first = malloc(bytes);
   assert_non_null(first);
@@ -116,6 +144,10 @@ static size_t check_shape(xir_compiler *cc, const char *kernel, const char *spec
   return seen;
 }
 
+static size_t check_shape(xir_compiler *cc, const char *kernel, const char *spec) {
+  return check_shape_special(cc, kernel, spec, 0);
+}
+
 static void run_widths(const char *kernel, const char **shapes, size_t ns) {
   uint32_t widths[] = {0, 8, 4, 1};
   for (size_t w = 0; w < 4; w++) {
@@ -143,6 +175,19 @@ static void test_attention_candidates_match_oracle(void **state) {
 static void test_attention_causal_candidates_match_oracle(void **state) {
   (void)state;
   run_widths("attention_causal", kCausalShapes, sizeof kCausalShapes / sizeof *kCausalShapes);
+}
+
+/* Every candidate of both kernels with NaN and infinities in q, k and v (put_special), at the
+ * compiler's width: the same NaN, ±inf and finite elements as the oracle. */
+static void test_attention_special_values(void **state) {
+  (void)state;
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  const char *spec = "B=2,HQ=4,HKV=2,Q=9,K=70,D=5,DV=6";
+  assert_true(check_shape_special(cc, "attention", spec, 1) > 0);
+  assert_true(check_shape_special(cc, "attention_causal", spec, 1) > 0);
+  xir_compiler_destroy(cc);
 }
 
 /* Legality: the rules and their messages; the mapping is not offered to other programs. */
@@ -240,19 +285,20 @@ static void test_attention_work_counts(void **state) {
   assert_int_equal(w.packets, 2u * 2 * 4);
   assert_true(w.memory_per_packet == 4.0 * (70.0 * 36 + 8.0 * 36));
   /* a hand count: W = 16, vec q, one row, D = DV = K = 1 (lower_attn.c, work_attn.c):
-   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65 and the K rows 16 keys ahead prefetched 16·(1 + 1) = 32;
-   * softmax 2 + 5 + 14 + (4 + 14) + 6 = 45; p·v 1·3 + max(1·(1 + 1 + 1 + 2), 8) + 1 = 12 (its
-   * V prefetch: an address and a line); the tile 2 (q) + 2 + 1 (state) + 1·(2 + 7) (output) =
-   * 14 */
+   * q·kᵀ 1·(1 + 16 + 16) + 2·16 = 65, the K rows 16 keys ahead prefetched 16·(1 + 1) = 32 and
+   * the block's max over the 16 key slots 16; softmax 5 + 14 + (4 + 14) + 6 = 43; p·v 1·3 +
+   * max(1·(1 + 1 + 1 + 2), 8) + 1 = 12 (its V prefetch: an address and a line); the tile: q
+   * transposed 1·(1 + 16·4) + 1 = 66, 2 + 1 (state), 1·(2 + 7) (output) = 78 */
   s = shape_of(p, "B=1,HQ=1,HKV=1,Q=1,K=1,D=1,DV=1");
   w = work_of(p, &s, XIR_ATTN_VEC_Q, 1, 1, 0);
-  assert_true(w.arith_per_packet == 168);
+  assert_true(w.arith_per_packet == 246);
   assert_true(w.math_per_packet == 14 * 2 + 4);
   /* vec d, the same shape: q·kᵀ 1·(16 + 1 + 16) = 33, the tree 3·15 + 2 (order, ·sc) + 3 (dead
-   * lanes) + 1 (store) = 51, the prefetches 32; softmax over one packed vector with 4 folds
-   * 2 + 4·4 + 5 + 14 + (4 + 14) + 6 = 61; p·v 12; the tile 2 + 1 (state) + 9 (output) = 12 */
+   * lanes) + 1 (store) = 51, the prefetches 32, the running max 1; softmax over one packed
+   * vector with 4 folds 4·4 + 5 + 14 + (4 + 14) + 6 = 59; p·v 12; the tile 2 + 1 (state) + 9
+   * (output) = 12 */
   w = work_of(p, &s, XIR_ATTN_VEC_D, 1, 1, 0);
-  assert_true(w.arith_per_packet == 201);
+  assert_true(w.arith_per_packet == 200);
   assert_true(w.math_per_packet == 14 * 2 + 4);
   assert_true(w.memory_per_packet == 4.0 * (2 + 2));
   xir_program_free(p);
@@ -436,6 +482,7 @@ int main(void) {
       cmocka_unit_test(test_attention_candidates_match_oracle),
       cmocka_unit_test(test_attention_causal_candidates_match_oracle),
       cmocka_unit_test(test_attention_causal_counts_the_triangle),
+      cmocka_unit_test(test_attention_special_values),
       cmocka_unit_test(test_attention_legality),
       cmocka_unit_test(test_attention_work_counts),
       cmocka_unit_test(test_attention_mapping_is_chosen),

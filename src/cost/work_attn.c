@@ -31,21 +31,23 @@ static void tile_cost(const xir__attn_geom *g, unsigned W, double Dd, double DV,
   for (int64_t k0 = 0; k0 < kmax; k0 += KB) {
     double kn = (double)(kmax - k0 < KB ? kmax - k0 : KB), groups = ceil(kn / JR);
     /* q·kᵀ */
+    /* the block's max folded in per group: a tree over the JR keys and one running step per
+     * packet (vec q), one running step (vec d) */
     if (!g->vec_d) {
-      a += groups * (Dd * (NV + JR + JR * NV) + 2 * JR * NV + kpf);
+      a += groups * (Dd * (NV + JR + JR * NV) + 2 * JR * NV + kpf + JR * NV);
     } else {
       double np = g->npad, full = floor(Dd / W), tail = fmod(Dd, W) > 0;
       double per = (full + tail) * (JR + np + JR * np);
       /* W − 1 pairs (2 shuffles, 1 add), order, ·sc, the dead lanes (key index, compare,
        * select; with a mask a compare and an or more), one store */
       double tree = 3.0 * (W - 1) + 2 + 3 + (masked ? 2 : 0) + 1;
-      a += groups * (per + tree + kpf);
+      a += groups * (per + tree + kpf + 1);
     }
-    /* online softmax, per packet of lanes: max, α, exponentials and their sum (vec d: one
-     * vector per group of keys) */
+    /* online softmax, per packet of lanes: α, exponentials and their sum (vec d: one vector per
+     * group of keys); the sum is a chain */
     double nvec = g->vec_d ? groups : kn;
-    double sm = nvec * 2 + 4 * folds + 5 + kExp + nvec * (4 + kExp) + 6;
-    a += NV * fmax(sm, 2 * nvec * kChain);
+    double sm = 4 * folds + 5 + kExp + nvec * (4 + kExp) + 6;
+    a += NV * fmax(sm, nvec * kChain);
     m += NV * (kExp * (nvec + 1));
     /* p·v: RR rows × CB vectors per register block */
     double rr = g->rr, groups_pv = g->rows_pv / g->rr;
@@ -58,8 +60,10 @@ static void tile_cost(const xir__attn_geom *g, unsigned W, double Dd, double DV,
            (groups_pv - 1) * fmax(body, kn * kChain);
     }
   }
-  /* per tile: q packed (vec q), the running state set, the accumulators zeroed, the output */
-  if (!g->vec_d) a += 2 * n * Dd;
+  /* per tile: q packed (vec q: W rows × W columns at a time — a load per row, W·log2 W
+   * shuffles per packet, a store per column), the running state set, the accumulators zeroed,
+   * the output */
+  if (!g->vec_d) a += ceil(Dd / W) * (n + NV * W * log2((double)W)) + NV * Dd;
   a += 2 * NV + (double)g->rows_pv * g->cv;
   a += n * (2 + g->cv * (3 + kDiv));
   m += n * g->cv * kDiv;

@@ -82,6 +82,14 @@ static LLVMValueRef vmaximum(al *A, LLVMValueRef a, LLVMValueRef b) {
   return intrinsic(A, "llvm.maximum", &t, 1, args, 2);
 }
 
+/* a > b ? a : b — one vmaxps on x86, where llvm.maximum takes five instructions (NaN and signed
+ * zeros). For the block's max of the scores only: a NaN score it may drop still makes that row's
+ * p NaN, so the row is NaN as in the oracle, and the sign of a zero max does not change any
+ * s − m. Not commutative for NaN and ±0, but the order is fixed by the candidate. */
+static LLVMValueRef vmax_fast(al *A, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(A->b, LLVMBuildFCmp(A->b, LLVMRealOGT, a, b, ""), a, b, "");
+}
+
 static LLVMValueRef vexp(al *A, LLVMValueRef x) {
   if (A->W != 1) return xir__vm_call(A->vm, XIR__VM_EXP, x, NULL);
   LLVMValueRef e = LLVMBuildExtractElement(A->b, x, ci32(A, 0), "");
@@ -261,6 +269,26 @@ static LLVMValueRef fold_slots(al *A, LLVMValueRef x, unsigned np, int is_max) {
   return x;
 }
 
+/* Transposes the W × W matrix whose rows are a[0..W) in place (a[c][r] = old a[r][c]): log2(W)
+ * stages, each swapping the off-diagonal blocks of size bs (W/2, …, 1) with two-source shuffles. */
+static void transpose(al *A, LLVMValueRef *a) {
+  unsigned W = A->W;
+  for (unsigned bs = W / 2; bs >= 1; bs /= 2) {
+    LLVMValueRef lo[16], hi[16];
+    for (unsigned l = 0; l < W; l++) {
+      lo[l] = ci32(A, l & bs ? W + l - bs : l);
+      hi[l] = ci32(A, l & bs ? W + l : l + bs);
+    }
+    LLVMValueRef ml = LLVMConstVector(lo, W), mh = LLVMConstVector(hi, W);
+    for (unsigned r = 0; r < W; r++) {
+      if (r & bs) continue;
+      LLVMValueRef x = a[r], y = a[r | bs];
+      a[r] = LLVMBuildShuffleVector(A->b, x, y, ml, "");
+      a[r | bs] = LLVMBuildShuffleVector(A->b, x, y, mh, "");
+    }
+  }
+}
+
 /* m ≤ W vectors a[0..m) → one vector whose lane i is the sum of a[i]'s lanes: log2(W) levels of
  * "fold each lane group in half and pair two vectors" (2 shuffles and an add per pair), then one
  * shuffle that puts the sums in order. The tree is fixed by W: the same order every run. */
@@ -389,14 +417,6 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   LLVMValueRef accb = scratch(&A, (uint64_t)NVL * DVP, "acc");
   LLVMValueRef mb = scratch(&A, NVL, "m"), lb = scratch(&A, NVL, "l"), alb = scratch(&A, NVL, "alpha");
   LLVMValueRef zero = LLVMConstNull(A.vf), ninf = splat(&A, cf32(&A, -INFINITY));
-  /* padding lanes of qT are zero (their scores are 0: finite, never stored) */
-  if (qT)
-    for (unsigned lam = n; lam < NVL; lam++) {
-      loop ld;
-      loop_begin(&A, &ld, ci64(&A, 0), ci64(&A, Dd), 1);
-      store(&A, cf32(&A, 0), gepc(&A, qT, LLVMBuildMul(A.b, ld.i, ci64(&A, NVL), ""), lam));
-      loop_end(&A, &ld);
-    }
   /* tiles */
   loop tl;
   loop_begin(&A, &tl, LLVMGetParam(A.fn, 1), LLVMGetParam(A.fn, 2), 1);
@@ -442,14 +462,33 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       kmax = LLVMBuildSelect(A.b, LLVMBuildICmp(A.b, LLVMIntSGT, live, kmax, ""), live, kmax, "");
     }
   }
-  /* pack q transposed (vec q) */
+  /* pack q transposed (vec q): W rows × W columns at a time, loaded as vectors and transposed
+   * in registers (rows past the tile and columns past D are zero; padding lanes stay 0) */
   if (qT)
-    for (unsigned lam = 0; lam < n; lam++) {
-      loop ld;
-      loop_begin(&A, &ld, ci64(&A, 0), ci64(&A, Dd), 1);
-      LLVMValueRef x = load(&A, A.f32, gep(&A, qbuf, LLVMBuildAdd(A.b, qrow[lam], ld.i, "")));
-      store(&A, x, gepc(&A, qT, LLVMBuildMul(A.b, ld.i, ci64(&A, NVL), ""), lam));
-      loop_end(&A, &ld);
+    for (unsigned v = 0; v < NV; v++) {
+      int64_t full = Dd / (int64_t)W;
+      for (int part = 0; part < 2; part++) {
+        unsigned ncol = part == 0 ? W : (unsigned)(Dd % W);
+        if ((part == 0 && full == 0) || ncol == 0) continue;
+        loop cl;
+        LLVMValueRef d0;
+        if (part == 0) {
+          loop_begin(&A, &cl, ci64(&A, 0), ci64(&A, full), 1);
+          d0 = LLVMBuildMul(A.b, cl.i, ci64(&A, W), "");
+        } else {
+          d0 = ci64(&A, full * (int64_t)W);
+        }
+        LLVMValueRef rows[16];
+        for (unsigned r = 0; r < W; r++) {
+          unsigned lam = v * W + r;
+          rows[r] = lam < n ? vload_n(&A, gep(&A, qbuf, LLVMBuildAdd(A.b, qrow[lam], d0, "")), ncol)
+                            : zero;
+        }
+        transpose(&A, rows);
+        for (unsigned cc = 0; cc < ncol; cc++)
+          store(&A, rows[cc], gepc(&A, qT, LLVMBuildMul(A.b, LLVMBuildAdd(A.b, d0, ci64(&A, cc), ""), ci64(&A, NVL), ""), v * W));
+        if (part == 0) loop_end(&A, &cl);
+      }
     }
   for (unsigned v = 0; v < NV; v++) {
     store(&A, ninf, gepc(&A, mb, ci64(&A, 0), v * W));
@@ -478,8 +517,16 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       }
       endv[v] = e;
     }
+  /* the block's running max per packet of lanes, folded in as the scores are written (max is
+   * exact and commutative: any order gives the same bits; the clamped keys of the last group
+   * repeat key kend − 1 or are −inf, so they do not change it) */
+  LLVMValueRef bmx[2];
+  for (unsigned v = 0; v < NV; v++) {
+    bmx[v] = entry_alloca(&A, A.vf, "bmx");
+    LLVMBuildStore(A.b, ninf, bmx[v]);
+  }
   /* S: scores of keys [k0, kend) in groups of JR (the last group's keys clamped onto kend − 1:
-   * no key past the block is loaded; their rows of s past kn are never read) */
+   * no key past the block is loaded; their rows of s past kn are never read by the softmax) */
   {
     loop jl;
     loop_begin(&A, &jl, k0, kend, JR);
@@ -515,12 +562,19 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
         }
       }
       loop_end(&A, &dl);
-      for (unsigned r = 0; r < JR; r++)
-        for (unsigned v = 0; v < NV; v++) {
+      for (unsigned v = 0; v < NV; v++) {
+        LLVMValueRef sv[MAXJR];
+        for (unsigned r = 0; r < JR; r++) {
           LLVMValueRef s = LLVMBuildFMul(A.b, LLVMBuildLoad2(A.b, A.vf, slot[r * NV + v], ""), sc, "");
           s = mask_scores(&A, s, endv[v], LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""));
           store(&A, s, gepc(&A, sbuf, srow, (int64_t)(r * NVL + v * W)));
+          sv[r] = s;
         }
+        /* the group's max by a tree (independent maxima, one step of the running chain) */
+        for (unsigned st = 1; st < JR; st *= 2)
+          for (unsigned r = 0; r + st < JR; r += 2 * st) sv[r] = vmax_fast(&A, sv[r], sv[r + st]);
+        LLVMBuildStore(A.b, vmax_fast(&A, LLVMBuildLoad2(A.b, A.vf, bmx[v], ""), sv[0]), bmx[v]);
+      }
     } else {
       unsigned np = G.npad;
       LLVMValueRef qptr[16];
@@ -560,6 +614,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       if (endv[0]) dead = LLVMBuildOr(A.b, dead, LLVMBuildICmp(A.b, LLVMIntSGE, kj, endv[0], ""), "");
       sums = LLVMBuildSelect(A.b, dead, ninf, sums, "");
       store(&A, sums, gep(&A, sbuf, LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, np), "")));
+      LLVMBuildStore(A.b, vmax_fast(&A, LLVMBuildLoad2(A.b, A.vf, bmx[0], ""), sums), bmx[0]);
     }
     loop_end(&A, &jl);
   }
@@ -570,15 +625,9 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
                                               ci64(&A, JR), "")
                               : kn;
   for (unsigned v = 0; v < NV; v++) {
-    LLVMValueRef mx = entry_alloca(&A, A.vf, "mx"), ls = entry_alloca(&A, A.vf, "ls");
-    LLVMBuildStore(A.b, ninf, mx);
-    loop jl;
-    loop_begin(&A, &jl, ci64(&A, 0), nvec, 1);
-    LLVMValueRef sp = gepc(&A, sbuf, LLVMBuildMul(A.b, jl.i, ci64(&A, NVL), ""), v * W);
-    LLVMBuildStore(A.b, vmaximum(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""), load(&A, A.vf, sp)), mx);
-    loop_end(&A, &jl);
+    LLVMValueRef ls = entry_alloca(&A, A.vf, "ls");
     LLVMValueRef mold = load(&A, A.vf, gepc(&A, mb, ci64(&A, 0), v * W));
-    LLVMValueRef mnew = vmaximum(&A, mold, fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, mx, ""),
+    LLVMValueRef mnew = vmaximum(&A, mold, fold_slots(&A, LLVMBuildLoad2(A.b, A.vf, bmx[v], ""),
                                                         G.vec_d ? G.npad : W, 1));
     LLVMValueRef msafe = LLVMBuildSelect(A.b, LLVMBuildFCmp(A.b, LLVMRealOEQ, mnew, ninf, ""), zero, mnew, "");
     LLVMValueRef alpha = vexp(&A, LLVMBuildFSub(A.b, mold, msafe, ""));
