@@ -451,6 +451,48 @@ static void test_chunk_invariant_periodic_loads(void **state) {
   xir_program_free(p);
 }
 
+/* The caller holds the critical share and starts an activation a before the woken worker, so
+ * the activation term is max(0, a − 2d) for an imbalance term d: the whole activation with equal
+ * shares, none when the caller's extra work covers the wake-up. */
+static void test_activation_overlaps_imbalance(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=3,C=4096", &s);
+  xir_candidate c;
+  uint8_t perm[1] = {0};
+  xir_diag d;
+  if (xir_candidate_make(p, &s, 16, 128, 128, perm, &c, &d)) die(&d);
+  xir_cost_coefficients co;
+  xir_cost_coefficients_default(&co);
+  const uint32_t grains[2] = {1, 2}; /* 3 tasks: 2 rows against 1; 2 tasks: 2 against 1 */
+  for (int g = 0; g < 2; g++) {
+    xir_execution_work w;
+    xir_cost_terms t;
+    if (xir_execution_work_make(p, &s, &c, grains[g], 2, &w, &d)) die(&d);
+    double imb = 0;
+    co.c[XIR_TERM_ACTIVATION] = 1e9; /* far above any imbalance: a − 2d */
+    if (xir_cost_evaluate(NULL, &w, &co, &t, &d)) die(&d);
+    imb = t.term[XIR_TERM_IMBALANCE];
+    assert_true(imb > 0);
+    assert_true(fabs(t.term[XIR_TERM_ACTIVATION] - (1e9 - 2 * imb)) < 1e-6 * 1e9);
+    co.c[XIR_TERM_ACTIVATION] = imb; /* a < 2d: covered */
+    if (xir_cost_evaluate(NULL, &w, &co, &t, &d)) die(&d);
+    assert_true(t.term[XIR_TERM_ACTIVATION] == 0);
+  }
+  /* equal shares (R = 4, one row a task): the whole activation */
+  xir_program_free(p);
+  p = load("rmsnorm", "R=4,C=4096", &s);
+  if (xir_candidate_make(p, &s, 16, 128, 128, perm, &c, &d)) die(&d);
+  xir_execution_work w;
+  xir_cost_terms t;
+  co.c[XIR_TERM_ACTIVATION] = 200;
+  if (xir_execution_work_make(p, &s, &c, 1, 2, &w, &d) || xir_cost_evaluate(NULL, &w, &co, &t, &d))
+    die(&d);
+  assert_true(t.term[XIR_TERM_IMBALANCE] == 0);
+  assert_true(t.term[XIR_TERM_ACTIVATION] == 200);
+  xir_program_free(p);
+}
+
 /* The calibration yields finite, non-negative figures whose coefficients plan (no timing is
  * asserted: only that the measured service model is usable). */
 static void test_calibration_is_usable(void **state) {
@@ -503,6 +545,7 @@ int main(void) {
       cmocka_unit_test(test_primitive_weights_separate_bodies),
       cmocka_unit_test(test_window_index_not_charged),
       cmocka_unit_test(test_chunk_invariant_periodic_loads),
+      cmocka_unit_test(test_activation_overlaps_imbalance),
       cmocka_unit_test(test_calibration_is_usable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
