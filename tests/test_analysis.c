@@ -263,6 +263,79 @@ static void test_window_load_falls_back_when_clamped(void **state) {
   xir_program_free(p);
 }
 
+/* Compiles every candidate the bridge enumerates for p at s and runs it over all its blocks on
+ * args (nargs of them); check(ci, ud) then inspects candidate ci's outputs. */
+static void run_every_candidate(const xir_program *p, const xir_shape *s, const xir_arg *args,
+                                int nargs, void (*check)(size_t ci, void *ud), void *ud) {
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  xir_arg a[8];
+  assert_true(nargs <= 8);
+  for (size_t ci = 0; ci < n; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, s, &cands[ci], &k, &d)) die(&d);
+    memcpy(a, args, sizeof(xir_arg) * (size_t)nargs);
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, a, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    check(ci, ud);
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+}
+
+static int col_mod100(int c) { return c % 100; }
+static int col_two_windows(int c) { return c % 40 / 2 + 10 * (c % 40 / 20); }
+static double want_x_plus_exp(int r, int c, float x) {
+  return x + exp((double)(0.1f * (float)(r + 1)) * ((c % 24) / 4));
+}
+static double want_x_cos_plus_sin(int r, int c, float x) {
+  float a = 0.37f * (float)(r + 1) * (float)((c % 24) / 4);
+  return (double)x * cos((double)a) + sin((double)a);
+}
+
+/* y = x · t[r, col(c)] exactly, for an R×C x and y and an R×T t. */
+typedef struct xt_check {
+  const float *x, *t, *y;
+  int R, C, T;
+  int (*col)(int c);
+} xt_check;
+static void check_xt(size_t ci, void *ud) {
+  const xt_check *k = ud;
+  for (int r = 0; r < k->R; r++)
+    for (int c = 0; c < k->C; c++)
+      if (k->y[r * k->C + c] != k->x[r * k->C + c] * k->t[r * k->T + k->col(c)])
+        fail_msg("candidate %zu, r %d c %d: got %g", ci, r, c, (double)k->y[r * k->C + c]);
+}
+
+/* Every candidate gives candidate 0's bits, within atol + rtol·|want| of want(r, c, x) in
+ * double, for an R×C x and y (y0: candidate 0's output). */
+typedef struct same_bits_check {
+  const float *x;
+  float *y, *y0;
+  int R, C;
+  double (*want)(int r, int c, float x);
+  double rtol, atol;
+} same_bits_check;
+static void check_same_bits(size_t ci, void *ud) {
+  same_bits_check *k = ud;
+  size_t N = (size_t)k->R * (size_t)k->C;
+  if (ci == 0) memcpy(k->y0, k->y, N * sizeof(float));
+  for (int r = 0; r < k->R; r++)
+    for (int c = 0; c < k->C; c++) {
+      int i = r * k->C + c;
+      double want = k->want(r, c, k->x[i]);
+      if (memcmp(&k->y[i], &k->y0[i], sizeof(float)) ||
+          fabs(k->y[i] - want) > k->atol + k->rtol * fabs(want))
+        fail_msg("candidate %zu, r %d c %d: got %.9g, candidate 0 %.9g, want %.9g", ci, r, c,
+                 (double)k->y[i], (double)k->y0[i], want);
+    }
+}
+
 /* Compiles the row candidate perm = (0), ℓ = B = ell at W = 16 (when the host has it) and checks
  * its IR: each of has[] appears, lacks (if any) does not. */
 static void check_ir16(const xir_program *p, const xir_shape *s, uint32_t ell, const char *const *has,
@@ -323,28 +396,12 @@ static void test_window_load_local_pattern(void **state) {
   static const char *const has[] = {"perm.fast", "perm.split", "masked.gather"};
   check_ir16(p, &s, 16, has, 3, NULL);
   /* every candidate (window loads, split chunks, the tail chunk, gathers) exactly x · t */
-  xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  xir_candidate *cands;
-  size_t n;
-  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
   float x[3 * 150], t[3 * 100], y[3 * 150];
   for (int i = 0; i < 3 * 150; i++) x[i] = 1.0f + (float)(i % 7);
   for (int i = 0; i < 3 * 100; i++) t[i] = 0.5f + (float)(i % 11);
-  for (size_t ci = 0; ci < n; ci++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
-    xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
-    for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 150; c++)
-        if (y[r * 150 + c] != x[r * 150 + c] * t[r * 100 + c % 100])
-          fail_msg("candidate %zu, r %d c %d: got %g", ci, r, c, (double)y[r * 150 + c]);
-  }
-  xir_free(cands);
-  xir_compiler_destroy(cc);
+  xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
+  xt_check ck = {x, t, y, 3, 150, 100, col_mod100};
+  run_every_candidate(p, &s, args, 3, check_xt, &ck);
   xir_program_free(p);
 }
 
@@ -559,33 +616,11 @@ static void test_period_buffer_custom_kernel(void **state) {
   for (int i = 0; i < p->nnodes; i++)
     if (p->nodes[i].op == XIR_OP_EXP) found = str[i] == 4;
   assert_true(found);
-  xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  uint32_t W = xir_compiler_width(cc);
-  xir_candidate *cands;
-  size_t n;
-  if (xir_candidates(p, &s, W, &cands, &n, &d)) die(&d);
   float x[3 * 203], y[3 * 203], y0[3 * 203];
   for (int i = 0; i < 3 * 203; i++) x[i] = (float)(i % 5) * 0.25f;
-  for (size_t ci = 0; ci < n; ci++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
-    xir_arg args[2] = {{.in = x}, {.out = y}};
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
-    if (ci == 0) memcpy(y0, y, sizeof y);
-    for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 203; c++) {
-        int i = r * 203 + c;
-        double want = x[i] + exp((double)(0.1f * (float)(r + 1)) * ((c % 24) / 4));
-        if (memcmp(&y[i], &y0[i], sizeof(float)) || fabs(y[i] - want) > 2e-6 * fabs(want))
-          fail_msg("candidate %zu, r %d c %d: got %.9g, candidate 0 %.9g, exp %.9g", ci, r, c,
-                   (double)y[i], (double)y0[i], want);
-      }
-  }
-  xir_free(cands);
-  xir_compiler_destroy(cc);
+  xir_arg args[2] = {{.in = x}, {.out = y}};
+  same_bits_check ck = {x, y, y0, 3, 203, want_x_plus_exp, 2e-6, 0};
+  run_every_candidate(p, &s, args, 2, check_same_bits, &ck);
   static const char *const has[] = {"period"}; /* l = 16 uses one */
   check_ir16(p, &s, 16, has, 1, NULL);
   xir_program_free(p);
@@ -643,30 +678,12 @@ static void test_period_buffer_window_fill(void **state) {
   if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
   if (xir_shape_parse(p, "R=3,C=203,T=32", &s, &d)) die(&d);
   check_ir16(p, &s, 16, has, 1, "masked.gather");
-  xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  xir_candidate *cands;
-  size_t n;
-  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
   float x[3 * 203], t[3 * 32], y[3 * 203];
   for (int i = 0; i < 3 * 203; i++) x[i] = 1.0f + (float)(i % 7);
   for (int i = 0; i < 3 * 32; i++) t[i] = 0.5f + (float)(i % 11);
-  for (size_t ci = 0; ci < n; ci++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
-    xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
-    for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 203; c++) {
-        int m = c % 40;
-        if (y[r * 203 + c] != x[r * 203 + c] * t[r * 32 + m / 2 + 10 * (m / 20)])
-          fail_msg("candidate %zu, r %d c %d: got %g", ci, r, c, (double)y[r * 203 + c]);
-      }
-  }
-  xir_free(cands);
-  xir_compiler_destroy(cc);
+  xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
+  xt_check ck = {x, t, y, 3, 203, 32, col_two_windows};
+  run_every_candidate(p, &s, args, 3, check_xt, &ck);
   xir_program_free(p);
 }
 
@@ -690,33 +707,11 @@ static void test_period_buffers_share_a_loop(void **state) {
   if (xir_shape_parse(p, "R=3,C=203", &s, &d)) die(&d);
   static const char *const has[] = {"period"};
   check_ir16(p, &s, 16, has, 1, NULL);
-  xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  xir_candidate *cands;
-  size_t n;
-  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
   float x[3 * 203], y[3 * 203], y0[3 * 203];
   for (int i = 0; i < 3 * 203; i++) x[i] = 0.5f + (float)(i % 5) * 0.25f;
-  for (size_t ci = 0; ci < n; ci++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
-    xir_arg args[2] = {{.in = x}, {.out = y}};
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
-    if (ci == 0) memcpy(y0, y, sizeof y);
-    for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 203; c++) {
-        int i = r * 203 + c;
-        float a = 0.37f * (float)(r + 1) * (float)((c % 24) / 4);
-        double want = (double)x[i] * cos((double)a) + sin((double)a);
-        if (memcmp(&y[i], &y0[i], sizeof(float)) || fabs(y[i] - want) > 1e-6 * (1 + fabs(want)))
-          fail_msg("candidate %zu, r %d c %d: got %.9g, candidate 0 %.9g, want %.9g", ci, r, c,
-                   (double)y[i], (double)y0[i], want);
-      }
-  }
-  xir_free(cands);
-  xir_compiler_destroy(cc);
+  xir_arg args[2] = {{.in = x}, {.out = y}};
+  same_bits_check ck = {x, y, y0, 3, 203, want_x_cos_plus_sin, 1e-6, 1e-6};
+  run_every_candidate(p, &s, args, 2, check_same_bits, &ck);
   xir_program_free(p);
 }
 
@@ -734,10 +729,6 @@ static void test_window_offsets_unclamped(void **state) {
   xir_program_free(p);
 }
 
-/* Window loads whose indices never clamp (every X-dependent index known and inside its dim over
- * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
- * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
- * check. The IR of rope_cache at l = 64 has the window path and no gather at all. */
 /* The aliasing contract in the IR: rope_cache's inputs that no in-place rule pairs with y (pos,
  * cos, sin) are loaded under alias scopes of their own, and y's stores are marked noalias with
  * them, so the table rows (chunk-invariant at l = HD) can stay out of the chunk loop; x, which y
@@ -753,6 +744,10 @@ static void test_alias_scopes_follow_the_contract(void **state) {
   xir_program_free(p);
 }
 
+/* Window loads whose indices never clamp (every X-dependent index known and inside its dim over
+ * the whole extent) need no run-time check: RoPE's partner and rope_cache's table rows. An index
+ * that reaches past its dim, or that mixes a per-root value into a lane-varying index, keeps the
+ * check. The IR of rope_cache at l = 64 has the window path and no gather at all. */
 static void test_window_load_without_check(void **state) {
   (void)state;
   xir_shape s;

@@ -1018,8 +1018,13 @@ LLVMValueRef xir__vm_call(xir__vm *vm, xir__vm_fn fn, LLVMValueRef x, LLVMValueR
   return xir__vm_emit(vm, fn, x, y, &r, NULL) == XIR_OK ? r : NULL;
 }
 
-static xir_status build_map(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
-                            int uniform, xir_diag *d) {
+/* The map kernels' bodies: fn over x (and y), pow with a uniform base x[0], or sin and cos of
+ * x into the two outputs (params 1 and 2). */
+enum { MAP_FN, MAP_POW_UNIFORM, MAP_SINCOS };
+
+static xir_status build_map(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W, int mode,
+                            xir_diag *d) {
+  int uniform = mode == MAP_POW_UNIFORM;
   if (!vm || !name || !name[0])
     return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_build_map_kernel: NULL argument");
   if ((unsigned)fn >= XIR__VM_COUNT)
@@ -1057,22 +1062,29 @@ static xir_status build_map(xir__vm *vm, const char *name, xir__vm_fn fn, unsign
     LLVMSetAlignment(vx, 4);
   }
   LLVMValueRef vy = NULL;
-  if (k_fn[fn].arity == 2) {
+  if (mode != MAP_SINCOS && k_fn[fn].arity == 2) {
     vy = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 1), &off, 1, ""), "y");
     LLVMSetAlignment(vy, 4);
   }
   em e;
   em_init(&e, vm, b, W);
-  LLVMValueRef r = uniform ? call_pow_uniform(vm, b, base, vy, W) : call_fn(&e, fn, vx, vy);
+  LLVMValueRef c = NULL;
+  LLVMValueRef r = mode == MAP_SINCOS ? call_sincos(vm, b, vx, W, &c)
+                   : uniform          ? call_pow_uniform(vm, b, base, vy, W)
+                                      : call_fn(&e, fn, vx, vy);
   if (!r) {
     LLVMDisposeBuilder(b);
     LLVMDeleteFunction(f);
     return xir__err(d, XIR_ERR_INVALID_ARG,
                     "the module already has a function named like xir.v%s with another type",
-                    k_fn[fn].name);
+                    mode == MAP_SINCOS ? "sincos" : k_fn[fn].name);
   }
-  LLVMValueRef st = LLVMBuildStore(b, r, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 2), &off, 1, ""));
+  /* sincos: sin to params[1], cos to params[2]; the others: the result to params[2] */
+  LLVMValueRef st = LLVMBuildStore(
+      b, r, LLVMBuildGEP2(b, f32, LLVMGetParam(f, mode == MAP_SINCOS ? 1 : 2), &off, 1, ""));
   LLVMSetAlignment(st, 4);
+  if (c)
+    LLVMSetAlignment(LLVMBuildStore(b, c, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 2), &off, 1, "")), 4);
   LLVMValueRef i1 = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, i1, n, ""), loop, done);
   LLVMValueRef inc_v[2] = {zero, i1};
@@ -1086,12 +1098,12 @@ static xir_status build_map(xir__vm *vm, const char *name, xir__vm_fn fn, unsign
 
 xir_status xir__vm_build_map_kernel(xir__vm *vm, const char *name, xir__vm_fn fn, unsigned W,
                                     xir_diag *d) {
-  return build_map(vm, name, fn, W, 0, d);
+  return build_map(vm, name, fn, W, MAP_FN, d);
 }
 
 xir_status xir__vm_build_pow_uniform_kernel(xir__vm *vm, const char *name, unsigned W,
                                             xir_diag *d) {
-  return build_map(vm, name, XIR__VM_POW, W, 1, d);
+  return build_map(vm, name, XIR__VM_POW, W, MAP_POW_UNIFORM, d);
 }
 
 xir_status xir__vm_emit_pow_uniform_base(xir__vm *vm, LLVMValueRef base, LLVMValueRef y,
@@ -1149,46 +1161,5 @@ LLVMValueRef xir__vm_sincos(xir__vm *vm, LLVMValueRef x, LLVMValueRef *cos_out) 
 }
 
 xir_status xir__vm_build_sincos_kernel(xir__vm *vm, const char *name, unsigned W, xir_diag *d) {
-  if (!vm || !name || !name[0])
-    return xir__err(d, XIR_ERR_INVALID_ARG, "xir__vm_build_sincos_kernel: NULL argument");
-  if (width_index(W) < 0)
-    return xir__err(d, XIR_ERR_INVALID_ARG, "W = %u: must be 1, 2, 4, 8 or 16", W);
-  if (LLVMGetNamedFunction(vm->mod, name))
-    return xir__err(d, XIR_ERR_INVALID_ARG, "the module already has a function '%s'", name);
-  LLVMContextRef C = vm->ctx;
-  LLVMTypeRef ptr = LLVMPointerTypeInContext(C, 0), i64 = LLVMInt64TypeInContext(C);
-  LLVMTypeRef f32 = LLVMFloatTypeInContext(C), vf = lanes(f32, W);
-  LLVMTypeRef ps[4] = {ptr, ptr, ptr, i64};
-  LLVMValueRef f = LLVMAddFunction(vm->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(C), ps, 4, 0));
-  xir__vm_function_attrs(f, W);
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(C);
-  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C, f, "entry");
-  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(C, f, "loop");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C, f, "done");
-  LLVMPositionBuilderAtEnd(b, entry);
-  LLVMValueRef n = LLVMGetParam(f, 3), zero = LLVMConstInt(i64, 0, 0);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, n, zero, ""), done, loop);
-  LLVMPositionBuilderAtEnd(b, loop);
-  LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-  LLVMValueRef off = LLVMBuildMul(b, i, LLVMConstInt(i64, W, 0), "off");
-  LLVMValueRef vx = LLVMBuildLoad2(b, vf, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 0), &off, 1, ""), "x");
-  LLVMSetAlignment(vx, 4);
-  LLVMValueRef c = NULL, s = call_sincos(vm, b, vx, W, &c);
-  if (!s) {
-    LLVMDisposeBuilder(b);
-    LLVMDeleteFunction(f);
-    return xir__err(d, XIR_ERR_INVALID_ARG,
-                    "the module already has a function named like xir.vsincos with another type");
-  }
-  LLVMSetAlignment(LLVMBuildStore(b, s, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 1), &off, 1, "")), 4);
-  LLVMSetAlignment(LLVMBuildStore(b, c, LLVMBuildGEP2(b, f32, LLVMGetParam(f, 2), &off, 1, "")), 4);
-  LLVMValueRef i1 = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, i1, n, ""), loop, done);
-  LLVMValueRef inc_v[2] = {zero, i1};
-  LLVMBasicBlockRef inc_b[2] = {entry, loop};
-  LLVMAddIncoming(i, inc_v, inc_b, 2);
-  LLVMPositionBuilderAtEnd(b, done);
-  LLVMBuildRetVoid(b);
-  LLVMDisposeBuilder(b);
-  return XIR_OK;
+  return build_map(vm, name, XIR__VM_SIN, W, MAP_SINCOS, d);
 }
