@@ -11,14 +11,29 @@
  * declaration order (a buffer's base pointer, an f32 scalar in the low 4 bytes, an i64 scalar);
  * then one i64 per launch-time dim (dims whose bit in fixed_dims is clear, in dim order); then,
  * for every buffer of rank ≥ 2, the strides (in elements) of its dims 0 … rank−2 (the innermost
- * stride is always 1); then one flags slot (bit 0: every buffer is contiguous row-major). */
+ * stride is always 1); then one flags slot (bit 0: every buffer is contiguous row-major; bit 1:
+ * write the outputs with non-temporal stores where they are aligned, xir__stream_launch). */
 typedef struct xir__arg_layout {
   int nslots;
   int dim_slot[XIR_MAX_DIMS];      /* -1 for a compile-time dim */
   int stride_slot[XIR_MAX_PARAMS]; /* the slot of stride 0 of a buffer of rank ≥ 2, else -1 */
   int flags_slot;
 } xir__arg_layout;
-enum { XIR__ARGS_CONTIGUOUS = 1 };
+enum { XIR__ARGS_CONTIGUOUS = 1, XIR__ARGS_STREAM = 2 };
+
+/* Streaming stores (stream.c). The size of the last-level cache in bytes (sysconf, asked once;
+ * 0 when unknown). */
+int64_t xir__llc_bytes(void);
+/* 1 when a launch whose buffers span `footprint` bytes (every input and output) writes its
+ * outputs with non-temporal stores: when the footprint exceeds half of the last-level cache, or
+ * as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size) or
+ * xir__stream_stores_set. */
+int xir__stream_launch(uint64_t footprint);
+/* The mode of xir__stream_launch: -1 by size, 0 never, 1 always (tests; overrides the
+ * environment). */
+void xir__stream_stores_set(int mode);
+/* The current mode (-1, 0 or 1), the environment's until xir__stream_stores_set. */
+int xir__stream_stores_mode(void);
 
 void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l);
 
