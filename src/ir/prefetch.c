@@ -47,6 +47,21 @@ static int streamed_row(const xir_program *p, const uint8_t *inv, int id, int X,
   return by_fast;
 }
 
+/* 1 when loads i and j read the same buffer at the same indices (the same nodes, or the same
+ * root index through two nodes). */
+static int same_access(const xir_program *p, int i, int j) {
+  const xir_node *a = &p->nodes[i], *b = &p->nodes[j];
+  if (a->ref != b->ref || a->nargs != b->nargs) return 0;
+  for (int k = 0; k < a->nargs; k++) {
+    int x = a->args[k], y = b->args[k];
+    if (x == y) continue;
+    if (x < 0 || y < 0) return 0;
+    const xir_node *nx = &p->nodes[x], *ny = &p->nodes[y];
+    if (nx->op != XIR_OP_ROOT || ny->op != XIR_OP_ROOT || nx->ref != ny->ref) return 0;
+  }
+  return 1;
+}
+
 int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf) {
   size_t nn = (size_t)p->nnodes;
   memset(pf, 0, nn);
@@ -65,10 +80,7 @@ int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf) {
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (!streamed_row(p, inv, i, X, fast)) continue;
     int dup = 0; /* the same buffer at the same indices: one prefetch */
-    for (int j = p->body_begin; j < i && !dup; j++) {
-      if (!pf[j] || p->nodes[j].ref != p->nodes[i].ref) continue;
-      dup = !memcmp(p->nodes[j].args, p->nodes[i].args, sizeof(int32_t) * p->nodes[i].nargs);
-    }
+    for (int j = p->body_begin; j < i && !dup; j++) dup = pf[j] && same_access(p, i, j);
     if (!dup) pf[i] = 1, any = 1;
   }
   xir__free(inv);

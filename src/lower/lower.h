@@ -5,6 +5,7 @@
 #include <llvm-c/Core.h>
 
 #include "lower/convert.h"
+#include "lower/stream.h"
 #include "xir_compile.h"
 
 /* The argument block of a kernel: 8-byte slots. Slots [0, nparams) are the parameters in
@@ -19,21 +20,7 @@ typedef struct xir__arg_layout {
   int stride_slot[XIR_MAX_PARAMS]; /* the slot of stride 0 of a buffer of rank ≥ 2, else -1 */
   int flags_slot;
 } xir__arg_layout;
-enum { XIR__ARGS_CONTIGUOUS = 1, XIR__ARGS_STREAM = 2 };
-
-/* Streaming stores (stream.c). The size of the last-level cache in bytes (sysconf, asked once;
- * 0 when unknown). */
-int64_t xir__llc_bytes(void);
-/* 1 when a launch whose buffers span `footprint` bytes (every input and output) writes its
- * outputs with non-temporal stores: when the footprint exceeds half of the last-level cache, or
- * as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size) or
- * xir__stream_stores_set. */
-int xir__stream_launch(uint64_t footprint);
-/* The mode of xir__stream_launch: -1 by size, 0 never, 1 always (tests; overrides the
- * environment). */
-void xir__stream_stores_set(int mode);
-/* The current mode (-1, 0 or 1), the environment's until xir__stream_stores_set. */
-int xir__stream_stores_mode(void);
+enum { XIR__ARGS_CONTIGUOUS = 1 }; /* XIR__ARGS_STREAM = 2: lower/stream.h */
 
 void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l);
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lower/lower.h"
+#include "lower/stream.h"
 
 static _Atomic int64_t llc_cached = -1; /* -1: not asked yet */
 static _Atomic int stream_mode = -2;    /* -2: not read yet; -1 auto, 0 never, 1 always */
