@@ -25,6 +25,9 @@ static const struct {
     {XIR_OP_IOTA, 0.5},
 };
 static const double kDefaultWeight = 1.0;
+/* sigmoid16 (a sigmoid whose value only reaches 16-bit stores): 15 vector ops against sigmoid's
+ * 21 (the AVX-512 FMA variant's object code at W = 16). */
+static const double kSigmoid16Weight = 12;
 static const double kGatherPerLane = 0.5;  /* a gather costs about half an op per lane */
 static const double kGatherBytesPerLane = 16; /* a gathered lane touches part of a cache line */
 /* Latency of one dependent vector accumulation, in the same units (an add's throughput cost is 1;
@@ -85,6 +88,7 @@ typedef struct wctx {
    * live iteration (sk_*) and per masked iteration (fl_*: a skipped store writes the masked
    * value there); the unit's cost is arith + n·sk_a + (I − n)·fl_a for n live iterations of I. */
   uint8_t *skip;
+  uint8_t *narrow;  /* xir__narrow_values: a sigmoid lower.c emits as vmath's sigmoid16 */
   double sk_a, sk_b, sk_m, fl_a, fl_b;
   double sk_steps[XIR_CHAIN_KINDS]; /* dependent steps per live iteration of the skipped rank-0
                                      * reductions, by kind (mask_counts scales them) */
@@ -327,7 +331,8 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     }
     return;
   } else {
-    double wt = op_weight(n->op);
+    double wt = n->op == XIR_OP_SIGMOID && w->narrow && w->narrow[id] ? kSigmoid16Weight
+                                                                     : op_weight(n->op);
     *arith += wt;
     if (wt > 1) *(w->once ? &w->m_once : &w->m_cur) += wt;
   }
@@ -644,6 +649,7 @@ static void wctx_free(wctx *x) {
   xir__free(x->inv);
   xir__free(x->loaded);
   xir__free(x->skip);
+  xir__free(x->narrow);
   xir__free(x->snap);
   xir__free(x->tsnap);
 }
@@ -728,12 +734,14 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   x.hoist = xir__calloc((size_t)p->nnodes + 1, 1);
   x.inv = xir__calloc((size_t)p->nnodes + 1, 1);
   x.loaded = xir__calloc((size_t)p->nnodes + 1, 1);
-  if (!x.mark || !x.stored || !x.hoist || !x.inv || !x.loaded) {
+  x.narrow = xir__calloc((size_t)p->nnodes + 1, 1);
+  if (!x.mark || !x.stored || !x.hoist || !x.inv || !x.loaded || !x.narrow) {
     wctx_free(&x);
     return xir__err(d, XIR_ERR_NOMEM, "out of memory");
   }
   xir__hoisted_tiles(p, s, x.hoist);
   xir__root_invariant(p, x.inv);
+  xir__narrow_values(p, x.narrow);
   xir__prefix_mask mask;
   int mask_id = -1;
   x.skip = xir__calloc((size_t)p->nnodes + 1, 1);
