@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
+#include "ir/program.h"
 #include "util/half.h"
 #include "util/npy.h"
 #include "util/rng.h"
@@ -678,6 +679,87 @@ static void test_kernel_in_every_dtype(void **state) {
   xir_compiler_destroy(cc);
 }
 
+/* ---- math precision that follows the output type ---- */
+
+static int narrow_of(const char *text, const char *node) {
+  xir_program *p = parse(text);
+  uint8_t *nar = calloc((size_t)p->nnodes + 1, 1);
+  assert_non_null(nar);
+  xir__narrow_values(p, nar);
+  int id = -1;
+  for (int i = 0; i < p->nnodes; i++)
+    if (p->nodes[i].name && !strcmp(p->nodes[i].name, node)) id = i;
+  assert_true(id >= 0);
+  int r = nar[id];
+  free(nar);
+  xir_program_free(p);
+  return r;
+}
+
+/* xir__narrow_values: a sigmoid is narrow exactly when every path from it reaches a bf16/f16 store
+ * through mul/div/neg/abs; then the lowering emits vmath's sigmoid16 (and only then). */
+static void test_narrow_values_pick_sigmoid16(void **state) {
+  (void)state;
+  static const char *head =
+      "kernel k[R, C](a: %s[R, C], b: f32[R, C], y: out %s[R, C]%s)\n"
+      "root r in R, c in C {\n  va = load a[r, c]\n  vb = load b[r, c]\n  s = sigmoid(va)\n%s}\n";
+  struct {
+    const char *ain, *yout, *extra, *body;
+    int want;
+  } cases[] = {
+      {"bf16", "bf16", "", "  t = mul(va, s)\n  u = mul(t, vb)\n  store y[r, c] = u\n", 1},
+      {"f32", "f16", "", "  t = div(vb, s)\n  u = neg(t)\n  w = abs(u)\n  store y[r, c] = w\n", 1},
+      {"bf16", "f32", "", "  t = mul(va, s)\n  store y[r, c] = t\n", 0},
+      {"f32", "bf16", "", "  t = add(va, s)\n  store y[r, c] = t\n", 0},
+      {"f32", "bf16", ", z: out f32[R, C]",
+       "  t = mul(va, s)\n  store y[r, c] = t\n  store z[r, c] = s\n", 0},
+      {"f32", "bf16", "", "  t = mul(s, s)\n  u = sub(t, vb)\n  store y[r, c] = u\n", 0},
+  };
+  char text[1024];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    snprintf(text, sizeof text, head, cases[i].ain, cases[i].yout, cases[i].extra, cases[i].body);
+    if (narrow_of(text, "s") != cases[i].want)
+      fail_msg("case %zu: narrow(s) = %d, want %d:\n%s", i, !cases[i].want, cases[i].want, text);
+  }
+  /* a reduction is not multiplicative: softmax-like use of sigmoid */
+  assert_int_equal(narrow_of("kernel k[R, C](x: f32[R, C], y: out bf16[R, C])\n"
+                             "root r in R {\n  v = load x[r, :]\n  s = sigmoid(v)\n"
+                             "  m = reduce.sum(s, C)\n  t = div(s, m)\n  store y[r, :] = t\n}\n",
+                             "s"),
+                   0);
+  /* the lowering follows it: swiglu in bf16 calls sigmoid16, in f32 sigmoid */
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_program *base;
+  if (xir_kernel_load("swiglu", &base, &d)) die(&d);
+  const char *specs[] = {"f32", "bf16", "y=f16", "a=bf16,b=bf16"};
+  const int want16[] = {0, 1, 1, 0};
+  for (int si = 0; si < 4; si++) {
+    xir_program *p;
+    if (xir_program_retype(base, specs[si], &p, &d)) die(&d);
+    xir_shape sh;
+    if (xir_shape_parse(p, "R=3,C=40", &sh, &d)) die(&d);
+    xir_candidate *cands;
+    size_t n;
+    if (xir_candidates(p, &sh, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &sh, &cands[0], &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    /* the math functions are inlined: tell them apart by a constant of each (the degree-4
+     * polynomial's leading coefficient; the second ln2 constant, which sigmoid16 leaves out) */
+    int has16 = strstr(info.ir_text, "0x3FA5414D40000000") != NULL;
+    int has32 = strstr(info.ir_text, "0x3F2BD01060000000") != NULL;
+    if (has16 != want16[si] || has32 == want16[si])
+      fail_msg("swiglu --dtype %s: sigmoid16 %d, sigmoid %d in the IR", specs[si], has16, has32);
+    xir_free(cands);
+    xir_program_free(p);
+  }
+  xir_program_free(base);
+  xir_compiler_destroy(cc);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) {
     g_kernel = argv[1];
@@ -694,6 +776,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_npy_round_trips),
       cmocka_unit_test(test_case_inputs_from_npy),
       cmocka_unit_test(test_native_conversions_are_exact_on_every_target),
+      cmocka_unit_test(test_narrow_values_pick_sigmoid16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -378,12 +378,17 @@ static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) 
   cJSON_ArrayForEach(c, cmps) {
     int b = (int)jnum(c, "baseline"), v = (int)jnum(c, "variant");
     const cJSON *cb = cJSON_GetArrayItem(cases, b), *cv = cJSON_GetArrayItem(cases, v);
-    char x[32], y[32];
-    fprintf(f, "| %s | %s | %s | %s | %s | %s | %.3f | %.3f–%.3f | %.2g / %.2g |\n",
-            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "kernel")),
+    char x[32], y[32], vl[160];
+    /* a comparison of two kernels (the dtype suite: swiglu against swiglu@bf16) names the
+     * variant's kernel with its configuration */
+    const char *kb = cJSON_GetStringValue(cJSON_GetObjectItem(cb, "kernel"));
+    const char *kv = cJSON_GetStringValue(cJSON_GetObjectItem(cv, "kernel"));
+    const char *cfv = cJSON_GetStringValue(cJSON_GetObjectItem(cv, "config"));
+    if (kb && kv && cfv && strcmp(kb, kv)) snprintf(vl, sizeof vl, "%s %s", kv, cfv);
+    else snprintf(vl, sizeof vl, "%s", cfv ? cfv : "?");
+    fprintf(f, "| %s | %s | %s | %s | %s | %s | %.3f | %.3f–%.3f | %.2g / %.2g |\n", kb,
             cJSON_GetStringValue(cJSON_GetObjectItem(cb, "shape")),
-            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "config")),
-            cJSON_GetStringValue(cJSON_GetObjectItem(cv, "config")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(cb, "config")), vl,
             fmt_us(jnum(cJSON_GetArrayItem(cs, b), "median_p50_ns"), x, sizeof x),
             fmt_us(jnum(cJSON_GetArrayItem(cs, v), "median_p50_ns"), y, sizeof y),
             jnum(c, "median_ratio"), jnum(c, "min_ratio"), jnum(c, "max_ratio"),

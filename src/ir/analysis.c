@@ -12,6 +12,30 @@ int xir__op_is_transcendental(int op) {
 
 static int64_t gcd0(int64_t a, int64_t b);
 
+void xir__narrow_values(const xir_program *p, uint8_t *narrow) {
+  int n = p->nnodes;
+  memset(narrow, 0, (size_t)n);
+  /* users come after their operands: walking backwards, a node's users are final when it is
+   * reached. narrow[] holds 1 for "used, every use fine so far", 2 for "some use is not". */
+  for (int j = n - 1; j >= 0; j--) {
+    const xir_node *u = &p->nodes[j];
+    int ok_user = (u->op == XIR_OP_MUL || u->op == XIR_OP_DIV || u->op == XIR_OP_NEG ||
+                   u->op == XIR_OP_ABS) && narrow[j] == 1 && u->type.elem == XIR_F32;
+    if (u->op == XIR_OP_STORE) {
+      int el = p->params[u->ref].elem;
+      ok_user = el == XIR_BF16 || el == XIR_F16;
+    }
+    for (int i = 0; i < u->nargs; i++) {
+      int a = u->args[i];
+      if (a < 0 || a >= n) continue;
+      int fine = ok_user && (u->op != XIR_OP_STORE || i == u->nargs - 1);
+      if (!fine) narrow[a] = 2;
+      else if (narrow[a] == 0) narrow[a] = 1;
+    }
+    if (narrow[j] == 2) narrow[j] = 0;
+  }
+}
+
 void xir__inner_stretch(const xir_program *p, const xir_shape *s, int X, int64_t *stretch) {
   for (int i = 0; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];

@@ -112,6 +112,13 @@ void xir__alias_table(const xir_program *p, uint8_t ok[XIR_MAX_PARAMS][XIR_MAX_P
 
 /* exp, log, tanh, erf, sigmoid, sin, cos, pow. */
 int xir__op_is_transcendental(int op);
+/* narrow[i] = 1 when every use of node i's value ends in a store to a bf16/f16 buffer through
+ * multiplicative elementwise ops only (mul, div, neg, abs): a relative error of node i then moves
+ * the stored value by the same relative amount, before its rounding to the 16-bit type. The
+ * lowering computes such a sigmoid with the reduced-precision variant (vmath `sigmoid16`, relative
+ * error < 2^-13.9, docs/vmath.md); the execution work charges it accordingly. Index operands of
+ * loads and stores, reductions, adds and every other use make a value not narrow. */
+void xir__narrow_values(const xir_program *p, uint8_t *narrow);
 /* inv[i] = 1 when node i has the same value in every root program: it is built from constants,
  * dims, scalar parameters and iota only (no root index, load or reduction). */
 void xir__root_invariant(const xir_program *p, uint8_t *inv);

@@ -105,6 +105,7 @@ typedef struct lw {
    * entry, into a buffer indexed by the element; units load them. */
   uint8_t *hoist;
   LLVMValueRef *hoist_buf;
+  uint8_t *narrow;         /* xir__narrow_values: sigmoid computed as vmath's sigmoid16 */
   int precompute;          /* evaluating hoisted tiles at the entry */
   /* Period buffers (xir__period_buffer_len): per node its length (0: none), its buffer, and
    * whether the unit's values are being computed into it */
@@ -967,6 +968,9 @@ static val eval_elementwise(lw *L, const xir_node *n) {
       case XIR_OP_OR: r[q] = LLVMBuildOr(L->b, x, y, ""); break;
       case XIR_OP_NOT: r[q] = LLVMBuildNot(L->b, x, ""); break;
       case XIR_OP_SELECT: r[q] = LLVMBuildSelect(L->b, x, y, z, ""); break;
+      case XIR_OP_SIGMOID:
+        r[q] = vm(L, L->narrow[n - L->p->nodes] ? XIR__VM_SIGMOID16 : XIR__VM_SIGMOID, x, NULL);
+        break;
       case XIR_OP_POW:
         r[q] = pow_uniform(L, n0, y);
         if (!r[q]) r[q] = f_op(L, n->op, x, y, z);
@@ -2050,6 +2054,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.hoist = xir__calloc(nn, 1);
   L.hoist_buf = xir__calloc(nn, sizeof(LLVMValueRef));
   L.skip = xir__calloc(nn, 1);
+  L.narrow = xir__calloc(nn, 1);
   if (c->local > 1 && c->inner_dim >= 0) {
     L.period = xir__calloc(nn, sizeof(int64_t));
     if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
@@ -2058,7 +2063,8 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.ugen = 1u << 31;
   xir_status st = XIR_OK;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
-      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || (c->local > 1 && !L.period)) {
+      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || !L.narrow ||
+      (c->local > 1 && !L.period)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
@@ -2071,6 +2077,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     goto done;
   }
   xir__hoisted_tiles(p, shape, L.hoist);
+  xir__narrow_values(p, L.narrow);
   for (int i = 0; i < p->nnodes; i++) /* a launch-time axis is never hoisted (the bridge agrees) */
     if (L.hoist[i] && !is_fixed(&L, p->nodes[i].type.axes[0])) L.hoist[i] = 0;
   L.mask_id = xir__mask_skips(p, L.skip, &L.mask);
@@ -2241,6 +2248,7 @@ done:
   xir__free(L.mat_buf);
   xir__free(L.mat_state);
   xir__free(L.hoist);
+  xir__free(L.narrow);
   xir__free(L.hoist_buf);
   xir__free(L.period);
   xir__free(L.pm);

@@ -234,8 +234,12 @@ static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y
  * other lanes get the same bits either way (and so did the NaN lanes, measured: the exhaustive
  * hashes of sigmoid and tanh did not change). */
 /* nonpos = 1: the caller knows x ≤ 0 or NaN (sigmoid's −|x|), so the clamp at 89 is left out
- * (it changes no lane). */
-static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos) {
+ * (it changes no lane). lowp = 1 (sigmoid16): r = x − n·ln2 in one step (ln2 rounded to fp32:
+ * |n·(ln2 − ln2_f32)| ≤ 150·1.9e−9, about 2^−21.7 relative in the result) and a degree-4
+ * polynomial (near-minimax for this file, numpy IRLS on [−ln2/2, ln2/2] with c0 = 1, checked in
+ * simulated fp32 arithmetic: 2^−18.4 relative) — two fewer operations in the reduction and two
+ * fewer Horner steps. */
+static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, int lowp) {
   static const float P[] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
                             4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
   LLVMValueRef isnan = keep_nan ? fcmp(e, LLVMRealUNO, x, x) : NULL;
@@ -252,10 +256,14 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos) {
   }
   LLVMValueRef t = fmadd(e, xc, kf(e, 1.44269504088896341f), kf(e, 12582912.0f));
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
-  LLVMValueRef r = fmadd(e, nf, kf(e, -0.693359375f), xc);
-  r = fmadd(e, nf, kf(e, 2.12194440e-4f), r);
-  LLVMValueRef y;
-  if (e->fma) {
+  LLVMValueRef r, y;
+  if (lowp) {
+    static const float S4[] = {4.15138379e-2f, 1.67874753e-1f, 5.00030160e-1f, 9.99966860e-1f,
+                               1.0f};
+    r = fmadd(e, nf, kf(e, -0.693147182f), xc);
+    y = horner32(e, r, S4, 5);
+  } else if (r = fmadd(e, nf, kf(e, 2.12194440e-4f), fmadd(e, nf, kf(e, -0.693359375f), xc)),
+             e->fma) {
     /* e^r ≈ 1 + r·(1 + S1·r + … + S5·r^5), six fused Horner steps (nine operations for the
      * Cephes form below). Exhaustive: 0.878 ulp (was 0.977; 2026-12-01) */
     static const float S[] = {1.381456852e-03f, 8.368730545e-03f, 4.166838899e-02f,
@@ -281,7 +289,7 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos) {
   res = sel(e, tiny, kf(e, 0.0f), res);
   return keep_nan ? sel(e, isnan, x, res) : res;
 }
-static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0, 0); }
+static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0, 0, 0); }
 
 /* ---- log (fp32): Cephes logf ----
  * x = m·2^k, m ∈ [√½, √2) (subnormals scaled by 2^23 first), f = m − 1 (exact),
@@ -448,7 +456,7 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
   LLVMValueRef a = fabs32(e, x);
   LLVMValueRef z = mul(e, a, a);
   LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), a, a);
-  LLVMValueRef ex = exp_core(e, add(e, a, a), 0, 0);
+  LLVMValueRef ex = exp_core(e, add(e, a, a), 0, 0, 0);
   LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
   LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 0.625f)), ps, tl);
   return copysign32(e, r, x);
@@ -459,7 +467,7 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
  * plain: 1 + t is kept as s + c exactly (Fast2Sum, 1 ≥ t), and the quotients are corrected by
  * c: a/(s + c) ≈ a/s − (a/s)·(c/s). fma: see below. */
 static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
-  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, 1);
+  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, 1, 0);
   LLVMValueRef s = add(e, kf(e, 1.0f), t);
   if (e->fma) {
     /* a = 1 (x ≥ 0) or t (x < 0), r ≈ 1/s, q0 = a·r, and one Newton step on the quotient:
@@ -483,6 +491,19 @@ static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
   LLVMValueRef pos = fmadd(e, neg(e, r), cr, r);
   LLVMValueRef negv = fmadd(e, neg(e, q), cr, q);
   return sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), pos, negv);
+}
+
+/* ---- sigmoid16: sigmoid for values that only reach bf16/f16 stores (xir__narrow_values) ----
+ * t = e^{−|x|} by exp_core's lowp path (2^−18.4), a = 1 (x ≥ 0) or t (x < 0), result a·r with
+ * r = vrcp14ps(1 + t) on AVX-512 hosts (relative error < 2^−14), 1/(1 + t) elsewhere: relative
+ * error < 2^−13.9, which is below 1/60 ulp of bf16 and 0.14 ulp of f16 (docs/vmath.md). Against
+ * sigmoid: no second reduction constant, two fewer Horner steps, no Newton step on the quotient. */
+static LLVMValueRef body_sigmoid16(em *e, LLVMValueRef x) {
+  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, 1, 1);
+  LLVMValueRef s = add(e, kf(e, 1.0f), t);
+  LLVMValueRef a = sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), kf(e, 1.0f), t);
+  LLVMValueRef r = e->x512 ? rcp14(e, s) : fdiv(e, kf(e, 1.0f), s);
+  return mul(e, a, r);
 }
 
 /* ---- erf (fp32) ----
@@ -770,6 +791,7 @@ static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
     case XIR__VM_TANH: r = body_tanh(&e, x); break;
     case XIR__VM_ERF: r = body_erf(&e, x); break;
     case XIR__VM_SIGMOID: r = body_sigmoid(&e, x); break;
+    case XIR__VM_SIGMOID16: r = body_sigmoid16(&e, x); break;
     case XIR__VM_SIN: r = body_sin(&e, x); break;
     case XIR__VM_COS: r = body_cos(&e, x); break;
     case XIR__VM_POW: r = body_pow(&e, x, LLVMGetParam(f, 1)); break;
