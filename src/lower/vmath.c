@@ -546,10 +546,11 @@ static LLVMValueRef body_erf(em *e, LLVMValueRef x) {
  * sin r (to r^11) / cos r (to r^10) on |r| ≤ π/4 in fp64, quadrant from q mod 4, one rounding to
  * fp32 at the end. Clamped to [−1, 1] so that huge arguments still give bounded values. The FMA
  * variant fuses the reduction and Horner steps (about a third fewer fp64 operations).
- * Why not fp32 lanes on the FMA path: an fp32 Cody–Waite reduction (exact x − q·fp32(π/2) by
- * fma, the rest as a double-float) with compensated fp32 polynomials reached 0.513 ulp, but it
- * needs ~110 zmm instructions against ~70 here and measured 0.73 ns/element against 0.45 at
- * W = 16 on Zen 4; an fp32 version without the compensations is cheaper but above 0.6 ulp. */
+ * The fma variant on AVX-512 hosts uses this code only for |x| > 2^19, ±inf and NaN (sc32_fallback
+ * below); an fp32 version by polynomials alone (π/2 steps, compensated fp32 Taylor polynomials)
+ * had reached 0.513 ulp at ~110 zmm instructions, slower than this; the fp32 code below reduces by
+ * π/16 and reads sin and cos of q·π/16 from a table, so its polynomials are short and their
+ * errors small against the result. */
 static const double kSinS[] = {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6};
 static const double kCosC[] = {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5};
 
@@ -665,7 +666,8 @@ static const float kSinTabLo[16] = {
 
 static int sc_fp32(const em *e) { return e->fma && e->x512; }
 
-/* sin(jπ/16) hi or lo at idx (i32 lanes; only the low 5 bits count). */
+/* sin(jπ/16) hi or lo at j = idx mod 32 (i32 lanes: vpermi2ps reads only the low 5 bits of
+ * each index, so no mask). */
 static LLVMValueRef sc32_tab(em *e, int lo, LLVMValueRef idx) {
   float tab[32];
   const float *h = lo ? kSinTabLo : kSinTabHi;
@@ -673,7 +675,7 @@ static LLVMValueRef sc32_tab(em *e, int lo, LLVMValueRef idx) {
     tab[i] = h[i];
     tab[16 + i] = -h[i]; /* sin(a + π) = −sin a, bit for bit (also −0) */
   }
-  return lookup32(e, tab, iand(e, idx, ki(e, 31)));
+  return lookup32(e, tab, idx);
 }
 
 typedef struct sc32 {
