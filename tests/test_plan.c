@@ -451,6 +451,30 @@ static void test_chunk_invariant_periodic_loads(void **state) {
   xir_program_free(p);
 }
 
+/* A ragged tail chunk with a compile-time extent costs only its live packets (LLVM folds the
+ * constant masks: rmsnorm C = 65 at ℓ = 128 is four full packets and a one-lane one), so ℓ = 128
+ * costs no more than ℓ = 64 there; with C a launch-time dim all eight packets run masked. */
+static void test_tail_chunk_counts_live_packets(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=17,C=65", &s);
+  double total[3];
+  const uint32_t ells[3] = {128, 64, 128};
+  for (int i = 0; i < 3; i++) {
+    xir_candidate c;
+    uint8_t perm[1] = {0};
+    xir_diag d;
+    xir_execution_work w;
+    if (xir_candidate_make(p, &s, 16, 128, ells[i], perm, &c, &d)) die(&d);
+    if (i == 2) c.fixed_dims &= ~(1u << c.inner_dim); /* C at launch time */
+    if (xir_execution_work_make(p, &s, &c, 0, 1, &w, &d)) die(&d);
+    total[i] = w.arith_per_packet * (double)w.packets;
+  }
+  assert_true(total[0] <= total[1]);
+  assert_true(total[2] > 1.3 * total[0]);
+  xir_program_free(p);
+}
+
 /* The caller holds the critical share and starts an activation a before the woken worker, so
  * the activation term is max(0, a − 2d) for an imbalance term d: the whole activation with equal
  * shares, none when the caller's extra work covers the wake-up. */
@@ -546,6 +570,7 @@ int main(void) {
       cmocka_unit_test(test_window_index_not_charged),
       cmocka_unit_test(test_chunk_invariant_periodic_loads),
       cmocka_unit_test(test_activation_overlaps_imbalance),
+      cmocka_unit_test(test_tail_chunk_counts_live_packets),
       cmocka_unit_test(test_calibration_is_usable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -442,6 +442,29 @@ static void tail_cost(wctx *w, int root, const xir_node *store, double *a, doubl
   w->m_once = m_once;
 }
 
+/* The tail chunk of a ragged inner axis (ℓ ≥ W, E % ℓ = r ≠ 0): with E a compile-time dim the
+ * lane masks are constants, and LLVM drops the packets with no live lane and keeps the full ones
+ * unmasked (rmsnorm C = 65 at ℓ = 128: four full packets and one one-lane packet of its eight).
+ * The chunk then costs floor(r/W) packets at the full cost a and one at the masked cost ta when
+ * r % W ≠ 0; with E a launch-time dim, k packets at ta. Returns the chunk's cost minus the k·a
+ * that `iterations` already charged for it. */
+static double tail_delta(const wctx *w, double a, double ta) {
+  double k = w->k;
+  int X = w->c->inner_dim;
+  if (!(w->c->fixed_dims >> X & 1)) return k * (ta - a);
+  int64_t r = w->s->dims[X] % (int64_t)w->c->local, W = w->c->W;
+  return (double)(r / W) * a + (r % W ? ta : 0) - k * a;
+}
+
+/* The packets whose partial results a rank-0 reduction combines: k, or with a compile-time inner
+ * extent E below ℓ only the ceil(E/W) that hold a live lane (LLVM folds the others to the
+ * identity). */
+static double combined_packets(const wctx *w) {
+  int X = w->c->inner_dim;
+  if (X < 0 || !(w->c->fixed_dims >> X & 1) || w->s->dims[X] >= (int64_t)w->c->local) return w->k;
+  return (double)((w->s->dims[X] + w->c->W - 1) / w->c->W);
+}
+
 static int type_has_axis(const xir_type *t, int dim) {
   for (int i = 0; i < t->rank; i++)
     if (t->axes[i] == dim) return 1;
@@ -476,8 +499,8 @@ static void unit_cost(wctx *w) {
       if (w->ragged && !(w->skip && w->skip[i]) && type_has_axis(&tile, w->c->inner_dim)) {
         double ta, tb; /* one of the `it` chunks is the tail */
         tail_cost(w, n->args[n->nargs - 1], n, &ta, &tb);
-        w->arith += k * (ta - a);
-        w->bytes += k * (tb - b);
+        w->arith += tail_delta(w, a, ta);
+        w->bytes += tail_delta(w, b, tb);
         w->gen++;
       }
       if (w->skip && w->skip[i]) {
@@ -512,8 +535,8 @@ static void unit_cost(wctx *w) {
       if (w->ragged && !(w->skip && w->skip[i]) && type_has_axis(in, w->c->inner_dim)) {
         double ta, tb; /* one of the chunks is the tail */
         tail_cost(w, n->args[0], NULL, &ta, &tb);
-        w->arith += k * (ta - a);
-        w->bytes += k * (tb - b);
+        w->arith += tail_delta(w, a, ta);
+        w->bytes += tail_delta(w, b, tb);
         w->gen++;
       }
       int maxmin = n->op != XIR_OP_REDUCE_SUM;
@@ -534,7 +557,8 @@ static void unit_cost(wctx *w) {
         w->sl_a += fmax(k * la + kLoopOverhead, kAccumulateLatency);
         w->sl_b += k * lb;
         if (n->type.rank == 0) w->sk_steps[maxmin] += 1;
-        w->arith += k * a + (k - 1) + 2 * log2((double)(w->c->local < w->c->W ? w->c->local : w->c->W));
+        w->arith += k * a + (combined_packets(w) - 1) +
+                    2 * log2((double)(w->c->local < w->c->W ? w->c->local : w->c->W));
         continue;
       }
       w->math += it * k * w->m_cur + k * w->m_once;
@@ -547,7 +571,7 @@ static void unit_cost(wctx *w) {
       w->bytes += it * k * b;
       if (w->c->local > 1) {
         unsigned g = w->c->local < w->c->W ? w->c->local : w->c->W;
-        w->arith += (k - 1) + 2 * log2((double)g);
+        w->arith += (combined_packets(w) - 1) + 2 * log2((double)g);
       }
     } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
       if (n->op == XIR_OP_LOAD)
@@ -908,6 +932,36 @@ double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execu
          c->ns_per_math * w->math_per_packet + chain;
 }
 
+/* Lateness (part of the imbalance term, h ≥ 2): the workers of a launch do not run at one speed —
+ * a worker starts late, is interrupted or preempted, or shares its core's memory bandwidth
+ * unevenly — and stealing evens that out only down to one task: the launch ends up to
+ * min(v·S, t) after its balanced share S, t the work of one task (S·h/C). v is the spread of the
+ * workers' speeds relative to the share. One task per worker pays the whole v·S; finer grains
+ * pay at most a task each, which the dispatch term prices. docs/planner.md "Lateness". */
+static const double kLateSpread = 0.0;
+
+static double lateness(const xir_execution_work *w, double share) {
+  double h = w->active ? w->active : 1;
+  if (h < 2 || w->tasks == 0 || !(kLateSpread > 0)) return 0;
+  double task = share * h / (double)w->tasks;
+  double late = kLateSpread * share;
+  return task < late ? task : late;
+}
+
+/* The static imbalance: the critical worker's packets beyond the average, in packets of average
+ * work (with equal packets both counts are critical_packets). */
+static double static_imbalance(const xir_execution_work *w, const xir_cost_coefficients *c,
+                               double arith, double byte) {
+  double h = w->active ? w->active : 1;
+  double ea = w->critical_arith_packets - (double)w->packets / h;
+  double em = w->critical_memory_packets - (double)w->packets / h;
+  ea = ea > 0 ? ea : 0;
+  em = em > 0 ? em : 0;
+  double k = c->c[XIR_TERM_IMBALANCE];
+  if (ea == em) return k * ea * (arith + byte * w->memory_per_packet);
+  return k * (ea * arith + em * byte * w->memory_per_packet);
+}
+
 static double default_term(int t, const xir_execution_work *w, const xir_cost_coefficients *c) {
   double h = w->active ? w->active : 1;
   double byte = xir_cost_byte_rate(c, w->footprint_bytes / h);
@@ -918,13 +972,8 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
     case XIR_TERM_MEMORY: return byte * w->memory_per_packet * (double)w->packets / h;
     case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
     case XIR_TERM_IMBALANCE: {
-      /* packets of average work; with equal packets both counts are critical_packets */
-      double ea = w->critical_arith_packets - (double)w->packets / h;
-      double em = w->critical_memory_packets - (double)w->packets / h;
-      ea = ea > 0 ? ea : 0;
-      em = em > 0 ? em : 0;
-      if (ea == em) return c->c[t] * ea * per_packet;
-      return c->c[t] * (ea * arith + em * byte * w->memory_per_packet);
+      double share = (double)w->packets / h * per_packet + c->c[XIR_TERM_BLOCK] * (double)w->blocks / h;
+      return static_imbalance(w, c, arith, byte) + c->c[t] * lateness(w, share);
     }
     case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
     case XIR_TERM_ACTIVATION: {
@@ -934,7 +983,7 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
        * the imbalance term charging d, this term is what is left: max(0, a − 2d). */
       double a = c->c[t] * (h - 1);
       if (h < 2) return a;
-      double rest = a - 2 * default_term(XIR_TERM_IMBALANCE, w, c);
+      double rest = a - 2 * static_imbalance(w, c, arith, byte);
       return rest > 0 ? rest : 0;
     }
     default: return 0;
