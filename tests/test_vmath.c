@@ -585,6 +585,97 @@ static double urand(void) {
   return (double)(g_rng >> 11) * 0x1p-53;
 }
 
+/* The fma variant on AVX-512 hosts computes sin and cos in fp32 lanes for |x| ≤ 2^19 and runs the
+ * fp64 code for a vector that has any other lane (larger |x|, ±inf, NaN), taking its value in
+ * those lanes only. Checked on vectors that mix both kinds, every variant and W, sin, cos and
+ * sincos: (a) each lane has the bits W = 1 gives it (a lane does not depend on its neighbours);
+ * (b) the large lanes have the bits of the fp64 code (the fma variant built without AVX-512, whose
+ * sin and cos are fp64 only), and so do the small lanes near the limit's other side: |x| just
+ * above 2^19 takes fp64, just below fp32 (both within the sweep bounds). */
+static void test_sincos_mixed_lanes(void **state) {
+  (void)state;
+  pts p = {0};
+  const float big[] = {0x1.000002p+19f, 6e5f, 1e6f, 5.2e7f, 1e9f, FLT_MAX, INFINITY, NAN};
+  const float small[] = {0x1p+19f, 0x1.fffffep+18f, 3.0f, 1e4f, 0.5f, 1e-3f, 0.0f, -0.0f};
+  for (int i = 0; i < 4096; i++) { /* xorshift picks per lane: big (1/8) or small */
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    unsigned k = (unsigned)(g_rng >> 40);
+    float sg = (k & 1) ? -1.0f : 1.0f;
+    float x = (k & 0xe) == 0 ? big[(k >> 4) & 7] : small[(k >> 4) & 7] * (1.0f + (float)(k >> 8 & 255) * 0x1p-12f);
+    push(&p, (k & 0xe) == 0 || x != 0.0f ? sg * x : x, 0);
+  }
+  const size_t n = p.n;
+  float *ref[3], *got[3];
+  for (int f = 0; f < 3; f++) {
+    ref[f] = malloc(n * sizeof(float));
+    got[f] = malloc(n * sizeof(float));
+    assert_non_null(ref[f]);
+    assert_non_null(got[f]);
+  }
+  for (int v = 0; v < g_nvar; v++) {
+    const kset *k1 = &g_vsets[v][0];
+    assert_int_equal(k1->W, 1);
+    k1->k[XIR__VM_SIN](p.x, p.y, ref[0], (int64_t)n);
+    k1->k[XIR__VM_COS](p.x, p.y, ref[1], (int64_t)n);
+    for (int k = 0; k < g_vn[v]; k++) {
+      const kset *ks = &g_vsets[v][k];
+      int64_t nv = (int64_t)(n / ks->W);
+      ks->k[XIR__VM_SIN](p.x, p.y, got[0], nv);
+      ks->k[XIR__VM_COS](p.x, p.y, got[1], nv);
+      ks->sincos(p.x, got[2], ref[2], nv);
+      for (size_t i = 0; i < n; i++)
+        if (f2u(got[0][i]) != f2u(ref[0][i]) || f2u(got[1][i]) != f2u(ref[1][i]) ||
+            f2u(got[2][i]) != f2u(ref[0][i]) || f2u(ref[2][i]) != f2u(ref[1][i]))
+          fail_msg("%s W=%u x=%a: sin %a cos %a sincos %a %a, W=1 gives %a %a", g_vname[v],
+                   ks->W, p.x[i], got[0][i], got[1][i], got[2][i], ref[2][i], ref[0][i], ref[1][i]);
+    }
+  }
+  /* (b): the fma variant without AVX-512 instructions (fp64 sin and cos only) */
+  size_t big_lanes = 0;
+  if (g_nvar == 2 && xir__vm_host_has_avx512() && !getenv("XIR_VMATH_NO_X512")) {
+    xir_diag d = {0};
+    xir__jit_module m;
+    assert_int_equal(xir__jit_module_create(g_jit, "vmath_fp64", &m, &d), XIR_OK);
+    xir__vm *vm;
+    assert_int_equal(xir__vm_create(m.mod, NULL, &vm, &d), XIR_OK);
+    xir__vm_set_fma(vm, 1);
+    if (xir__vm_build_map_kernel(vm, "k64_sin", XIR__VM_SIN, 16, &d)) fail_msg("%s", d.msg);
+    if (xir__vm_build_map_kernel(vm, "k64_cos", XIR__VM_COS, 16, &d)) fail_msg("%s", d.msg);
+    xir__vm_destroy(vm);
+    const xir__jit_artifact *a;
+    if (xir__jit_add(g_jit, &m, "k64_sin", NULL, &a, NULL, &d)) fail_msg("%s", d.msg);
+    assert_null(strstr(a->ir_text, "vpermi2var")); /* no table: the fp64 code */
+    void *ps, *pc;
+    if (xir__jit_lookup(g_jit, a, "k64_sin", &ps, &d) || xir__jit_lookup(g_jit, a, "k64_cos", &pc, &d))
+      fail_msg("%s", d.msg);
+    ((kern_fn)ps)(p.x, p.y, got[0], (int64_t)(n / 16));
+    ((kern_fn)pc)(p.x, p.y, got[1], (int64_t)(n / 16));
+    use_variant(1);
+    const kset *k16 = &g_sets[g_nsets - 1];
+    k16->k[XIR__VM_SIN](p.x, p.y, ref[0], (int64_t)(n / k16->W));
+    k16->k[XIR__VM_COS](p.x, p.y, ref[1], (int64_t)(n / k16->W));
+    use_variant(0);
+    for (size_t i = 0; i < n; i++) {
+      if (!(fabsf(p.x[i]) > 0x1p+19f)) continue; /* also NaN */
+      big_lanes++;
+      if (f2u(got[0][i]) != f2u(ref[0][i]) || f2u(got[1][i]) != f2u(ref[1][i]))
+        fail_msg("x=%a: sin %a cos %a, the fp64 code gives %a %a", p.x[i], ref[0][i], ref[1][i],
+                 got[0][i], got[1][i]);
+    }
+    assert_true(big_lanes > 300);
+  }
+  if (report()) printf("  sin/cos mixed lanes: %zu points, %zu compared with the fp64 code\n", n, big_lanes);
+  for (int f = 0; f < 3; f++) {
+    free(ref[f]);
+    free(got[f]);
+  }
+  free(p.x);
+  free(p.y);
+}
+
+
 static void test_pow_accuracy(void **state) {
   (void)state;
   pts p = {0};
@@ -856,7 +947,7 @@ int main(void) {
       cmocka_unit_test(test_exp_accuracy),     cmocka_unit_test(test_log_accuracy),
       cmocka_unit_test(test_tanh_accuracy),    cmocka_unit_test(test_erf_accuracy),
       cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sigmoid16_accuracy), cmocka_unit_test(test_sin_cos_accuracy),
-      cmocka_unit_test(test_sincos_bits),
+      cmocka_unit_test(test_sincos_bits),      cmocka_unit_test(test_sincos_mixed_lanes),
       cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_pow_uniform_base),
       cmocka_unit_test(test_sqrt_rsqrt_exact),
       cmocka_unit_test(test_api_errors_and_emit_once),

@@ -35,7 +35,7 @@ struct xir__vm {
   int avx512; /* xir__vm_set_avx512: AVX-512F + VL instructions (vscalefps) where they pay */
   LLVMValueRef fns[4][XIR__VM_COUNT][NWIDTH]; /* [fma + 2·avx512] */
   LLVMValueRef powlog[2], powu[2][NWIDTH];      /* xir__vm_pow_uniform_base's two halves */
-  LLVMValueRef sincos[2][NWIDTH];               /* xir__vm_sincos, [fma] */
+  LLVMValueRef sincos[4][NWIDTH];               /* xir__vm_sincos, [fma + 2·avx512] */
 };
 
 static const struct {
@@ -546,10 +546,11 @@ static LLVMValueRef body_erf(em *e, LLVMValueRef x) {
  * sin r (to r^11) / cos r (to r^10) on |r| ≤ π/4 in fp64, quadrant from q mod 4, one rounding to
  * fp32 at the end. Clamped to [−1, 1] so that huge arguments still give bounded values. The FMA
  * variant fuses the reduction and Horner steps (about a third fewer fp64 operations).
- * Why not fp32 lanes on the FMA path: an fp32 Cody–Waite reduction (exact x − q·fp32(π/2) by
- * fma, the rest as a double-float) with compensated fp32 polynomials reached 0.513 ulp, but it
- * needs ~110 zmm instructions against ~70 here and measured 0.73 ns/element against 0.45 at
- * W = 16 on Zen 4; an fp32 version without the compensations is cheaper but above 0.6 ulp. */
+ * The fma variant on AVX-512 hosts uses this code only for |x| > 2^19, ±inf and NaN (sc32_fallback
+ * below); an fp32 version by polynomials alone (π/2 steps, compensated fp32 Taylor polynomials)
+ * had reached 0.513 ulp at ~110 zmm instructions, slower than this; the fp32 code below reduces by
+ * π/16 and reads sin and cos of q·π/16 from a table, so its polynomials are short and their
+ * errors small against the result. */
 static const double kSinS[] = {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6};
 static const double kCosC[] = {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5};
 
@@ -599,7 +600,7 @@ static LLVMValueRef sc_finish(em *e, LLVMValueRef x, LLVMValueRef res, LLVMValue
   return res;
 }
 
-static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
+static LLVMValueRef sincos64(em *e, LLVMValueRef x, int is_cos) {
   LLVMValueRef r, z, qi;
   sc_reduce(e, x, &r, &z, &qi);
   if (is_cos) qi = iadd(e, qi, ki(e, 1));
@@ -622,7 +623,7 @@ static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
 /* sin and cos of one argument (xir__vm_sincos): one reduction, both polynomials (each lane needs
  * both: sin's quadrant picks one, cos's the other) and no coefficient selects; each result has
  * the bits of sincos_common's. */
-static void sincos_pair(em *e, LLVMValueRef x, LLVMValueRef *s_out, LLVMValueRef *c_out) {
+static void sincos64_pair(em *e, LLVMValueRef x, LLVMValueRef *s_out, LLVMValueRef *c_out) {
   LLVMValueRef r, z, qi;
   sc_reduce(e, x, &r, &z, &qi);
   LLVMValueRef sp = sc_poly(e, r, z, 0), cp = sc_poly(e, r, z, 1);
@@ -630,6 +631,160 @@ static void sincos_pair(em *e, LLVMValueRef x, LLVMValueRef *s_out, LLVMValueRef
   LLVMValueRef qc = iadd(e, qi, ki(e, 1));
   *s_out = sc_finish(e, x, sel(e, odd, cp, sp), qi, 0);
   *c_out = sc_finish(e, x, sel(e, odd, sp, cp), qc, 1);
+}
+
+/* ---- sin and cos in fp32 lanes (fma variant on AVX-512 hosts, |x| ≤ 2^19) ----
+ * x = q·π/16 + r with q = round(x·fp32(16/π)) (magic-number addition) and |r| ≤ 0.518·π/16 (the
+ * constant is 6.5e−9 relative off: up to 0.018 of q at |x| = 2^19), then
+ * sin x = sin(a)·cos r + cos(a)·sin r with a = q·π/16: sin a and cos a = sin(a + π/2) come from one
+ * 32-entry table of sin(jπ/16) (j = q mod 32) held as hi + lo (fp32 each, hi + lo within 2^-48
+ * relative), read by vpermi2ps (lookup32). cos x = sin(x + π/2) reads the table at j + 8 and
+ * j + 16 (= −sin a, the table is antisymmetric bit for bit).
+ * The reduction, with π/16 = A1 + A2 + A3 (fp32 parts; the rest is 1.3e−24):
+ *   r1 = fma(−q, A1, x) is exact: q·A1 and x are multiples of 2^−26 (|x| ≥ 1/8; smaller x have
+ *   q ∈ {0, ±1} and are multiples of 2^−27) and |r1| ≤ π/32 + |q|·|π/16 − A1| < 1/8 as long as
+ *   |q| < 3.6e6, so r1 fits in 24 bits. |x| ≤ 2^19 gives |q| ≤ 2.67e6 (and |q| < 2^22 for
+ *   the magic-number rounding); beyond that the fp64 code below runs.
+ *   P + pl = q·A2 exactly (fma), rh = r1 − P with its error by Fast2Sum (r1 is a multiple of 2^−26
+ *   and |P| < 2^−5, so r1 is a multiple of ulp(P): exact), rl = err − pl − q·A3.
+ *   rh + rl is within 2^−31 relative of x − q·π/16 for every fp32 |x| ≤ 2^19 (checked against a
+ *   binary128 reduction, every 5th pattern) — also at the fp32 values nearest multiples of π.
+ * The result is S + C·rh + [S·(cos r − 1) + C·(sin r − r + rl) + C_lo·rh + S_lo]
+ * (S, C = sin a, cos a): S + C·rh is kept exactly as s1 + e1 + pl (TwoProduct by fma, Fast2Sum:
+ * |S| ≥ 0.195 > |C·rh| unless S = 0), the bracket is below 0.0053·|S| + 0.0018·|r| and carries
+ * only its own fp32 rounding errors, and the final s1 + tail rounds once. cos r − 1 to z³ and
+ * sin r − r to r⁵ (Taylor; the next terms are below 2^−29 of the result). No clamp: the result is
+ * within 0.531 ulp of sin x or cos x (exhaustive), and the float above 1 is 2 ulp away. */
+static const float kSinTabHi[16] = {
+    0.0f,          0x1.8f8b84p-3f, 0x1.87de2ap-2f, 0x1.1c73b4p-1f, 0x1.6a09e6p-1f, 0x1.a9b662p-1f,
+    0x1.d906bcp-1f, 0x1.f6297cp-1f, 0x1.0p+0f,      0x1.f6297cp-1f, 0x1.d906bcp-1f, 0x1.a9b662p-1f,
+    0x1.6a09e6p-1f, 0x1.1c73b4p-1f, 0x1.87de2ap-2f, 0x1.8f8b84p-3f};
+static const float kSinTabLo[16] = {
+    0.0f,           -0x1.cb2cfap-30f, 0x1.abaa58p-28f, -0x1.9465cep-27f, 0x1.9fcef4p-27f,
+    0x1.21d434p-26f, 0x1.e651a8p-26f, 0x1.feeb96p-26f, 0.0f,             0x1.feeb96p-26f,
+    0x1.e651a8p-26f, 0x1.21d434p-26f, 0x1.9fcef4p-27f, -0x1.9465cep-27f, 0x1.abaa58p-28f,
+    -0x1.cb2cfap-30f};
+#define SC32_LIMIT 524288.0f /* 2^19: the fp32 reduction is exact below (see above) */
+
+static int sc_fp32(const em *e) { return e->fma && e->x512; }
+
+/* sin(jπ/16) hi or lo at j = idx mod 32 (i32 lanes: vpermi2ps reads only the low 5 bits of
+ * each index, so no mask). */
+static LLVMValueRef sc32_tab(em *e, int lo, LLVMValueRef idx) {
+  float tab[32];
+  const float *h = lo ? kSinTabLo : kSinTabHi;
+  for (int i = 0; i < 16; i++) {
+    tab[i] = h[i];
+    tab[16 + i] = -h[i]; /* sin(a + π) = −sin a, bit for bit (also −0) */
+  }
+  return lookup32(e, tab, idx);
+}
+
+typedef struct sc32 {
+  LLVMValueRef rh, rl, z, cm1, sm, j; /* r = rh + rl, z = rh², cos r − 1, sin r − r − rl, q */
+} sc32;
+
+static void sc32_reduce(em *e, LLVMValueRef x, sc32 *o) {
+  LLVMValueRef M = kf(e, 12582912.0f); /* 1.5·2^23 */
+  LLVMValueRef t = fma_exact(e, x, kf(e, 0x1.45f306p+2f), M); /* x·16/π + M */
+  LLVMValueRef q = sub(e, t, M), nq = neg(e, q);
+  o->j = f2i(e, t); /* q mod 2^22 in the low bits */
+  LLVMValueRef r1 = fma_exact(e, nq, kf(e, 0x1.921fb6p-3f), x);
+  LLVMValueRef A2 = kf(e, -0x1.777a5cp-28f);
+  LLVMValueRef P = mul(e, q, A2);
+  LLVMValueRef pl = fma_exact(e, q, A2, neg(e, P));
+  LLVMValueRef rh = sub(e, r1, P);
+  LLVMValueRef err = sub(e, neg(e, P), sub(e, rh, r1));
+  o->rl = fma_exact(e, nq, kf(e, -0x1.ee59dap-53f), sub(e, err, pl));
+  o->rh = rh;
+  LLVMValueRef z = mul(e, rh, rh);
+  o->z = z;
+  o->cm1 = mul(e, z, fma_exact(e, z, fma_exact(e, z, kf(e, -1.0f / 720), kf(e, 1.0f / 24)),
+                               kf(e, -0.5f)));
+  o->sm = mul(e, mul(e, rh, z), fma_exact(e, z, kf(e, 1.0f / 120), kf(e, -1.0f / 6)));
+}
+
+/* S·cos r + C·sin r for the table values S = Sh + Sl, C = Ch + Cl (see above). */
+static LLVMValueRef sc32_combine(em *e, const sc32 *o, LLVMValueRef Sh, LLVMValueRef Sl,
+                                 LLVMValueRef Ch, LLVMValueRef Cl) {
+  LLVMValueRef p = mul(e, Ch, o->rh);
+  LLVMValueRef pl = fma_exact(e, Ch, o->rh, neg(e, p));
+  LLVMValueRef s1 = add(e, Sh, p);
+  LLVMValueRef e1 = add(e, sub(e, Sh, s1), p);
+  LLVMValueRef tail = fma_exact(e, Ch, add(e, o->rl, o->sm), add(e, add(e, e1, pl), Sl));
+  tail = fma_exact(e, Cl, o->rh, tail);
+  tail = fma_exact(e, Sh, o->cm1, tail);
+  return add(e, s1, tail);
+}
+
+/* The lanes that need the fp64 code (|x| > 2^19, ±inf, NaN): if there is any, the vector also
+ * runs the fp64 code (one branch per vector) and those lanes take its value, so a lane's result
+ * depends on its own x only (the same bits at every W and task grain). v[0] (sin) and v[1] (cos;
+ * which = 0 sin only, 1 cos only, 2 both) are the fp32 values on entry and the results on return. */
+static void sc32_fallback(em *e, LLVMValueRef x, int which, LLVMValueRef v[2]) {
+  LLVMValueRef big = fcmp(e, LLVMRealUGT, fabs32(e, x), kf(e, SC32_LIMIT));
+  LLVMValueRef any = big;
+  if (e->W > 1) {
+    LLVMTypeRef iw = LLVMIntTypeInContext(e->C, e->W);
+    any = icmp(e, LLVMIntNE, LLVMBuildBitCast(e->b, big, iw, ""), LLVMConstInt(iw, 0, 0));
+  }
+  LLVMBasicBlockRef entry = LLVMGetInsertBlock(e->b);
+  LLVMValueRef fn = LLVMGetBasicBlockParent(entry);
+  LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(e->C, fn, "sc.fp64");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->C, fn, "sc.done");
+  LLVMBuildCondBr(e->b, any, slow, done);
+  LLVMPositionBuilderAtEnd(e->b, slow);
+  LLVMValueRef w[2] = {NULL, NULL};
+  if (which == 2) sincos64_pair(e, x, &w[0], &w[1]);
+  else w[which] = sincos64(e, x, which);
+  for (int k = 0; k < 2; k++)
+    if (w[k]) w[k] = sel(e, big, w[k], v[k]);
+  LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, done);
+  LLVMPositionBuilderAtEnd(e->b, done);
+  for (int k = 0; k < 2; k++) {
+    if (!w[k]) continue;
+    LLVMValueRef phi = LLVMBuildPhi(e->b, e->vf, "");
+    LLVMValueRef vals[2] = {v[k], w[k]};
+    LLVMBasicBlockRef bbs[2] = {entry, slow_end};
+    LLVMAddIncoming(phi, vals, bbs, 2);
+    v[k] = phi;
+  }
+}
+
+static LLVMValueRef sincos_common(em *e, LLVMValueRef x, int is_cos) {
+  if (!sc_fp32(e)) return sincos64(e, x, is_cos);
+  sc32 o;
+  sc32_reduce(e, x, &o);
+  LLVMValueRef js = is_cos ? iadd(e, o.j, ki(e, 8)) : o.j;
+  LLVMValueRef jc = iadd(e, js, ki(e, 8));
+  LLVMValueRef v[2] = {NULL, NULL};
+  v[is_cos] = sc32_combine(e, &o, sc32_tab(e, 0, js), sc32_tab(e, 1, js), sc32_tab(e, 0, jc),
+                           sc32_tab(e, 1, jc));
+  if (!is_cos) v[0] = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, v[0]); /* sin(±0) = ±0 */
+  sc32_fallback(e, x, is_cos, v);
+  return v[is_cos];
+}
+
+/* sin and cos of one argument: one reduction and one set of table reads (sin a, cos a); cos x
+ * combines (cos a, −sin a), which are the values cos's own reads at j + 8 and j + 16 give, so
+ * each result has the bits of sincos_common's. */
+static void sincos_pair(em *e, LLVMValueRef x, LLVMValueRef *s_out, LLVMValueRef *c_out) {
+  if (!sc_fp32(e)) {
+    sincos64_pair(e, x, s_out, c_out);
+    return;
+  }
+  sc32 o;
+  sc32_reduce(e, x, &o);
+  LLVMValueRef j8 = iadd(e, o.j, ki(e, 8));
+  LLVMValueRef Sh = sc32_tab(e, 0, o.j), Sl = sc32_tab(e, 1, o.j);
+  LLVMValueRef Ch = sc32_tab(e, 0, j8), Cl = sc32_tab(e, 1, j8);
+  LLVMValueRef s32 = sc32_combine(e, &o, Sh, Sl, Ch, Cl);
+  s32 = sel(e, fcmp(e, LLVMRealOEQ, x, kf(e, 0.0f)), x, s32);
+  LLVMValueRef v[2] = {s32, sc32_combine(e, &o, Ch, Cl, neg(e, Sh), neg(e, Sl))};
+  sc32_fallback(e, x, 2, v);
+  *s_out = v[0];
+  *c_out = v[1];
 }
 static LLVMValueRef body_sin(em *e, LLVMValueRef x) { return sincos_common(e, x, 0); }
 static LLVMValueRef body_cos(em *e, LLVMValueRef x) { return sincos_common(e, x, 1); }
@@ -897,11 +1052,12 @@ static LLVMValueRef call_pow_uniform(xir__vm *vm, LLVMBuilderRef b, LLVMValueRef
 
 /* xir.vsincos[.fma].<type>(x) -> {sin, cos} (sincos_pair). */
 static LLVMValueRef get_sincos(xir__vm *vm, unsigned W) {
-  int wi = width_index(W), fz = vm->fma ? 1 : 0;
+  int wi = width_index(W), fz = (vm->fma ? 1 : 0) + (vm->avx512 ? 2 : 0);
   if (wi < 0) return NULL;
   if (vm->sincos[fz][wi]) return vm->sincos[fz][wi];
   char name[64];
-  const char *tag = fz ? ".fma" : "";
+  static const char *const tags[4] = {"", ".fma", ".x512", ".fma.x512"};
+  const char *tag = tags[fz];
   if (W == 1) snprintf(name, sizeof name, "xir.vsincos%s.f32", tag);
   else snprintf(name, sizeof name, "xir.vsincos%s.v%uf32", tag, W);
   LLVMTypeRef vf = lanes(LLVMFloatTypeInContext(vm->ctx), W);

@@ -78,8 +78,11 @@ int xir__vm_fma(const xir__vm *vm);
 /* Allows AVX-512F + AVX-512VL instructions in the functions emitted from then on (off after
  * xir__vm_create): at W = 4, 8 and 16, exp (and sigmoid, tanh through it) applies 2^n with one
  * vscalefps instead of integer exponent arithmetic. The bits are the same either way (checked
- * over every fp32 input); the functions are named `xir.v<name>[.fma].x512.<type>`. Only turn it
- * on when the code's target has both features (the lowering asks the JIT's target). */
+ * over every fp32 input); the functions are named `xir.v<name>[.fma].x512.<type>`. With FMA on
+ * as well, tanh and sigmoid use vpermi2ps tables / vrcp14ps, and sin, cos and sincos run in fp32
+ * lanes (a 32-entry table by vpermi2ps) for |x| ≤ 2^19, the fp64 code for the other lanes (one
+ * branch per vector); these change bits within the documented bounds (docs/vmath.md). Only turn
+ * it on when the code's target has both features (the lowering asks the JIT's target). */
 void xir__vm_set_avx512(xir__vm *vm, int on);
 /* 1 when the host CPU has AVX-512F and AVX-512VL (LLVM's host feature list; x86 only), else 0. */
 int xir__vm_host_has_avx512(void);
@@ -129,9 +132,10 @@ xir_status xir__vm_build_pow_uniform_kernel(xir__vm *vm, const char *name, unsig
                                             xir_diag *d);
 
 /* sin and cos of one argument x (float or <W x float>): one range reduction, both polynomials,
- * no per-lane coefficient selects (`xir.vsincos[.fma].<type>`, returning both). Each result is
+ * no per-lane coefficient selects (`xir.vsincos[.fma][.x512].<type>`, returning both). Each result is
  * bit-identical to xir__vm_call(vm, XIR__VM_SIN / XIR__VM_COS, x) (tests/test_vmath.c checks
- * it). Emitted at the builder's position; honours xir__vm_set_fma. Errors: XIR_ERR_INVALID_ARG.
+ * it). Emitted at the builder's position; honours xir__vm_set_fma and xir__vm_set_avx512.
+ * Errors: XIR_ERR_INVALID_ARG.
  * xir__vm_sincos returns sin and sets *cos_out (may be NULL), or returns NULL. */
 xir_status xir__vm_emit_sincos(xir__vm *vm, LLVMValueRef x, LLVMValueRef *sin_out,
                                LLVMValueRef *cos_out, xir_diag *d);
