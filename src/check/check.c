@@ -3,6 +3,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ir/program.h"
@@ -57,6 +58,13 @@ static void fill_u32(float *p, size_t n, uint32_t bits) {
   for (size_t i = 0; i < n; i++) memcpy(&p[i], &bits, 4);
 }
 
+/* n bytes at a 64-byte boundary inside a new allocation (*raw, for xir__free). */
+static void *alloc64(size_t n, void **raw) {
+  *raw = xir__malloc(n + 64);
+  if (!*raw) return NULL;
+  return (void *)(((uintptr_t)*raw + 63) & ~(uintptr_t)63);
+}
+
 xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *shape,
                           uint64_t seed, xir_diag *d) {
   memset(c, 0, sizeof *c);
@@ -90,14 +98,14 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
     size_t n = xir_param_numel(p, i, shape);
     c->numel[i] = n;
     if (q->is_output && is_half(q->elem)) {
-      c->hguard[i] = xir__malloc((n + 2 * XIR_CASE_GUARD) * sizeof(uint16_t));
+      c->hguard[i] = alloc64((n + 2 * XIR_CASE_GUARD) * sizeof(uint16_t), &c->graw[i]);
       c->ref[i] = xir__malloc(n * sizeof(double));
       if (!c->hguard[i] || !c->ref[i]) goto oom;
       c->hdata[i] = c->hguard[i] + XIR_CASE_GUARD;
       c->args[i].out = c->hdata[i];
       c->args[i].out64 = c->ref[i];
     } else if (q->is_output) {
-      c->guard[i] = xir__malloc((n + 2 * XIR_CASE_GUARD) * sizeof(float));
+      c->guard[i] = alloc64((n + 2 * XIR_CASE_GUARD) * sizeof(float), &c->graw[i]);
       c->ref[i] = xir__malloc(n * sizeof(double));
       if (!c->guard[i] || !c->ref[i]) goto oom;
       c->data[i] = c->guard[i] + XIR_CASE_GUARD;
@@ -388,11 +396,10 @@ void xir__case_input_fingerprint(const xir_case *c, char hex[65]) {
 void xir__case_free(xir_case *c) {
   if (!c->p) return;
   for (int i = 0; i < c->p->nparams; i++) {
-    if (c->guard[i]) xir__free(c->guard[i]);
-    else xir__free(c->data[i]);
+    if (!c->guard[i]) xir__free(c->data[i]);
     xir__free(c->sview[i]);
-    if (c->hguard[i]) xir__free(c->hguard[i]);
-    else xir__free(c->hdata[i]);
+    if (!c->hguard[i]) xir__free(c->hdata[i]);
+    xir__free(c->graw[i]);
     xir__free(c->idata[i]);
     xir__free(c->ref[i]);
   }

@@ -25,7 +25,9 @@ typedef struct xir_case {
    * and data[i] is NULL — xir__case_compare and xir__case_output_f32 decode it. */
   uint16_t *hdata[XIR_MAX_PARAMS];
   uint16_t *hguard[XIR_MAX_PARAMS];
-  float *guard[XIR_MAX_PARAMS];  /* outputs: the allocation (data - XIR_CASE_GUARD) */
+  float *guard[XIR_MAX_PARAMS];  /* outputs: data - XIR_CASE_GUARD, 64-byte aligned (as a
+                                  * framework's tensors are: streaming stores need it) */
+  void *graw[XIR_MAX_PARAMS];    /* outputs: the allocation guard or hguard lies in */
   double *ref[XIR_MAX_PARAMS];   /* outputs: the oracle's values (after xir__case_oracle) */
   double scalar[XIR_MAX_PARAMS]; /* scalar arguments */
   int scalar_set[XIR_MAX_PARAMS];

@@ -282,6 +282,16 @@ int64_t xir__prefix_mask_end(const xir__prefix_mask *m, const int64_t *root, con
  * NULL) receives the mask. Returns -2 when out of memory. */
 int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *m);
 
+/* Next-row prefetch (prefetch.c; lower.c emits it for ℓ ≥ W, one root program per unit). When
+ * the body has at least two consumer loops over the inner axis X (reductions to a scalar of a
+ * 1-D tile over X, stores of a 1-D slice over X), marks in pf[] (one byte per node) the loads
+ * that read one contiguous row along X whose place moves with root axis `fast` (the fastest axis
+ * of the candidate's perm): the last index is the slice over X, one index is root(fast), the
+ * others are root indices or root-invariant values (one load per buffer and index list). Returns
+ * the last consumer loop over X (the lowering prefetches those loads' rows for the next root
+ * program there), -1 when nothing is marked, -2 when out of memory. */
+int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf);
+
 /* Typing rules of the op table. */
 enum {
   XIR_TY_LEAF, XIR_TY_IOTA, XIR_TY_LOAD, XIR_TY_STORE, XIR_TY_REDUCE, XIR_TY_TOF32,

@@ -130,6 +130,16 @@ typedef struct lw {
                                   operand (no comparison, no select) */
   int mask_live;               /* in that loop */
   const val *fill_val;         /* when set: store_body stores it instead of evaluating the value */
+  /* Next-row prefetch (xir__next_row_loads): the loads whose row the next root program reads,
+   * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
+  uint8_t *pf;
+  int pf_at;
+  /* Streaming stores (ℓ ≥ W): per output buffer, whether this launch writes it with
+   * non-temporal stores (the launch's flag and the buffer's alignment, tested at the entry);
+   * nt: inside the streaming copy of a store loop */
+  LLVMValueRef stream_flag, nt_ok[XIR_MAX_PARAMS];
+  int nt, any_nt;
+  uint8_t *mat_save;
 } lw;
 
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
@@ -1114,10 +1124,13 @@ static void tile_loops(lw *L, const xir_type *t, int depth, body_fn body, int id
   L->nest_dim = -1;
 }
 
+static void next_row_prefetch(lw *L);
+
 static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int id, void *ud) {
   if (depth == t->rank) {
     L->gen++;
     body(L, id, ud);
+    if (id == L->pf_at && L->nest_dim == L->c->inner_dim) next_row_prefetch(L);
     return;
   }
   int dim = t->axes[depth];
@@ -1192,6 +1205,39 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
   }
 }
 
+/* In a chunk of the last consumer loop over X: prefetch the same chunk of the rows that the next
+ * root program's loads read (xir__next_row_loads) — the row one step further along the fastest
+ * root axis, base + offset + its stride — one prefetch per 64 bytes. At the last root program (or
+ * where that axis wraps) the address is one nobody reads: a prefetch never faults and changes no
+ * value, so outputs, and the code for every grain, stay the same. */
+static void next_row_prefetch(lw *L) {
+  const xir_program *p = L->p;
+  int fast = L->c->perm[p->nroot - 1];
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    if (!L->pf[i]) continue;
+    const xir_node *n = &p->nodes[i];
+    val off = access_offset(L, n, n->nargs);
+    if (!off.aff || off.s != 1) continue;
+    LLVMValueRef o = off.u;
+    for (int kd = 0; kd < n->nargs - 1; kd++) {
+      const xir_node *ix = &p->nodes[n->args[kd]];
+      if (ix->op != XIR_OP_ROOT || ix->ref != fast) continue;
+      o = LLVMBuildAdd(L->b, o, L->use_cstride ? L->cstride[n->ref][kd] : L->bstride[n->ref][kd], "");
+    }
+    int elem = p->params[n->ref].elem;
+    LLVMTypeRef t = mem_type(L, elem);
+    unsigned bytes = L->W * (unsigned)xir_elem_size((xir_elem)elem);
+    for (unsigned q = 0; q < L->k; q++) {
+      if (q > 0 && (q * bytes) % 64 != 0) continue;
+      LLVMValueRef oq = LLVMBuildAdd(L->b, o, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef args[4] = {LLVMBuildGEP2(L->b, t, L->buf[n->ref], &oq, 1, ""),
+                              LLVMConstInt(L->i32, 0, 0), LLVMConstInt(L->i32, 3, 0),
+                              LLVMConstInt(L->i32, 1, 0)};
+      intrinsic(L, "llvm.prefetch", &L->ptr, 1, args, 4);
+    }
+  }
+}
+
 /* The lanes that hold a real element at this point: root program exists, inner element exists,
  * and (no_inner) only lane j = 0 of a root program when the point does not involve X. NULL = all. */
 static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
@@ -1218,6 +1264,17 @@ static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
 }
 
 
+/* A full vector store of the streaming copy: non-temporal (vmovntps), aligned to its size (the
+ * entry checked the buffer's base and strides; chunks start at multiples of ℓ ≥ W). */
+static void stream_store(lw *L, LLVMValueRef s, unsigned bytes) {
+  LLVMValueRef one = LLVMConstInt(L->i32, 1, 0);
+  LLVMMetadataRef md = LLVMValueAsMetadata(one);
+  unsigned kind = LLVMGetMDKindIDInContext(L->ctx, "nontemporal", 11);
+  LLVMSetMetadata(s, kind, LLVMMetadataAsValue(L->ctx, LLVMMDNodeInContext2(L->ctx, &md, 1)));
+  LLVMSetAlignment(s, bytes);
+  L->any_nt = 1;
+}
+
 static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *tile = ud;
@@ -1238,6 +1295,7 @@ static void store_body(lw *L, int id, void *ud) {
       if (!m[q]) {
         LLVMValueRef s = LLVMBuildStore(L->b, x, ptr);
         LLVMSetAlignment(s, (unsigned)xir_elem_size((xir_elem)elem));
+        if (L->nt && !L->tail) stream_store(L, s, L->W * (unsigned)xir_elem_size((xir_elem)elem));
       } else {
         LLVMTypeRef tys[2] = {evt, L->ptr};
         LLVMValueRef args[4] = {x, ptr, align, m[q]};
@@ -1445,7 +1503,35 @@ static void emit_reduce(lw *L, int id) {
   L->top_ok[id] = 1;
 }
 
+static void emit_store_loops(lw *L, int id);
+
+/* A store whose buffer may be streamed (ℓ ≥ W, nt_ok) is emitted twice, behind a branch on
+ * nt_ok: the streaming copy with non-temporal full-vector stores, the other with regular ones.
+ * Both compute the same values (the materialized tiles start in the same state). */
 static void emit_store(lw *L, int id) {
+  const xir_node *n = &L->p->nodes[id];
+  if (!L->nt_ok[n->ref] || !L->mat_save) {
+    emit_store_loops(L, id);
+    return;
+  }
+  LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
+  LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
+  LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
+  memcpy(L->mat_save, L->mat_state, (size_t)L->p->nnodes);
+  LLVMPositionBuilderAtEnd(L->b, ntb);
+  L->nt = 1;
+  emit_store_loops(L, id);
+  L->nt = 0;
+  LLVMBuildBr(L->b, done);
+  memcpy(L->mat_state, L->mat_save, (size_t)L->p->nnodes);
+  LLVMPositionBuilderAtEnd(L->b, cb);
+  emit_store_loops(L, id);
+  LLVMBuildBr(L->b, done);
+  LLVMPositionBuilderAtEnd(L->b, done);
+}
+
+static void emit_store_loops(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
   xir_type tile = {.elem = XIR_F32};
   for (int kd = 0; kd < n->nargs - 1; kd++)
@@ -1801,6 +1887,33 @@ static void load_dims(lw *L, LLVMValueRef args) {
   L->contig_flag = LLVMBuildICmp(L->b, LLVMIntNE,
                                  LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_CONTIGUOUS), ""),
                                  ci64(L, 0), "contiguous");
+  L->stream_flag = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_STREAM), ""),
+                                 ci64(L, 0), "streamflag");
+}
+
+/* Streaming stores (stream.c, docs/lowering.md): with ℓ ≥ W, an output is written with
+ * non-temporal stores when the launch asks for it (XIR__ARGS_STREAM) and its base and strides
+ * keep every full vector aligned to its size; nt_ok[i] is that test, once per call. */
+static void stream_tests(lw *L) {
+  const xir_program *p = L->p;
+  if (L->ell < L->W) return;
+  int any = 0;
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER || !q->is_output || q->rank < 1) continue;
+    int64_t es = (int64_t)xir_elem_size((xir_elem)q->elem), V = (int64_t)L->W * es;
+    if (V < 16 || q->elem == XIR_I64) continue;
+    LLVMValueRef bad = LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, L->buf[i], L->i64, ""), ci64(L, V - 1), "");
+    for (int kd = 0; kd + 1 < q->rank; kd++) {
+      LLVMValueRef sb = LLVMBuildMul(L->b, L->bstride[i][kd], ci64(L, es), "");
+      bad = LLVMBuildOr(L->b, bad, LLVMBuildAnd(L->b, sb, ci64(L, V - 1), ""), "");
+    }
+    L->nt_ok[i] = LLVMBuildAnd(L->b, L->stream_flag, LLVMBuildICmp(L->b, LLVMIntEQ, bad, ci64(L, 0), ""),
+                               "stream");
+    any = 1;
+  }
+  if (any && !(L->mat_save = xir__calloc((size_t)p->nnodes + 1, 1)))
+    L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
 }
 
 /* Emits one unit in a mode: full (all root programs exist), nowrap (and its innermost root
@@ -1955,6 +2068,14 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
+  L.pf_at = -1;
+  if (c->local >= c->W && c->inner_dim >= 0 && p->nroot > 0)
+    L.pf_at = (L.pf = xir__calloc(nn, 1)) == NULL ? -2
+              : xir__next_row_loads(p, c->inner_dim, c->perm[p->nroot - 1], L.pf);
+  if (L.pf_at == -2) {
+    st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
+    goto done;
+  }
   xir__hoisted_tiles(p, shape, L.hoist);
   xir__narrow_values(p, L.narrow);
   for (int i = 0; i < p->nnodes; i++) /* a launch-time axis is never hoisted (the bridge agrees) */
@@ -2013,6 +2134,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     else L.scal[i] = LLVMBuildLoad2(L.b, L.f32, slot, p->params[i].name);
   }
   load_dims(&L, args);
+  stream_tests(&L);
   emit_hoisted(&L);
   /* blocks */
   loop blk;
@@ -2100,6 +2222,17 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   LLVMPositionBuilderAtEnd(L.b, next);
   loop_end(&L, &un);
   loop_end(&L, &blk);
+  if (L.any_nt) {
+    /* non-temporal stores are weakly ordered: an sfence before the return, so that whoever
+     * learns of the call's end (the runtime's release/acquire) sees them */
+    LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "sfence");
+    LLVMBasicBlockRef rb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "ret");
+    LLVMBuildCondBr(L.b, L.stream_flag, fb, rb);
+    LLVMPositionBuilderAtEnd(L.b, fb);
+    intrinsic(&L, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
+    LLVMBuildBr(L.b, rb);
+    LLVMPositionBuilderAtEnd(L.b, rb);
+  }
   LLVMBuildRet(L.b, LLVMConstInt(L.i32, 0, 0));
   st = L.st;
   if (!st) alias_scopes(&L);
@@ -2122,5 +2255,7 @@ done:
   xir__free(L.pm_direct);
   xir__free(L.pm_buf);
   xir__free(L.skip);
+  xir__free(L.pf);
+  xir__free(L.mat_save);
   return st;
 }

@@ -5,20 +5,22 @@
 #include <llvm-c/Core.h>
 
 #include "lower/convert.h"
+#include "lower/stream.h"
 #include "xir_compile.h"
 
 /* The argument block of a kernel: 8-byte slots. Slots [0, nparams) are the parameters in
  * declaration order (a buffer's base pointer, an f32 scalar in the low 4 bytes, an i64 scalar);
  * then one i64 per launch-time dim (dims whose bit in fixed_dims is clear, in dim order); then,
  * for every buffer of rank ≥ 2, the strides (in elements) of its dims 0 … rank−2 (the innermost
- * stride is always 1); then one flags slot (bit 0: every buffer is contiguous row-major). */
+ * stride is always 1); then one flags slot (bit 0: every buffer is contiguous row-major; bit 1:
+ * write the outputs with non-temporal stores where they are aligned, xir__stream_launch). */
 typedef struct xir__arg_layout {
   int nslots;
   int dim_slot[XIR_MAX_DIMS];      /* -1 for a compile-time dim */
   int stride_slot[XIR_MAX_PARAMS]; /* the slot of stride 0 of a buffer of rank ≥ 2, else -1 */
   int flags_slot;
 } xir__arg_layout;
-enum { XIR__ARGS_CONTIGUOUS = 1 };
+enum { XIR__ARGS_CONTIGUOUS = 1 }; /* XIR__ARGS_STREAM = 2: lower/stream.h */
 
 void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l);
 

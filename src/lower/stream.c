@@ -1,0 +1,86 @@
+/* stream.c — whether a launch writes its outputs with non-temporal stores (docs/lowering.md,
+ * "Streaming stores").
+ *
+ * A regular store to a line that is not in the cache first reads the line (read for ownership),
+ * and the written lines then push the launch's inputs out of the cache. When the buffers of a
+ * launch take more than half of the last-level cache they do not stay there until the next
+ * launch anyway (the cache is shared with the other cores and, in a VM, other guests): writing
+ * the outputs with non-temporal stores then saves the read of every output line. Smaller
+ * launches keep regular stores, so that a consumer finds the output in the cache. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lower/stream.h"
+
+static _Atomic int64_t llc_cached = -1; /* -1: not asked yet */
+static _Atomic int stream_mode = -2;    /* -2: not read yet; -1 auto, 0 never, 1 always */
+
+/* The size of the highest-level data or unified cache of cpu0 as Linux reports it (the cache
+ * this core shares: 32 MiB for one CCX of an EPYC, where glibc's sysconf says 384 MiB, the whole
+ * socket's), or -1. */
+static int64_t sysfs_llc(void) {
+  int64_t best = -1;
+  int best_level = 0;
+  for (int i = 0; i < 8; i++) {
+    char path[96], buf[64];
+    int level = 0;
+    long long kb = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    if (fscanf(f, "%d", &level) != 1) level = 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if (!(f = fopen(path, "r"))) continue;
+    int data = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (!data || !(f = fopen(path, "r"))) continue;
+    char unit = 'K';
+    int got = fscanf(f, "%lld%c", &kb, &unit);
+    fclose(f);
+    if (got < 1 || kb <= 0 || level <= best_level) continue;
+    best_level = level;
+    best = unit == 'M' ? kb << 20 : unit == 'K' ? kb << 10 : kb;
+  }
+  return best;
+}
+
+int64_t xir__llc_bytes(void) {
+  int64_t v = atomic_load_explicit(&llc_cached, memory_order_relaxed);
+  if (v >= 0) return v;
+  long s = (long)sysfs_llc();
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  if (s <= 0) s = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (s <= 0) s = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  v = s > 0 ? (int64_t)s : 0;
+  atomic_store_explicit(&llc_cached, v, memory_order_relaxed);
+  return v;
+}
+
+void xir__stream_stores_set(int mode) {
+  atomic_store_explicit(&stream_mode, mode < -1 ? -1 : mode > 1 ? 1 : mode, memory_order_relaxed);
+}
+
+int xir__stream_stores_mode(void) {
+  int m = atomic_load_explicit(&stream_mode, memory_order_relaxed);
+  if (m != -2) return m;
+  const char *e = getenv("XIR_STREAM_STORES");
+  m = !e || !*e || !strcmp(e, "auto") ? -1 : !strcmp(e, "0") ? 0 : 1;
+  int expect = -2;
+  atomic_compare_exchange_strong(&stream_mode, &expect, m);
+  return atomic_load_explicit(&stream_mode, memory_order_relaxed);
+}
+
+int xir__stream_launch(uint64_t footprint) {
+  int m = xir__stream_stores_mode();
+  if (m >= 0) return m;
+  int64_t llc = xir__llc_bytes();
+  return llc > 0 && footprint > (uint64_t)llc / 2;
+}

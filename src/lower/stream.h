@@ -1,0 +1,26 @@
+/* stream.h — streaming (non-temporal) stores of large launches (internal; stream.c,
+ * docs/lowering.md "Streaming stores"). No LLVM types: the tests include it. */
+#ifndef XIR_LOWER_STREAM_H
+#define XIR_LOWER_STREAM_H
+
+#include <stdint.h>
+
+/* Bit 1 of the argument block's flags slot (lower.h): write the outputs with non-temporal
+ * stores where they are aligned. */
+enum { XIR__ARGS_STREAM = 2 };
+
+/* The size of the last-level cache this core shares, in bytes (Linux's sysfs, else sysconf;
+ * asked once; 0 when unknown). */
+int64_t xir__llc_bytes(void);
+/* 1 when a launch whose buffers span `footprint` bytes (every input and output) writes its
+ * outputs with non-temporal stores: when the footprint exceeds half of the last-level cache, or
+ * as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size) or
+ * xir__stream_stores_set. */
+int xir__stream_launch(uint64_t footprint);
+/* The mode of xir__stream_launch: -1 by size, 0 never, 1 always (tests; overrides the
+ * environment). */
+void xir__stream_stores_set(int mode);
+/* The current mode (-1, 0 or 1), the environment's until xir__stream_stores_set. */
+int xir__stream_stores_mode(void);
+
+#endif

@@ -1,0 +1,327 @@
+/* test_stream.c — the memory side of the row kernels (docs/lowering.md, "Next-row prefetch" and
+ * "Streaming stores"):
+ *  - xir__next_row_loads marks the loads whose row the next root program reads, in programs
+ *    with two or more consumer loops over the inner axis, and nothing else;
+ *  - the IR of an ℓ ≥ W candidate of such a program prefetches, that of ℓ < W does not;
+ *  - a prefetch past the last row never faults (the input ends at an inaccessible page);
+ *  - streaming (non-temporal) stores: every candidate of the norms and softmaxes at W = 16 and
+ *    8 with streaming forced on matches the fp64 oracle on the whole output with sentinels, and
+ *    gives the same bits as with regular stores — on aligned outputs, on outputs whose rows or
+ *    base are not aligned (the regular stores then serve), f32 and bf16 outputs;
+ *  - the launch asks for streaming by the footprint (more than half the last-level cache) or as
+ *    xir__stream_stores_set says, in the argument block's flags. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "check/check.h"
+#include "ir/program.h"
+#include "lower/stream.h"
+#include "xir_compile.h"
+
+static void die(const xir_diag *d) {
+  char b[2048];
+  fail_msg("%s", xir_diag_format(d, b, sizeof b));
+}
+
+static xir_program *builtin(const char *name) {
+  xir_program *p;
+  xir_diag d;
+  if (xir_kernel_load(name, &p, &d)) die(&d);
+  return p;
+}
+
+static xir_program *parse(const char *text) {
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "stream.xir", &p, &d)) die(&d);
+  return p;
+}
+
+static int param_named(const xir_program *p, const char *name) {
+  for (int i = 0; i < p->nparams; i++)
+    if (!strcmp(p->params[i].name, name)) return i;
+  fail_msg("no parameter %s", name);
+  return -1;
+}
+
+/* The names of the buffers whose loads xir__next_row_loads marks, comma-separated, and the op
+ * of the node it returns (or -1). */
+static int marked(const xir_program *p, char *out, size_t cap) {
+  uint8_t pf[512];
+  assert_true(p->nnodes < 512);
+  int at = xir__next_row_loads(p, 1, 0, pf);
+  out[0] = 0;
+  for (int i = 0; i < p->nnodes; i++) {
+    if (!pf[i]) continue;
+    assert_int_equal(p->nodes[i].op, XIR_OP_LOAD);
+    size_t o = strlen(out);
+    snprintf(out + o, cap - o, "%s%s", o ? "," : "", p->params[p->nodes[i].ref].name);
+  }
+  return at < 0 ? at : p->nodes[at].op;
+}
+
+static const char *kOnePass =
+    "kernel scale[R, C](x: f32[R, C], y: out f32[R, C])\n"
+    "root r in R {\n  store y[r, :] = mul(load x[r, :], 2.0)\n}\n";
+static const char *kComputedRow =
+    "kernel half_rows[R, C](x: f32[R, C], y: out f32[R, C])\n"
+    "root r in R {\n  v = load x[div(r, 2), :]\n  s = reduce.sum(v, C)\n"
+    "  store y[r, :] = mul(v, s)\n}\n";
+static const char *kTwice =
+    "kernel twice[R, C](x: f32[R, C], y: out f32[R, C])\n"
+    "root r in R {\n  a = load x[r, :]\n  s = reduce.sum(a, C)\n  b = load x[r, :]\n"
+    "  store y[r, :] = mul(b, s)\n}\n";
+
+static void test_next_row_loads(void **state) {
+  (void)state;
+  char names[256];
+  const struct { const char *kernel, *want; int op; } cases[] = {
+      {"layernorm", "x", XIR_OP_STORE},
+      {"rmsnorm", "x", XIR_OP_STORE},
+      {"softmax_mask", "x,mask", XIR_OP_STORE},
+      {"softmax_causal", "x", XIR_OP_STORE},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    xir_program *p = builtin(cases[i].kernel);
+    int op = marked(p, names, sizeof names);
+    if (op != cases[i].op || strcmp(names, cases[i].want))
+      fail_msg("%s: marked '%s' (op %d), expected '%s'", cases[i].kernel, names, op, cases[i].want);
+    xir_program_free(p);
+  }
+  /* one loop over the row: nothing to overlap */
+  xir_program *p = parse(kOnePass);
+  assert_int_equal(marked(p, names, sizeof names), -1);
+  assert_string_equal(names, "");
+  xir_program_free(p);
+  /* a row chosen by a computed index: the next root program's row is not one stride on */
+  p = parse(kComputedRow);
+  assert_int_equal(marked(p, names, sizeof names), -1);
+  xir_program_free(p);
+  /* the same row loaded twice: one prefetch */
+  p = parse(kTwice);
+  assert_int_equal(marked(p, names, sizeof names), XIR_OP_STORE);
+  assert_string_equal(names, "x");
+  xir_program_free(p);
+}
+
+static void test_prefetch_in_ir(void **state) {
+  (void)state;
+  xir_program *p = builtin("layernorm");
+  xir_diag d;
+  xir_shape shape;
+  if (xir_shape_parse(p, "R=8,C=256", &shape, &d)) die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  int with = 0, without = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (cands[i].B != (cands[i].local > cands[i].W ? cands[i].local : cands[i].W)) continue;
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    int pf = strstr(info.ir_text, "@llvm.prefetch") != NULL;
+    if (cands[i].local >= cands[i].W) {
+      assert_true(pf);
+      assert_non_null(strstr(info.ir_text, "!nontemporal"));
+      assert_non_null(strstr(info.ir_text, "@llvm.x86.sse.sfence"));
+      with++;
+    } else {
+      assert_false(pf);
+      without++;
+    }
+  }
+  assert_true(with > 0 && without > 0);
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
+/* Runs every candidate (one block width per local width) of p at spec at widths 0 (the host's)
+ * and 8 with streaming forced on and then off, on the case's output or, with offset, on a copy
+ * of it `offset` floats into a 64-byte aligned allocation (sentinels around it); checks the
+ * oracle, the sentinels and that both runs give the same bytes. */
+static void every_candidate(xir_program *p, const char *spec, int offset) {
+  xir_diag d;
+  xir_shape shape;
+  if (xir_shape_parse(p, spec, &shape, &d)) die(&d);
+  xir_case c;
+  if (xir__case_init(&c, p, &shape, 11, &d) || xir__case_oracle(&c, &d)) die(&d);
+  int y = param_named(p, "y");
+  int half = p->params[y].elem != XIR_F32;
+  size_t es = half ? 2 : 4, n = c.numel[y], guard = 64;
+  unsigned char *own = NULL, *out = half ? (unsigned char *)c.hdata[y] : (unsigned char *)c.data[y];
+  if (offset) {
+    own = aligned_alloc(64, (n + 2 * guard) * es + 64);
+    assert_non_null(own);
+    out = own + guard * es + (size_t)offset * es;
+  }
+  unsigned char *first = malloc(n * es);
+  assert_non_null(first);
+  xir_tolerance tol = xir__kernel_tolerance(p->name);
+  uint32_t widths[] = {0, 8};
+  size_t ran = 0;
+  for (int w = 0; w < 2; w++) {
+    xir_compiler_options o = {.force_width = widths[w]};
+    xir_compiler *cc;
+    if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    xir_candidate *cands;
+    size_t nc;
+    if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+    for (size_t i = 0; i < nc; i++) {
+      uint32_t W = cands[i].W, want = cands[i].local > 2 * W ? cands[i].local : 2 * W;
+      if (cands[i].B != want) continue;
+      char name[128];
+      xir_candidate_name(p, &cands[i], name, sizeof name);
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+      for (int mode = 1; mode >= 0; mode--) {
+        xir__stream_stores_set(mode);
+        xir__case_reset_outputs(&c);
+        xir_arg args[XIR_MAX_PARAMS];
+        memcpy(args, c.args, sizeof args);
+        if (offset) {
+          memset(own, 0xA5, (n + 2 * guard) * es + 64);
+          args[y].out = out;
+        }
+        uint64_t slots[XIR_MAX_ARG_SLOTS];
+        if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+        /* the flags are the block's last slot (lower.h) */
+        assert_int_equal((slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0, mode);
+        assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+        if (offset) {
+          for (size_t b = 0; b < guard * es + (size_t)offset * es; b++)
+            if (own[b] != 0xA5) fail_msg("%s %s: a byte before the output was written", spec, name);
+          for (size_t b = guard * es + (size_t)offset * es + n * es; b < (n + 2 * guard) * es + 64; b++)
+            if (own[b] != 0xA5) fail_msg("%s %s: a byte after the output was written", spec, name);
+          memcpy(half ? (void *)c.hdata[y] : (void *)c.data[y], out, n * es);
+        }
+        if (!xir__case_sentinels_ok(&c)) fail_msg("%s %s: a sentinel was overwritten", spec, name);
+        xir_compare r = xir__case_compare(&c, y, tol);
+        if (!r.pass)
+          fail_msg("%s %s %s streaming %d: %zu of %zu elements out of tolerance", p->name, spec,
+                   name, mode, r.bad, r.n);
+        const void *got = half ? (const void *)c.hdata[y] : (const void *)c.data[y];
+        if (mode == 1) memcpy(first, got, n * es);
+        else if (memcmp(first, got, n * es))
+          fail_msg("%s %s %s: streaming stores changed the output", p->name, spec, name);
+      }
+      ran++;
+    }
+    xir_free(cands);
+    xir_compiler_destroy(cc);
+  }
+  xir__stream_stores_set(-1);
+  assert_true(ran > 0);
+  free(first);
+  free(own);
+  xir__case_free(&c);
+}
+
+static void test_streaming_stores(void **state) {
+  (void)state;
+  const char *kernels[] = {"layernorm", "rmsnorm", "softmax_mask", "softmax_causal"};
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+    xir_program *p = builtin(kernels[i]);
+    every_candidate(p, "R=13,C=256", 0);  /* rows of 1 KiB: every vector aligned */
+    every_candidate(p, "R=9,C=100", 0);   /* rows of 400 bytes: the regular stores serve */
+    every_candidate(p, "R=7,C=160", 4);   /* the output's base 16 bytes off a boundary */
+    xir_program_free(p);
+  }
+  xir_program *p = builtin("layernorm"), *b;
+  xir_diag d;
+  if (xir_program_retype(p, "y=bf16", &b, &d)) die(&d);
+  every_candidate(b, "R=13,C=256", 0);    /* bf16: 32-byte vectors at W = 16 */
+  every_candidate(b, "R=5,C=96", 0);
+  xir_program_free(b);
+  xir_program_free(p);
+}
+
+/* The input ends at an inaccessible page right after the last row: the next-row prefetch of the
+ * last root program points there and must not fault. */
+static void test_prefetch_past_the_end(void **state) {
+  (void)state;
+  xir_program *p = builtin("layernorm");
+  xir_diag d;
+  xir_shape shape;
+  if (xir_shape_parse(p, "R=16,C=1024", &shape, &d)) die(&d);
+  xir_case c;
+  if (xir__case_init(&c, p, &shape, 3, &d) || xir__case_oracle(&c, &d)) die(&d);
+  int x = param_named(p, "x"), y = param_named(p, "y");
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = 16 * 1024 * 4;
+  size_t pages = (bytes + page - 1) / page;
+  uint8_t *map = mmap(NULL, (pages + 4) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(map != MAP_FAILED);
+  float *gx = (float *)(map + pages * page - bytes);
+  memcpy(gx, c.data[x], bytes);
+  assert_int_equal(mprotect(map + pages * page, 4 * page, PROT_NONE), 0);
+  xir_arg args[XIR_MAX_PARAMS];
+  memcpy(args, c.args, sizeof args);
+  args[x].in = gx;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n, ran = 0;
+  if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  for (size_t i = 0; i < n; i++) {
+    if (cands[i].local < cands[i].W || cands[i].B != cands[i].local) continue;
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+    xir__case_reset_outputs(&c);
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    assert_true(xir__case_sentinels_ok(&c));
+    assert_true(xir__case_compare(&c, y, xir__kernel_tolerance("layernorm")).pass);
+    ran++;
+  }
+  assert_true(ran > 0);
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  munmap(map, (pages + 4) * page);
+  xir__case_free(&c);
+  xir_program_free(p);
+}
+
+static void test_stream_launch_rule(void **state) {
+  (void)state;
+  xir__stream_stores_set(-1);
+  int64_t llc = xir__llc_bytes();
+  assert_true(llc >= 0);
+  if (llc > 0) {
+    assert_false(xir__stream_launch((uint64_t)llc / 2));
+    assert_true(xir__stream_launch((uint64_t)llc / 2 + 1));
+  } else {
+    assert_false(xir__stream_launch(UINT64_C(1) << 40)); /* unknown cache: never */
+  }
+  assert_false(xir__stream_launch(4096));
+  xir__stream_stores_set(1);
+  assert_int_equal(xir__stream_stores_mode(), 1);
+  assert_true(xir__stream_launch(4096));
+  xir__stream_stores_set(0);
+  assert_false(xir__stream_launch(UINT64_C(1) << 40));
+  xir__stream_stores_set(-1);
+  assert_int_equal(xir__stream_stores_mode(), -1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_next_row_loads),
+      cmocka_unit_test(test_prefetch_in_ir),
+      cmocka_unit_test(test_prefetch_past_the_end),
+      cmocka_unit_test(test_streaming_stores),
+      cmocka_unit_test(test_stream_launch_rule),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
