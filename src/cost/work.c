@@ -932,22 +932,6 @@ double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execu
          c->ns_per_math * w->math_per_packet + chain;
 }
 
-/* Lateness (part of the imbalance term, h ≥ 2): the workers of a launch do not run at one speed —
- * a worker starts late, is interrupted or preempted, or shares its core's memory bandwidth
- * unevenly — and stealing evens that out only down to one task: the launch ends up to
- * min(v·S, t) after its balanced share S, t the work of one task (S·h/C). v is the spread of the
- * workers' speeds relative to the share. One task per worker pays the whole v·S; finer grains
- * pay at most a task each, which the dispatch term prices. docs/planner.md "Lateness". */
-static const double kLateSpread = 0.0;
-
-static double lateness(const xir_execution_work *w, double share) {
-  double h = w->active ? w->active : 1;
-  if (h < 2 || w->tasks == 0 || !(kLateSpread > 0)) return 0;
-  double task = share * h / (double)w->tasks;
-  double late = kLateSpread * share;
-  return task < late ? task : late;
-}
-
 /* The static imbalance: the critical worker's packets beyond the average, in packets of average
  * work (with equal packets both counts are critical_packets). */
 static double static_imbalance(const xir_execution_work *w, const xir_cost_coefficients *c,
@@ -966,15 +950,11 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
   double h = w->active ? w->active : 1;
   double byte = xir_cost_byte_rate(c, w->footprint_bytes / h);
   double arith = xir_cost_arith_per_packet(c, w);
-  double per_packet = arith + byte * w->memory_per_packet;
   switch (t) {
     case XIR_TERM_ARITH: return arith * (double)w->packets / h;
     case XIR_TERM_MEMORY: return byte * w->memory_per_packet * (double)w->packets / h;
     case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
-    case XIR_TERM_IMBALANCE: {
-      double share = (double)w->packets / h * per_packet + c->c[XIR_TERM_BLOCK] * (double)w->blocks / h;
-      return static_imbalance(w, c, arith, byte) + c->c[t] * lateness(w, share);
-    }
+    case XIR_TERM_IMBALANCE: return static_imbalance(w, c, arith, byte);
     case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
     case XIR_TERM_ACTIVATION: {
       /* The caller starts at once and the woken workers one activation a later; the caller is
