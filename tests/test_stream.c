@@ -231,7 +231,10 @@ static void every_candidate(xir_program *p, const char *spec, int offset) {
 
 static void test_streaming_stores(void **state) {
   (void)state;
-  const char *kernels[] = {"layernorm", "rmsnorm", "softmax_mask", "softmax_causal"};
+  /* swiglu, gelu_residual: ℓ = 1 (and 2, 4, 8), a packet of W root programs streams where its
+   * offset is a multiple of W */
+  const char *kernels[] = {"layernorm", "rmsnorm", "softmax_mask", "softmax_causal", "swiglu",
+                           "gelu_residual"};
   for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
     xir_program *p = builtin(kernels[i]);
     every_candidate(p, "R=13,C=256", 0);  /* rows of 1 KiB: every vector aligned */

@@ -1292,7 +1292,25 @@ static void store_body(lw *L, int id, void *ud) {
     if (off.aff && off.s == 1) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
       LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
-      if (!m[q]) {
+      if (!m[q] && L->ell == 1 && L->nt_ok[n->ref]) {
+        /* ℓ = 1: a packet's W root programs; where its elements fill one aligned vector (the
+         * entry checked the base; LLVM folds the test where o is known to be a multiple of W:
+         * the lin path's p0) the streaming copy stores it non-temporally */
+        unsigned vb = L->W * (unsigned)xir_elem_size((xir_elem)elem);
+        LLVMValueRef al = LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, o, ci64(L, L->W - 1), ""),
+                                        ci64(L, 0), "");
+        LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore");
+        LLVMBasicBlockRef rb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "store");
+        LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
+        LLVMBuildCondBr(L->b, LLVMBuildAnd(L->b, L->nt_ok[n->ref], al, ""), ntb, rb);
+        LLVMPositionBuilderAtEnd(L->b, ntb);
+        stream_store(L, LLVMBuildStore(L->b, x, ptr), vb);
+        LLVMBuildBr(L->b, jb);
+        LLVMPositionBuilderAtEnd(L->b, rb);
+        LLVMSetAlignment(LLVMBuildStore(L->b, x, ptr), (unsigned)xir_elem_size((xir_elem)elem));
+        LLVMBuildBr(L->b, jb);
+        LLVMPositionBuilderAtEnd(L->b, jb);
+      } else if (!m[q]) {
         LLVMValueRef s = LLVMBuildStore(L->b, x, ptr);
         LLVMSetAlignment(s, (unsigned)xir_elem_size((xir_elem)elem));
         if (L->nt && !L->tail) stream_store(L, s, L->W * (unsigned)xir_elem_size((xir_elem)elem));
@@ -1893,10 +1911,12 @@ static void load_dims(lw *L, LLVMValueRef args) {
 
 /* Streaming stores (stream.c, docs/lowering.md): with ℓ ≥ W, an output is written with
  * non-temporal stores when the launch asks for it (XIR__ARGS_STREAM) and its base and strides
- * keep every full vector aligned to its size; nt_ok[i] is that test, once per call. */
+ * keep every full vector aligned to its size; nt_ok[i] is that test, once per call. With ℓ = 1
+ * nt_ok tests the base only, and each full packet whose element offset is a multiple of W
+ * streams (store_body). */
 static void stream_tests(lw *L) {
   const xir_program *p = L->p;
-  if (L->ell < L->W) return;
+  if (L->ell < L->W && L->ell != 1) return;
   int any = 0;
   for (int i = 0; i < p->nparams; i++) {
     const xir_param *q = &p->params[i];
@@ -1904,7 +1924,8 @@ static void stream_tests(lw *L) {
     int64_t es = (int64_t)xir_elem_size((xir_elem)q->elem), V = (int64_t)L->W * es;
     if (V < 16 || q->elem == XIR_I64) continue;
     LLVMValueRef bad = LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, L->buf[i], L->i64, ""), ci64(L, V - 1), "");
-    for (int kd = 0; kd + 1 < q->rank; kd++) {
+    /* (ℓ = 1 tests each packet's offset instead: store_body) */
+    for (int kd = 0; L->ell != 1 && kd + 1 < q->rank; kd++) {
       LLVMValueRef sb = LLVMBuildMul(L->b, L->bstride[i][kd], ci64(L, es), "");
       bad = LLVMBuildOr(L->b, bad, LLVMBuildAnd(L->b, sb, ci64(L, V - 1), ""), "");
     }
@@ -1912,7 +1933,7 @@ static void stream_tests(lw *L) {
                                "stream");
     any = 1;
   }
-  if (any && !(L->mat_save = xir__calloc((size_t)p->nnodes + 1, 1)))
+  if (any && L->ell >= L->W && !(L->mat_save = xir__calloc((size_t)p->nnodes + 1, 1)))
     L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
 }
 
