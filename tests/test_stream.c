@@ -148,6 +148,45 @@ static void test_prefetch_in_ir(void **state) {
   xir_program_free(p);
 }
 
+/* ℓ = 1 (swiglu): a row-major candidate's packet is one contiguous vector, and its store can
+ * stream (a non-temporal store behind the per-packet offset test, and the sfence); a
+ * column-major one scatters its packet and keeps regular stores. */
+static void test_streaming_stores_in_ir_at_l1(void **state) {
+  (void)state;
+  xir_program *p = builtin("swiglu");
+  xir_diag d;
+  xir_shape shape;
+  if (xir_shape_parse(p, "R=8,C=256", &shape, &d)) die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_candidate *cands;
+  size_t n;
+  if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  int rows = 0, cols = 0;
+  for (size_t i = 0; i < n; i++) {
+    char name[128];
+    xir_candidate_name(p, &cands[i], name, sizeof name);
+    assert_int_equal(cands[i].local, 1);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    int nt = strstr(info.ir_text, "!nontemporal") != NULL;
+    int fence = strstr(info.ir_text, "@llvm.x86.sse.sfence") != NULL;
+    if (strstr(name, "perm=r.c")) {
+      if (!nt || !fence) fail_msg("%s: no streaming store (nontemporal %d, sfence %d)", name, nt, fence);
+      rows++;
+    } else {
+      if (nt || fence) fail_msg("%s: a scattered packet streams", name);
+      cols++;
+    }
+  }
+  assert_true(rows > 0 && cols > 0);
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* Runs every candidate (one block width per local width) of p at spec at widths 0 (the host's)
  * and 8 with streaming forced on and then off, on the case's output or, with offset, on a copy
  * of it `offset` floats into a 64-byte aligned allocation (sentinels around it); checks the
@@ -324,6 +363,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch_in_ir),
       cmocka_unit_test(test_prefetch_past_the_end),
       cmocka_unit_test(test_streaming_stores),
+      cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,9 +134,10 @@ typedef struct lw {
    * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
   uint8_t *pf;
   int pf_at;
-  /* Streaming stores (ℓ ≥ W): per output buffer, whether this launch writes it with
-   * non-temporal stores (the launch's flag and the buffer's alignment, tested at the entry);
-   * nt: inside the streaming copy of a store loop */
+  /* Streaming stores (ℓ ≥ W and ℓ = 1): per output buffer, whether this launch writes it with
+   * non-temporal stores (the launch's flag and the buffer's alignment, tested at the entry; ℓ = 1
+   * also tests each packet's offset in store_body); nt: inside the streaming copy of a store loop
+   * (ℓ ≥ W) */
   LLVMValueRef stream_flag, nt_ok[XIR_MAX_PARAMS];
   int nt, any_nt;
   uint8_t *mat_save;
@@ -1264,8 +1265,9 @@ static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m) {
 }
 
 
-/* A full vector store of the streaming copy: non-temporal (vmovntps), aligned to its size (the
- * entry checked the buffer's base and strides; chunks start at multiples of ℓ ≥ W). */
+/* A full vector store made non-temporal (vmovntps), aligned to its size: ℓ ≥ W, the entry
+ * checked the buffer's base and strides and chunks start at multiples of ℓ; ℓ = 1, store_body
+ * tests the packet's offset. */
 static void stream_store(lw *L, LLVMValueRef s, unsigned bytes) {
   LLVMValueRef one = LLVMConstInt(L->i32, 1, 0);
   LLVMMetadataRef md = LLVMValueAsMetadata(one);
