@@ -3,7 +3,9 @@
  *  - xir__next_row_loads marks the loads whose row the next root program reads, in programs
  *    with two or more consumer loops over the inner axis, and nothing else;
  *  - the IR of an ℓ ≥ W candidate of such a program prefetches, that of ℓ < W does not;
- *  - a prefetch past the last row never faults (the input ends at an inaccessible page);
+ *  - a prefetch past the last row never faults (the input ends at an inaccessible page), and
+ *    none is issued past a buffer's end: every prefetch address is chosen by a test against it
+ *    (memory there may be another buffer that another core writes);
  *  - streaming (non-temporal) stores: every candidate of the norms and softmaxes at W = 16 and
  *    8 with streaming forced on matches the fp64 oracle on the whole output with sentinels, and
  *    gives the same bits as with regular stores — on aligned outputs, on outputs whose rows or
@@ -290,6 +292,107 @@ static void test_streaming_stores(void **state) {
   xir_program_free(p);
 }
 
+/* The definition line of IR value `name` (e.g. "%158") in text, or NULL: the line that starts,
+ * after blanks, with "name = ". */
+static const char *ir_def(const char *ir, const char *name, char *line, size_t cap) {
+  char pat[96];
+  snprintf(pat, sizeof pat, "%s = ", name);
+  for (const char *q = ir; (q = strstr(q, pat)); q++) {
+    const char *b = q;
+    while (b > ir && (b[-1] == ' ' || b[-1] == '\t')) b--;
+    if (b != ir && b[-1] != '\n') continue;
+    const char *e = strchr(q, '\n');
+    size_t n = e ? (size_t)(e - q) : strlen(q);
+    if (n >= cap) n = cap - 1;
+    memcpy(line, q, n);
+    line[n] = 0;
+    return line;
+  }
+  return NULL;
+}
+
+/* The last whitespace- or comma-separated operand of an IR line (the GEP's index). */
+static void last_operand(const char *line, char *out, size_t cap) {
+  const char *e = line + strlen(line);
+  while (e > line && (e[-1] == ' ' || e[-1] == ')')) e--;
+  const char *b = e;
+  while (b > line && b[-1] != ' ' && b[-1] != ',') b--;
+  size_t n = (size_t)(e - b) < cap ? (size_t)(e - b) : cap - 1;
+  memcpy(out, b, n);
+  out[n] = 0;
+}
+
+/* Every next-row prefetch of every ℓ ≥ W candidate of the row kernels takes its address from a
+ * select on a comparison with the buffer's end (the current row's chunk where the next row
+ * would leave the buffer): a GEP whose index, directly or through one more GEP, is a select. */
+static void test_prefetch_stays_inside(void **state) {
+  (void)state;
+  static const char *const kernels[][2] = {
+      {"rmsnorm", "R=3,C=1500"}, {"layernorm", "R=5,C=700"}, {"softmax_mask", "R=3,C=333"}};
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  size_t checked = 0;
+  for (size_t kk = 0; kk < sizeof kernels / sizeof *kernels; kk++) {
+    xir_program *p = builtin(kernels[kk][0]);
+    xir_shape shape;
+    if (xir_shape_parse(p, kernels[kk][1], &shape, &d)) die(&d);
+    xir_candidate *cands;
+    size_t n;
+    if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+    for (size_t i = 0; i < n; i++) {
+      if (cands[i].local < cands[i].W) continue;
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+      xir_kernel_info info;
+      xir_kernel_get_info(k, &info);
+      const char *ir = info.ir_text;
+      for (const char *q = ir; (q = strstr(q, "call void @llvm.prefetch")); q++) {
+        const char *a = strstr(q, "(ptr ");
+        assert_non_null(a);
+        char name[96], line[512], idx[96];
+        size_t m = strcspn(a + 5, ", ");
+        assert_true(m > 0 && m < sizeof name);
+        memcpy(name, a + 5, m);
+        name[m] = 0;
+        int found = 0;
+        for (int depth = 0; depth < 3 && !found; depth++) {
+          if (!ir_def(ir, name, line, sizeof line)) fail_msg("%s: no definition of %s", kernels[kk][0], name);
+          if (!strstr(line, "getelementptr")) break;
+          last_operand(line, idx, sizeof idx);
+          char def[512];
+          if (idx[0] == '%' && ir_def(ir, idx, def, sizeof def) && strstr(def, " = select i1 ")) {
+            char cond[96], cl[512];
+            size_t cm = strcspn(def + strlen(idx) + strlen(" = select i1 "), ", ");
+            memcpy(cond, def + strlen(idx) + strlen(" = select i1 "), cm);
+            cond[cm] = 0;
+            found = ir_def(ir, cond, cl, sizeof cl) && strstr(cl, "icmp slt") != NULL;
+          }
+          /* a GEP on a GEP (LLVM's invariant base): look one level further */
+          const char *base = strstr(line, "ptr %");
+          if (!found && base) {
+            size_t bm = strcspn(base + 4, ", ");
+            if (bm >= sizeof name) break;
+            memcpy(name, base + 4, bm);
+            name[bm] = 0;
+          }
+        }
+        if (!found) {
+          char nm[96];
+          xir_candidate_name(p, &cands[i], nm, sizeof nm);
+          fail_msg("%s %s %s: a prefetch whose address is not bounded by the buffer's end: %.80s",
+                   kernels[kk][0], kernels[kk][1], nm, q);
+        }
+        checked++;
+      }
+    }
+    xir_free(cands);
+    xir_program_free(p);
+  }
+  assert_true(checked > 0);
+  xir_compiler_destroy(cc);
+}
+
 /* The input ends at an inaccessible page right after the last row: the next-row prefetch of the
  * last root program points there and must not fault. */
 static void test_prefetch_past_the_end(void **state) {
@@ -362,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_next_row_loads),
       cmocka_unit_test(test_prefetch_in_ir),
       cmocka_unit_test(test_prefetch_past_the_end),
+      cmocka_unit_test(test_prefetch_stays_inside),
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),
