@@ -957,14 +957,20 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
     case XIR_TERM_IMBALANCE: return static_imbalance(w, c, arith, byte);
     case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
     case XIR_TERM_ACTIVATION: {
-      /* The caller starts at once and the woken workers one activation a later; the caller is
-       * the home of task 0, so it holds the critical share, B + d against B − d. The launch
-       * takes B + max(d, a − d): the first part of the extra work overlaps the wake-up. With
-       * the imbalance term charging d, this term is what is left: max(0, a − 2d). */
+      /* a is the calibrated round trip (xir_runtime_measure_wake): the wake-up reaching the
+       * workers, then their completion reaching the caller — two one-way hand-overs, taken as
+       * equal. The caller starts at once and the woken workers a/2 later; the caller is the
+       * home of task 0, so it holds the critical share, B + d against B − d, and then waits
+       * for the last completion: B + max(d, a/2 − d) + a/2. Only the wake-up overlaps the
+       * caller's extra work; with the imbalance term charging d, this term is what is left:
+       * a/2 + max(0, a/2 − 2d). Measured on 2 workers (2026-12-02, 2 + 1 equal tasks of
+       * 0.14–0.66 µs of arithmetic): 94–99 ns over the caller's two tasks, with a/2 = 90 ns;
+       * the former max(0, a − 2d) said 0, and chose the pool for sub-µs launches where the
+       * caller alone is 1.4× faster (rmsnorm 17×65). */
       double a = c->c[t] * (h - 1);
       if (h < 2) return a;
-      double rest = a - 2 * static_imbalance(w, c, arith, byte);
-      return rest > 0 ? rest : 0;
+      double rest = 0.5 * a - 2 * static_imbalance(w, c, arith, byte);
+      return 0.5 * a + (rest > 0 ? rest : 0);
     }
     default: return 0;
   }
