@@ -96,7 +96,7 @@ static const char kMaxProbe[] =
  * and its work. */
 static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, const char *name,
                               const char *spec, uint32_t local, uint32_t Bmul, double *ns,
-                              xir_execution_work *w, double *task_ns, xir_diag *d) {
+                              xir_execution_work *w, double *task_pair, xir_diag *d) {
   xir_program *p = NULL;
   xir_shape s;
   xir_case c;
@@ -127,19 +127,20 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   if (n > 4096) n = 4096;
   st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, cand.blocks, UINT32_MAX, 1, n,
                    9, ns, d);
-  if (!st && task_ns) {
+  if (!st && task_pair) {
     /* on 2 workers, one row a task (R tasks, R/2 critical) against two tasks (1 critical): the
      * cost of a task that moves data, beyond the empty-task figure — the rows of one task sit
-     * next to the other worker's, which the hardware prefetchers and stealing pull across */
+     * next to the other worker's, which the hardware prefetchers and stealing pull across.
+     * Both times are returned (task_pair[0] fine, [1] coarse): the caller keeps the fastest of
+     * each over its repetitions and takes their difference (the fastest difference would pick
+     * the repetition whose fine run was lucky or whose coarse run was slowed: 3.5–78 ns in
+     * three calibrations in a row, 2026-12-02) */
     uint64_t L = cand.blocks, per_row = L / (uint64_t)s.dims[0];
-    double fine, coarse;
     if ((st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)per_row, 2,
-                          n, 9, &fine, d)) ||
+                          n, 9, &task_pair[0], d)) ||
         (st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)(L / 2), 2,
-                          n, 9, &coarse, d)))
+                          n, 9, &task_pair[1], d)))
       goto out;
-    double extra = (double)s.dims[0] / 2 - 1;
-    *task_ns = extra > 0 ? (fine - coarse) / extra : 0;
   }
 out:
   xir__case_free(&c);
@@ -176,7 +177,10 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * hierarchy; the middle one is also the flat per-byte figure. */
   static const char *const kCopy[XIR_MEM_LEVELS] = {"R=32,C=1024", "R=512,C=4096", "R=4096,C=2048"};
   double ta = INFINITY, ts = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
-  double ttask = INFINITY; /* ns per task that moves data (the copy probe, 64 rows of 8 KiB) */
+  /* ns per launch of the copy probe (64 rows of 8 KiB) on 2 workers with one row a task and with
+   * two tasks: their difference is the cost of the extra tasks that move data */
+  double tfine = INFINITY, tcoarse = INFINITY;
+  const double task_rows = 64;
   double tc[XIR_CHAIN_KINDS][2] = {{INFINITY, INFINITY}, {INFINITY, INFINITY}};
   static const char *const kChain[XIR_CHAIN_KINDS] = {"sum_probe", "max_probe"};
   xir_execution_work wa, ws, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS][2];
@@ -191,9 +195,10 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
       tm[l] = fmin(tm[l], x);
     }
     xir_execution_work wt;
-    double tt;
-    if ((st = time_kernel(cc, rt, b, NULL, "R=64,C=2048", 64, 4, &x, &wt, &tt, d))) goto out;
-    ttask = fmin(ttask, tt);
+    double tt[2];
+    if ((st = time_kernel(cc, rt, b, NULL, "R=64,C=2048", 64, 4, &x, &wt, tt, d))) goto out;
+    tfine = fmin(tfine, tt[0]);
+    tcoarse = fmin(tcoarse, tt[1]);
     /* 64 rows of 1024 (256 KiB, in L2) with ℓ = W (64 steps a row) and ℓ = 8W (8 packets share
      * 8 steps): the same bytes and ops, only the chain differs */
     for (int k = 0; k < XIR_CHAIN_KINDS; k++)
@@ -242,6 +247,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   }
   /* a task's cost is what a task that moves data costs (the empty-task figure when that is
    * larger: interference on the machine) */
+  double ttask = (tfine - tcoarse) / (task_rows / 2 - 1);
   if (isfinite(ttask) && ttask > out->ns_per_task) out->ns_per_task = ttask;
   out->ns_per_arith = a;
   out->ns_per_byte = m;
