@@ -105,7 +105,8 @@ static LLVMValueRef gepc(al *A, LLVMValueRef base, LLVMValueRef idx, int64_t add
 }
 
 /* A hint that the line at ptr is read soon (llvm.prefetch, read, into L1: locality 3). It never
- * faults, so the rows past the last key may be named (docs/lowering.md). */
+ * faults; the callers still keep it inside the buffer (buf_end): the memory past the last key of
+ * K or V may be another buffer that another core writes, the output in the benchmarks. */
 static void prefetch(al *A, LLVMValueRef ptr) {
   LLVMTypeRef t = A->ptr;
   LLVMValueRef args[4] = {ptr, ci32(A, 0), ci32(A, 3), ci32(A, 1)};
@@ -182,6 +183,17 @@ static void loop_end(al *A, loop *lp) {
 
 static LLVMValueRef imin(al *A, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(A->b, LLVMBuildICmp(A->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+/* One past the last element of buffer i: 1 + the sum over its dims of (extent − 1)·stride. */
+static LLVMValueRef buf_end(al *A, int i) {
+  const xir_param *q = &A->p->params[i];
+  LLVMValueRef e = ci64(A, 1);
+  for (int r = 0; r < q->rank; r++)
+    e = LLVMBuildAdd(A->b, e,
+                     LLVMBuildMul(A->b, LLVMBuildSub(A->b, dim_value(A, q->dims[r]), ci64(A, 1), ""),
+                                  A->stride[i][r], ""), "");
+  return e;
 }
 
 static LLVMValueRef floordiv(al *A, LLVMValueRef a, LLVMValueRef b, int rem) {
@@ -430,6 +442,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   LLVMValueRef kbase = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, ks[0], ""), LLVMBuildMul(A.b, g, ks[1], ""), "");
   LLVMValueRef vbase = LLVMBuildAdd(A.b, LLVMBuildMul(A.b, tb, vs[0], ""), LLVMBuildMul(A.b, g, vs[1], ""), "");
   LLVMValueRef kst = ks[2], vst = vs[2]; /* the row strides: key j's row at base + j·stride */
+  LLVMValueRef kbend = buf_end(&A, F->k), vbend = buf_end(&A, F->v);
   LLVMValueRef qrow[MAXROWS], orow[MAXROWS], valid[MAXROWS];
   LLVMValueRef Qm1 = LLVMBuildSub(A.b, Qv, ci64(&A, 1), "");
   for (unsigned lam = 0; lam < n; lam++) {
@@ -537,7 +550,12 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
     }
     /* the keys XIR_ATTN_PREFETCH_KEYS ahead: one prefetch per 64-byte line of each K row */
     for (unsigned r = 0; r < JR; r++) {
-      LLVMValueRef pb = gep(&A, kptr[r], LLVMBuildMul(A.b, kst, ci64(&A, XIR_ATTN_PREFETCH_KEYS), ""));
+      /* past the end of K: the current row instead (in L1) */
+      LLVMValueRef j = imin(&A, LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""), Km1);
+      LLVMValueRef o = LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), "");
+      LLVMValueRef op = LLVMBuildAdd(A.b, o, LLVMBuildMul(A.b, kst, ci64(&A, XIR_ATTN_PREFETCH_KEYS), ""), "");
+      op = LLVMBuildSelect(A.b, LLVMBuildICmp(A.b, LLVMIntSLT, op, kbend, ""), op, o, "");
+      LLVMValueRef pb = gep(&A, kbuf, op);
       for (int64_t e = 0; e < Dd; e += XIR_ATTN_PREFETCH_LINE) prefetch(&A, gepc(&A, pb, ci64(&A, 0), e));
     }
     LLVMValueRef srow = LLVMBuildMul(A.b, LLVMBuildSub(A.b, jl.i, k0, ""), ci64(&A, NVL), "");
@@ -678,6 +696,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
       LLVMValueRef vv[MAXCB];
       if (pass == 0) { /* the V row XIR_ATTN_PREFETCH_KEYS ahead, its lines of this column block */
         LLVMValueRef pr = LLVMBuildAdd(A.b, vrow, LLVMBuildMul(A.b, vst, ci64(&A, XIR_ATTN_PREFETCH_KEYS), ""), "");
+        pr = LLVMBuildSelect(A.b, LLVMBuildICmp(A.b, LLVMIntSLT, pr, vbend, ""), pr, vrow, "");
         for (int64_t e = (int64_t)(cb0 * W); e < (int64_t)((cb0 + cbn) * W) && e < DV;
              e += XIR_ATTN_PREFETCH_LINE)
           prefetch(&A, gepc(&A, vbuf, pr, e));
