@@ -55,6 +55,28 @@ static int param_named(const xir_program *p, const char *name) {
   return -1;
 }
 
+/* p's legal candidates at shape spec for cc's width (xir_free them); *shape gets the shape. */
+static size_t candidates_at(const xir_program *p, const char *spec, xir_compiler *cc,
+                            xir_shape *shape, xir_candidate **cands) {
+  xir_diag d;
+  size_t n;
+  if (xir_shape_parse(p, spec, shape, &d) ||
+      xir_candidates(p, shape, xir_compiler_width(cc), cands, &n, &d))
+    die(&d);
+  return n;
+}
+
+/* The optimized IR text of candidate c (owned by cc's kernel cache). */
+static const char *ir_of(xir_compiler *cc, const xir_program *p, const xir_shape *shape,
+                         const xir_candidate *c) {
+  xir_diag d;
+  const xir_kernel *k;
+  if (xir_compile(cc, p, shape, c, &k, &d)) die(&d);
+  xir_kernel_info info;
+  xir_kernel_get_info(k, &info);
+  return info.ir_text;
+}
+
 /* The names of the buffers whose loads xir__next_row_loads marks, comma-separated, and the op
  * of the node it returns (or -1). */
 static int marked(const xir_program *p, char *out, size_t cap) {
@@ -119,25 +141,20 @@ static void test_prefetch_in_ir(void **state) {
   (void)state;
   xir_program *p = builtin("layernorm");
   xir_diag d;
-  xir_shape shape;
-  if (xir_shape_parse(p, "R=8,C=256", &shape, &d)) die(&d);
   xir_compiler *cc;
   if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_shape shape;
   xir_candidate *cands;
-  size_t n;
-  if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  size_t n = candidates_at(p, "R=8,C=256", cc, &shape, &cands);
   int with = 0, without = 0;
   for (size_t i = 0; i < n; i++) {
     if (cands[i].B != (cands[i].local > cands[i].W ? cands[i].local : cands[i].W)) continue;
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
-    xir_kernel_info info;
-    xir_kernel_get_info(k, &info);
-    int pf = strstr(info.ir_text, "@llvm.prefetch") != NULL;
+    const char *ir = ir_of(cc, p, &shape, &cands[i]);
+    int pf = strstr(ir, "@llvm.prefetch") != NULL;
     if (cands[i].local >= cands[i].W) {
       assert_true(pf);
-      assert_non_null(strstr(info.ir_text, "!nontemporal"));
-      assert_non_null(strstr(info.ir_text, "@llvm.x86.sse.sfence"));
+      assert_non_null(strstr(ir, "!nontemporal"));
+      assert_non_null(strstr(ir, "@llvm.x86.sse.sfence"));
       with++;
     } else {
       assert_false(pf);
@@ -157,24 +174,19 @@ static void test_streaming_stores_in_ir_at_l1(void **state) {
   (void)state;
   xir_program *p = builtin("swiglu");
   xir_diag d;
-  xir_shape shape;
-  if (xir_shape_parse(p, "R=8,C=256", &shape, &d)) die(&d);
   xir_compiler *cc;
   if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_shape shape;
   xir_candidate *cands;
-  size_t n;
-  if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+  size_t n = candidates_at(p, "R=8,C=256", cc, &shape, &cands);
   int rows = 0, cols = 0;
   for (size_t i = 0; i < n; i++) {
     char name[128];
     xir_candidate_name(p, &cands[i], name, sizeof name);
     assert_int_equal(cands[i].local, 1);
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
-    xir_kernel_info info;
-    xir_kernel_get_info(k, &info);
-    int nt = strstr(info.ir_text, "!nontemporal") != NULL;
-    int fence = strstr(info.ir_text, "@llvm.x86.sse.sfence") != NULL;
+    const char *ir = ir_of(cc, p, &shape, &cands[i]);
+    int nt = strstr(ir, "!nontemporal") != NULL;
+    int fence = strstr(ir, "@llvm.x86.sse.sfence") != NULL;
     if (strstr(name, "perm=r.c")) {
       if (!nt || !fence) fail_msg("%s: no streaming store (nontemporal %d, sfence %d)", name, nt, fence);
       rows++;
@@ -357,17 +369,11 @@ static void test_prefetch_stays_inside(void **state) {
     xir_program *p = builtin(kernels[kk][0]);
     int attn = !strcmp(kernels[kk][0], "attention");
     xir_shape shape;
-    if (xir_shape_parse(p, kernels[kk][1], &shape, &d)) die(&d);
     xir_candidate *cands;
-    size_t n;
-    if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+    size_t n = candidates_at(p, kernels[kk][1], cc, &shape, &cands);
     for (size_t i = 0; i < n; i++) {
       if (!attn && cands[i].local < cands[i].W) continue;
-      const xir_kernel *k;
-      if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
-      xir_kernel_info info;
-      xir_kernel_get_info(k, &info);
-      const char *ir = info.ir_text;
+      const char *ir = ir_of(cc, p, &shape, &cands[i]);
       for (const char *q = ir; (q = strstr(q, "call void @llvm.prefetch")); q++) {
         const char *a = strstr(q, "(ptr ");
         assert_non_null(a);

@@ -53,3 +53,11 @@ LLVMValueRef xir__ir_cmp(LLVMBuilderRef b, int op, int integer, LLVMValueRef x, 
   int w = op - XIR_OP_LT;
   return integer ? LLVMBuildICmp(b, ip[w], x, y, "") : LLVMBuildFCmp(b, fp[w], x, y, "");
 }
+
+LLVMValueRef xir__ir_buffer_end(LLVMBuilderRef b, LLVMTypeRef i64, int rank, const LLVMValueRef *dims,
+                                const LLVMValueRef *strides) {
+  LLVMValueRef one = LLVMConstInt(i64, 1, 0), e = one;
+  for (int k = 0; k < rank; k++)
+    e = LLVMBuildAdd(b, e, LLVMBuildMul(b, LLVMBuildSub(b, dims[k], one, ""), strides[k], ""), "");
+  return e;
+}

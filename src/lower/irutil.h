@@ -17,6 +17,10 @@ LLVMValueRef xir__ir_floordiv(LLVMBuilderRef b, LLVMValueRef a, LLVMValueRef d, 
 /* The comparison XIR op `op` (XIR_OP_LT .. XIR_OP_NE, in that order) of x and y: ordered
  * predicates for floats except NE (unordered, so NaN != NaN), signed for integers. */
 LLVMValueRef xir__ir_cmp(LLVMBuilderRef b, int op, int integer, LLVMValueRef x, LLVMValueRef y);
+/* One past the last element of a buffer of the given rank (i64): 1 + the sum over its axes of
+ * (dims[k] − 1)·strides[k]. Prefetches past a buffer's end stay inside it by this bound. */
+LLVMValueRef xir__ir_buffer_end(LLVMBuilderRef b, LLVMTypeRef i64, int rank, const LLVMValueRef *dims,
+                                const LLVMValueRef *strides);
 /* <W x typeof(x)> with every lane x. */
 LLVMValueRef xir__ir_splat(LLVMBuilderRef b, LLVMValueRef x, unsigned W);
 

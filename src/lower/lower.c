@@ -1911,12 +1911,10 @@ static void load_dims(lw *L, LLVMValueRef args) {
       }
       st = LLVMBuildMul(L->b, st, dimv(L, q->dims[k]), "");
     }
+    LLVMValueRef dv[XIR_MAX_RANK];
+    for (int k = 0; k < q->rank; k++) dv[k] = dimv(L, q->dims[k]);
     L->cend[i] = st;
-    L->bend[i] = ci64(L, 1);
-    for (int k = 0; k < q->rank; k++)
-      L->bend[i] = LLVMBuildAdd(L->b, L->bend[i],
-                                LLVMBuildMul(L->b, LLVMBuildSub(L->b, dimv(L, q->dims[k]), ci64(L, 1), ""),
-                                             L->bstride[i][k], ""), "");
+    L->bend[i] = xir__ir_buffer_end(L->b, L->i64, q->rank, dv, L->bstride[i]);
   }
   LLVMValueRef idx = ci64(L, lay.flags_slot);
   LLVMValueRef fl = LLVMBuildLoad2(L->b, L->i64, LLVMBuildGEP2(L->b, L->i64, args, &idx, 1, ""), "");

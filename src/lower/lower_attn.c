@@ -185,15 +185,12 @@ static LLVMValueRef imin(al *A, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(A->b, LLVMBuildICmp(A->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
-/* One past the last element of buffer i: 1 + the sum over its dims of (extent − 1)·stride. */
+/* One past the last element of buffer i (xir__ir_buffer_end). */
 static LLVMValueRef buf_end(al *A, int i) {
   const xir_param *q = &A->p->params[i];
-  LLVMValueRef e = ci64(A, 1);
-  for (int r = 0; r < q->rank; r++)
-    e = LLVMBuildAdd(A->b, e,
-                     LLVMBuildMul(A->b, LLVMBuildSub(A->b, dim_value(A, q->dims[r]), ci64(A, 1), ""),
-                                  A->stride[i][r], ""), "");
-  return e;
+  LLVMValueRef dv[XIR_MAX_RANK];
+  for (int r = 0; r < q->rank; r++) dv[r] = dim_value(A, q->dims[r]);
+  return xir__ir_buffer_end(A->b, A->i64, q->rank, dv, A->stride[i]);
 }
 
 static LLVMValueRef floordiv(al *A, LLVMValueRef a, LLVMValueRef b, int rem) {
@@ -543,16 +540,16 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   {
     loop jl;
     loop_begin(&A, &jl, k0, kend, JR);
-    LLVMValueRef kptr[MAXJR];
+    LLVMValueRef kptr[MAXJR], koff[MAXJR];
     for (unsigned r = 0; r < JR; r++) {
       LLVMValueRef j = imin(&A, LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""), Km1);
-      kptr[r] = gep(&A, kbuf, LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), ""));
+      koff[r] = LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), "");
+      kptr[r] = gep(&A, kbuf, koff[r]);
     }
-    /* the keys XIR_ATTN_PREFETCH_KEYS ahead: one prefetch per 64-byte line of each K row */
+    /* the keys XIR_ATTN_PREFETCH_KEYS ahead: one prefetch per 64-byte line of each K row (past
+     * the end of K: the current row instead, in L1) */
     for (unsigned r = 0; r < JR; r++) {
-      /* past the end of K: the current row instead (in L1) */
-      LLVMValueRef j = imin(&A, LLVMBuildAdd(A.b, jl.i, ci64(&A, r), ""), Km1);
-      LLVMValueRef o = LLVMBuildAdd(A.b, kbase, LLVMBuildMul(A.b, j, kst, ""), "");
+      LLVMValueRef o = koff[r];
       LLVMValueRef op = LLVMBuildAdd(A.b, o, LLVMBuildMul(A.b, kst, ci64(&A, XIR_ATTN_PREFETCH_KEYS), ""), "");
       op = LLVMBuildSelect(A.b, LLVMBuildICmp(A.b, LLVMIntSLT, op, kbend, ""), op, o, "");
       LLVMValueRef pb = gep(&A, kbuf, op);
