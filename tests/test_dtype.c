@@ -294,6 +294,74 @@ static void test_native_conversions_are_exact_on_every_target(void **state) {
   free(fb);
 }
 
+/* Pairs of full bf16 packets convert in one vcvtne2ps2bf16 with one subnormal test for both
+ * (convert.h): a subnormal in either packet sends the pair to the exact path. Rows of 64 (every
+ * chunk of l >= 32 full) where some rows hold subnormals in the low packet, the high packet or
+ * both, and others none; every candidate's bits are half.h's, and on a host with AVX512_BF16 and
+ * AVX512DQ the l = 32 and 64 candidates use the pair conversion. */
+static void test_bf16_pair_stores(void **state) {
+  (void)state;
+  const size_t R = 16, C = 64, N = R * C;
+  uint32_t *xb = malloc(N * 4);
+  uint16_t *hb = malloc(N * 2), *fb = malloc(N * 2);
+  xir_rng r;
+  xir__rng_seed(&r, 12, 0);
+  for (size_t i = 0; i < N; i++) {
+    /* normal values with random mantissas, exponents around 1 */
+    xb[i] = (rand_bits(&r) & 0x807fffff) | ((uint32_t)(120 + xir__rng_below(&r, 14)) << 23);
+    hb[i] = (uint16_t)(i * 7919u);
+    fb[i] = (uint16_t)(i * 40503u);
+  }
+  for (size_t row = 0; row < R; row++) {
+    size_t lanes[4][2] = {{3, 99}, {20, 99}, {5, 47}, {99, 99}}; /* 99: none */
+    for (int j = 0; j < 2; j++) {
+      size_t c = lanes[row % 4][j];
+      if (c < C) xb[row * C + c] = (rand_bits(&r) & 0x807fffff) | 1u; /* a subnormal, odd bits */
+    }
+    /* a subnormal tie to even in the high packet of the second pair of some rows */
+    if (row % 3 == 0) xb[row * C + 33] = 0x00018000;
+  }
+  xir_compiler_options co = {.no_kernel_cache = 1};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&co, &cc, &d)) die(&d);
+  const char *f = xir_compiler_features(cc);
+  int hw = strstr(f, "+f16c") && strstr(f, "+avx512bf16");
+  if (!hw && (strstr(f, "+f16c") || strstr(f, "+avx512bf16"))) {
+    xir_compiler_destroy(cc);
+    skip();
+  }
+  run_bits(cc, kRows, "R=16,C=64", xb, hb, fb, N, hw);
+  int pairs = hw && strstr(f, "+avx512dq") && xir_compiler_width(cc) == 16;
+  xir_program *p = parse(kRows);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=16,C=64", &s, &d)) die(&d);
+  xir_candidate *cands;
+  size_t nc, wide = 0;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+  for (size_t c = 0; c < nc; c++) {
+    /* full chunks only: a ragged chunk stores masked packets */
+    if (cands[c].local < 2 * cands[c].W || C % cands[c].local) continue;
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[c], &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    int has = strstr(info.ir_text, "cvtne2ps2bf16") != NULL;
+    char name[160];
+    xir_candidate_name(p, &cands[c], name, sizeof name);
+    if (has != pairs) fail_msg("rows %s: pair conversion %s", name, pairs ? "missing" : "unexpected");
+    wide++;
+  }
+  assert_true(wide > 0);
+  printf("# bf16 pair stores %s, %zu candidates with l >= 2W\n", pairs ? "on" : "off (host)", wide);
+  xir_free(cands);
+  xir_program_free(p);
+  xir_compiler_destroy(cc);
+  free(xb);
+  free(hb);
+  free(fb);
+}
+
 /* ---- the text form, the verifier, retyping ---- */
 
 static void expect_parse_error(const char *text, const char *msg) {
@@ -776,6 +844,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_npy_round_trips),
       cmocka_unit_test(test_case_inputs_from_npy),
       cmocka_unit_test(test_native_conversions_are_exact_on_every_target),
+      cmocka_unit_test(test_bf16_pair_stores),
       cmocka_unit_test(test_narrow_values_pick_sigmoid16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

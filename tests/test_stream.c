@@ -300,6 +300,10 @@ static void test_streaming_stores(void **state) {
   if (xir_program_retype(p, "y=bf16", &b, &d)) die(&d);
   every_candidate(b, "R=13,C=256", 0);    /* bf16: 32-byte vectors at W = 16 */
   every_candidate(b, "R=5,C=96", 0);
+  /* pairs of bf16 packets (one 64-byte store): an output 32 bytes off a 64-byte boundary streams
+   * each pair's halves, one 8 bytes off stores regularly */
+  every_candidate(b, "R=13,C=256", 16);
+  every_candidate(b, "R=13,C=256", 4);
   xir_program_free(b);
   xir_program_free(p);
 }

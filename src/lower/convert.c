@@ -184,3 +184,59 @@ LLVMValueRef xir__cvt_from_f32(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt
   LLVMAddIncoming(phi, in, bbs, 2);
   return phi;
 }
+
+/* The subnormal test of a <16 x float> packet: vfpclassps (imm 0x20), as an <16 x i1> mask. */
+static LLVMValueRef fpclass_denormal16(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
+  LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(x));
+  const char *name = "llvm.x86.avx512.fpclass.ps.512";
+  unsigned fid = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef ff = LLVMGetIntrinsicDeclaration(mod, fid, NULL, 0);
+  LLVMValueRef fa[2] = {x, LLVMConstInt(LLVMInt32TypeInContext(ctx), 0x20, 0)};
+  return LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, fid, NULL, 0), ff, fa, 2, "");
+}
+
+int xir__cvt_bf16_pairs(const xir__cvt_target *t, unsigned lanes) {
+  return t->avx512bf16 && t->avx512dq && lanes == 16;
+}
+
+LLVMValueRef xir__cvt_bf16_pair(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt_target *t,
+                                LLVMValueRef lo, LLVMValueRef hi) {
+  (void)t;
+  LLVMTypeRef xt = LLVMTypeOf(lo);
+  LLVMContextRef ctx = LLVMGetTypeContext(xt);
+  LLVMModuleRef mod = LLVMGetGlobalParent(fn);
+  LLVMTypeRef i16x32 = LLVMVectorType(LLVMInt16TypeInContext(ctx), 32);
+  LLVMTypeRef i32 = shaped(xt, LLVMInt32TypeInContext(ctx));
+  LLVMTypeRef i16 = shaped(xt, LLVMInt16TypeInContext(ctx));
+  /* vcvtne2ps2bf16 zmm, hi, lo: elements 0..15 from lo, 16..31 from hi */
+  const char *name = "llvm.x86.avx512bf16.cvtne2ps2bf16.512";
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, NULL, 0);
+  LLVMValueRef args[2] = {hi, lo};
+  LLVMValueRef hw = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, NULL, 0), f, args, 2, "");
+  hw = LLVMBuildBitCast(b, hw, i16x32, "");
+  /* one branch for both packets: kortestw of the two subnormal masks */
+  LLVMValueRef m = LLVMBuildOr(b, fpclass_denormal16(b, mod, lo), fpclass_denormal16(b, mod, hi), "");
+  LLVMTypeRef mt = LLVMTypeOf(m);
+  unsigned rid = LLVMLookupIntrinsicID("llvm.vector.reduce.or", 21);
+  LLVMValueRef rf = LLVMGetIntrinsicDeclaration(mod, rid, &mt, 1);
+  LLVMValueRef sub = LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, rid, &mt, 1), rf, &m, 1, "");
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(b);
+  LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(ctx, fn, "bf16.subnormal");
+  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(ctx, fn, "bf16.join");
+  LLVMBuildCondBr(b, sub, slow, join);
+  LLVMPositionBuilderAtEnd(b, slow);
+  LLVMValueRef el = bf16_int(b, LLVMBuildBitCast(b, lo, i32, ""), i16);
+  LLVMValueRef eh = bf16_int(b, LLVMBuildBitCast(b, hi, i32, ""), i16);
+  LLVMValueRef idx[32];
+  for (unsigned i = 0; i < 32; i++) idx[i] = LLVMConstInt(LLVMInt32TypeInContext(ctx), i, 0);
+  LLVMValueRef exact = LLVMBuildShuffleVector(b, el, eh, LLVMConstVector(idx, 32), "");
+  LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(b);
+  LLVMBuildBr(b, join);
+  LLVMPositionBuilderAtEnd(b, join);
+  LLVMValueRef phi = LLVMBuildPhi(b, i16x32, "");
+  LLVMValueRef in[2] = {hw, exact};
+  LLVMBasicBlockRef bbs[2] = {from, slow_end};
+  LLVMAddIncoming(phi, in, bbs, 2);
+  return phi;
+}

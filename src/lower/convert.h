@@ -35,4 +35,15 @@ LLVMValueRef xir__cvt_to_f32(LLVMBuilderRef b, const xir__cvt_target *t, int ele
 LLVMValueRef xir__cvt_from_f32(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt_target *t,
                                int elem, LLVMValueRef x);
 
+/* Whether stores may convert two <lanes x float> packets to bf16 at once
+ * (xir__cvt_bf16_pair): AVX512_BF16 and AVX512DQ, lanes = 16. */
+int xir__cvt_bf16_pairs(const xir__cvt_target *t, unsigned lanes);
+
+/* Converts two <16 x float> packets to the bf16 bits of both, <32 x i16> (lo's elements first),
+ * rounding to nearest even: one vcvtne2ps2bf16 and one subnormal test for the pair (the exact
+ * integer path for both packets where a lane of either is an f32 subnormal). The same bits as
+ * two xir__cvt_from_f32 calls. Needs xir__cvt_bf16_pairs(t, 16). */
+LLVMValueRef xir__cvt_bf16_pair(LLVMBuilderRef b, LLVMValueRef fn, const xir__cvt_target *t,
+                                LLVMValueRef lo, LLVMValueRef hi);
+
 #endif

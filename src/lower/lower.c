@@ -1287,6 +1287,52 @@ static void stream_store(lw *L, LLVMValueRef s, unsigned bytes) {
   L->any_nt = 1;
 }
 
+/* Stores two full bf16 packets converted at once (xir__cvt_bf16_pair, <2W x i16>) at ptr, the
+ * element offset o: one zmm store, non-temporal where store_body would stream both packets (one
+ * 64-byte store where ptr is 64-byte aligned, else the two halves). */
+static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, LLVMValueRef o) {
+  LLVMValueRef nt = NULL;
+  if (L->ell == 1 && L->nt_ok[buf])
+    nt = LLVMBuildAnd(L->b, L->nt_ok[buf],
+                      LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, o, ci64(L, L->W - 1), ""),
+                                    ci64(L, 0), ""), "");
+  else if (L->nt && !L->tail)
+    nt = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
+  if (!nt) {
+    LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
+    return;
+  }
+  LLVMValueRef a64 = LLVMBuildICmp(L->b, LLVMIntEQ,
+                                   LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, ptr, L->i64, ""), ci64(L, 63), ""),
+                                   ci64(L, 0), "");
+  LLVMBasicBlockRef zb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore2");
+  LLVMBasicBlockRef tb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore2.halves");
+  LLVMBasicBlockRef hb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore2.test");
+  LLVMBasicBlockRef rb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "store2");
+  LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored2");
+  LLVMBuildCondBr(L->b, LLVMBuildAnd(L->b, nt, a64, ""), zb, hb);
+  LLVMPositionBuilderAtEnd(L->b, zb);
+  stream_store(L, LLVMBuildStore(L->b, x2, ptr), 2 * L->W * 2);
+  LLVMBuildBr(L->b, jb);
+  LLVMPositionBuilderAtEnd(L->b, hb);
+  LLVMBuildCondBr(L->b, nt, tb, rb);
+  LLVMPositionBuilderAtEnd(L->b, tb);
+  LLVMTypeRef h16 = LLVMVectorType(LLVMInt16TypeInContext(L->ctx), L->W);
+  for (unsigned hf = 0; hf < 2; hf++) {
+    LLVMValueRef idx[64];
+    for (unsigned i = 0; i < L->W; i++) idx[i] = LLVMConstInt(L->i32, hf * L->W + i, 0);
+    LLVMValueRef h = LLVMBuildShuffleVector(L->b, x2, LLVMGetUndef(LLVMTypeOf(x2)), LLVMConstVector(idx, L->W), "");
+    LLVMValueRef oo = ci64(L, (int64_t)(hf * L->W));
+    LLVMValueRef p = LLVMBuildGEP2(L->b, LLVMInt16TypeInContext(L->ctx), ptr, &oo, 1, "");
+    stream_store(L, LLVMBuildStore(L->b, LLVMBuildBitCast(L->b, h, h16, ""), p), L->W * 2);
+  }
+  LLVMBuildBr(L->b, jb);
+  LLVMPositionBuilderAtEnd(L->b, rb);
+  LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
+  LLVMBuildBr(L->b, jb);
+  LLVMPositionBuilderAtEnd(L->b, jb);
+}
+
 static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *tile = ud;
@@ -1299,7 +1345,15 @@ static void store_body(lw *L, int id, void *ud) {
   int elem = L->p->params[n->ref].elem;
   LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
   LLVMValueRef align = LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0);
+  int pairs = elem == XIR_BF16 && off.aff && off.s == 1 && xir__cvt_bf16_pairs(&L->cvt, L->W);
   for (unsigned q = 0; q < L->k; q++) {
+    if (pairs && q + 1 < L->k && !m[q] && !m[q + 1]) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
+      store_bf16_pair(L, n->ref, xir__cvt_bf16_pair(L->b, L->fn, &L->cvt, v.v[q], v.v[q + 1]),
+                      LLVMBuildGEP2(L->b, et, base, &o, 1, ""), o);
+      q++;
+      continue;
+    }
     LLVMValueRef x = is_half(elem) ? xir__cvt_from_f32(L->b, L->fn, &L->cvt, elem, v.v[q]) : v.v[q];
     if (off.aff && off.s == 1) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
@@ -1357,10 +1411,27 @@ static LLVMValueRef red_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
   return f_op(L, op == XIR_OP_REDUCE_SUM ? XIR_OP_ADD : op == XIR_OP_REDUCE_MAX ? XIR_OP_MAX : XIR_OP_MIN, a, b, NULL);
 }
 
+/* reduce.sum(mul(a, b)) on a host with FMA accumulates with one fused multiply-add per packet
+ * instead of a multiply and an add (the norms' sums of squares, dot products). The partial sums
+ * are then rounded once per element instead of twice: the code, and so the bits, do not depend
+ * on G; like any reduction they depend on ℓ and W (the order of the partial sums). */
+static int fused_sum(lw *L, const xir_node *n, val *a, val *b) {
+  if (n->op != XIR_OP_REDUCE_SUM || !L->cvt.fma) return 0;
+  const xir_node *m = &L->p->nodes[n->args[0]];
+  if (m->op != XIR_OP_MUL || m->type.elem != XIR_F32 || L->hoist[n->args[0]]) return 0;
+  for (int i = 0; i < 2; i++)
+    if (L->p->nodes[m->args[i]].type.elem != XIR_F32) return 0;
+  *a = eval(L, m->args[0]);
+  *b = eval(L, m->args[1]);
+  return 1;
+}
+
 static void reduce_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   red *R = ud;
-  val v = eval(L, n->args[0]);
+  val fa, fb;
+  int fused = fused_sum(L, n, &fa, &fb);
+  val v = fused ? fa : eval(L, n->args[0]);
   LLVMValueRef m[MAXK];
   for (unsigned q = 0; q < L->k; q++) m[q] = NULL;
   if (L->ell > 1 && L->tail) {
@@ -1373,6 +1444,11 @@ static void reduce_body(lw *L, int id, void *ud) {
   }
   for (unsigned q = 0; q < L->k; q++) {
     LLVMValueRef a = LLVMBuildLoad2(L->b, L->vf, R->acc[q], "");
+    if (fused) {
+      LLVMValueRef r = f_op(L, XIR_OP_FMA, fa.v[q], fb.v[q], a);
+      LLVMBuildStore(L->b, m[q] ? LLVMBuildSelect(L->b, m[q], r, a, "") : r, R->acc[q]);
+      continue;
+    }
     LLVMValueRef x = v.v[q];
     if (m[q]) x = LLVMBuildSelect(L->b, m[q], x, red_identity(L, n->op), "");
     LLVMBuildStore(L->b, red_op(L, n->op, a, x), R->acc[q]);
