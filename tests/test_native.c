@@ -265,6 +265,69 @@ static void test_rope_pow_uses_uniform_base(void **state) {
   xir_program_free(p);
 }
 
+/* reduce.sum(mul(a, b)) accumulates with llvm.fma on a host with FMA (one rounding per element),
+ * and a sum without a product does not. At ℓ = 1 each lane sums its row in order, so the result
+ * is exactly the serial fmaf loop's. */
+static void test_sum_of_products_fuses(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rmsnorm") != 0) return;
+  static const char *kDot =
+      "kernel dot[R, C](x: f32[R, C], y: f32[R, C], o: out f32[R], s: out f32[R])\n"
+      "root r in R {\n  a = load x[r, :]\n  b = load y[r, :]\n"
+      "  store o[r] = reduce.sum(mul(a, b), C)\n  store s[r] = reduce.sum(a, C)\n}\n";
+  xir_program *p;
+  xir_diag d;
+  xir_shape s;
+  if (xir_program_parse(kDot, strlen(kDot), "dot.xir", &p, &d) || xir_shape_parse(p, "R=37,C=203", &s, &d)) die(&d);
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  int fma = strstr(xir_compiler_features(cc), "+fma") != NULL;
+  uint32_t W = xir_compiler_width(cc);
+  enum { R = 37, C = 203 };
+  float *x = malloc(sizeof(float) * R * C), *y = malloc(sizeof(float) * R * C);
+  float out[R], sum[R];
+  for (int i = 0; i < R * C; i++) {
+    x[i] = (float)((i * 7919 % 1000) - 500) / 137.0f;
+    y[i] = (float)((i * 104729 % 997) - 498) / 311.0f;
+  }
+  uint8_t perm[1] = {0};
+  for (uint32_t ell = 1; ell <= 4 * W; ell *= 2) {
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, ell > W ? ell : W, ell, perm, &c, &d)) die(&d);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    int calls = 0;
+    for (const char *q = info.ir_text; (q = strstr(q, "call <")) != NULL; q++)
+      if (strstr(q, "@llvm.fma.") && strstr(q, "@llvm.fma.") < strchr(q, '\n')) calls++;
+    if ((calls > 0) != fma) fail_msg("dot l=%u: %d fma calls, host fma %d", ell, calls, fma);
+    xir_arg args[4] = {{.in = x}, {.in = y}, {.out = out}, {.out = sum}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    for (int r = 0; r < R; r++) {
+      double want = 0, wsum = 0;
+      for (int j = 0; j < C; j++) {
+        want += (double)x[r * C + j] * y[r * C + j];
+        wsum += x[r * C + j];
+      }
+      if (fabs(out[r] - want) > 1e-4 * (1 + fabs(want)) || fabs(sum[r] - wsum) > 1e-4 * (1 + fabs(wsum)))
+        fail_msg("dot l=%u row %d: %g / %g, expected %g / %g", ell, r, out[r], sum[r], want, wsum);
+      if (ell == 1 && fma) {
+        float acc = 0;
+        for (int j = 0; j < C; j++) acc = fmaf(x[r * C + j], y[r * C + j], acc);
+        if (out[r] != acc) fail_msg("dot l=1 row %d: %a, the serial fmaf loop gives %a", r, out[r], acc);
+      }
+    }
+  }
+  free(x);
+  free(y);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* rope_cache: native code clamps a position outside [0, P) into it (memory safety; the oracle
  * reports it as an error): every candidate computes exactly what the in-range clamped positions
  * give. */
@@ -356,6 +419,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_narrow_widths),
       cmocka_unit_test(test_shared_exp_is_computed_once),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
+      cmocka_unit_test(test_sum_of_products_fuses),
       cmocka_unit_test(test_rope_cache_clamps_positions),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
