@@ -173,10 +173,19 @@ void xir__root_invariant(const xir_program *p, uint8_t *inv) {
 
 void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist) {
   xir__root_invariant(p, hoist);
-  for (int i = 0; i < p->nnodes; i++) {
+  /* last node first: a node's arguments are earlier nodes, whose hoist[] still holds their
+   * invariance */
+  for (int i = p->nnodes - 1; i >= 0; i--) {
     const xir_node *n = &p->nodes[i];
-    hoist[i] = hoist[i] && i >= p->body_begin && n->type.rank == 1 && n->type.elem == XIR_F32 &&
-               xir__op_is_transcendental(n->op) && s->dims[n->type.axes[0]] <= XIR_HOIST_MAX;
+    /* a bf16/f16 load at root-invariant indices (rmsnorm's weight w[:]): converted once per
+     * call instead of once per root program */
+    int half_load = n->op == XIR_OP_LOAD && p->params[n->ref].kind == XIR_PARAM_BUFFER &&
+                    (p->params[n->ref].elem == XIR_BF16 || p->params[n->ref].elem == XIR_F16);
+    for (int a = 0; a < n->nargs && half_load; a++) /* a ':' index is -1 */
+      half_load = n->args[a] < 0 || hoist[n->args[a]];
+    int ok = half_load || (hoist[i] && xir__op_is_transcendental(n->op));
+    hoist[i] = ok && i >= p->body_begin && n->type.rank == 1 && n->type.elem == XIR_F32 &&
+               s->dims[n->type.axes[0]] <= XIR_HOIST_MAX;
   }
 }
 
