@@ -362,6 +362,47 @@ static void test_bf16_pair_stores(void **state) {
   free(fb);
 }
 
+/* Number of "load <W x i16>" instructions in the IR of bf16 layernorm's ℓ = W candidate at R=4,C. */
+static int half_row_loads(xir_compiler *cc, int64_t C) {
+  xir_program *base, *p;
+  xir_diag d;
+  if (xir_kernel_load("layernorm", &base, &d) || xir_program_retype(base, "bf16", &p, &d)) die(&d);
+  char spec[64], pat[32];
+  snprintf(spec, sizeof spec, "R=4,C=%lld", (long long)C);
+  xir_shape s;
+  if (xir_shape_parse(p, spec, &s, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  uint8_t perm[1] = {0};
+  xir_candidate c;
+  if (xir_candidate_make(p, &s, W, W, W, perm, &c, &d)) die(&d);
+  const xir_kernel *k;
+  if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
+  xir_kernel_info info;
+  xir_kernel_get_info(k, &info);
+  snprintf(pat, sizeof pat, "load <%u x i16>", W);
+  int n = 0;
+  for (const char *q = info.ir_text; (q = strstr(q, pat)); q++) n++;
+  xir_program_free(p);
+  xir_program_free(base);
+  return n;
+}
+
+/* A bf16 row read by several consumer loops (layernorm's x: the mean, the variance, the output)
+ * is converted once, into an f32 copy the later loops read, while that copy is at most 8 KiB
+ * (lower.c mat_slot); a longer row is converted in every loop. */
+static void test_half_rows_convert_once(void **state) {
+  (void)state;
+  xir_compiler_options co = {.no_kernel_cache = 1};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&co, &cc, &d)) die(&d);
+  int small = half_row_loads(cc, 768), large = half_row_loads(cc, 4096);
+  printf("# bf16 layernorm row loads in the IR: C=768 %d, C=4096 %d\n", small, large);
+  assert_true(small >= 1);
+  assert_true(large >= small + 2);
+  xir_compiler_destroy(cc);
+}
+
 /* ---- the text form, the verifier, retyping ---- */
 
 static void expect_parse_error(const char *text, const char *msg) {
@@ -845,6 +886,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_case_inputs_from_npy),
       cmocka_unit_test(test_native_conversions_are_exact_on_every_target),
       cmocka_unit_test(test_bf16_pair_stores),
+      cmocka_unit_test(test_half_rows_convert_once),
       cmocka_unit_test(test_narrow_values_pick_sigmoid16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1013,7 +1013,12 @@ static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
     int64_t N = is_fixed(L, ax) ? dimc(L, ax) : XIR_RUNTIME_TILE_MAX;
     int64_t chunks = L->ell > 1 && ax == L->c->inner_dim ? (N + L->ell - 1) / L->ell : N;
     int64_t vectors = chunks * (int64_t)L->k;
-    if (vectors * 4 * (int64_t)L->W > (1 << 20)) {
+    /* a converted bf16/f16 load only while its f32 copy stays small next to the row and the
+     * other buffers in L1 (one worker, min of 5 rounds: bf16 layernorm 256x1024 49.3-49.8 ->
+     * 42.2-42.5 us, C = 2048 47.9-48.5 -> 44.8-45.4, but C = 4096 53.9-54.4 -> 56.3-59.1 and
+     * rmsnorm 32.0-32.6 -> 37.6-39.4) */
+    int64_t cap = L->p->nodes[id].op == XIR_OP_LOAD ? 8192 : 1 << 20;
+    if (vectors * 4 * (int64_t)L->W > cap) {
       L->mat_uses[id] = 0; /* too large for a stack buffer: recompute instead */
       return NULL;
     }
@@ -1871,7 +1876,10 @@ static int count_mat_uses(lw *L) {
         continue;
       seen[id] = mark;
       if (L->hoist[id]) continue; /* loaded from its buffer */
-      if (is_expensive(m->op)) L->mat_uses[id]++;
+      /* a bf16/f16 load is expensive too: its conversion is a shuffle and a shift (bf16) or
+       * vcvtph2ps, where an f32 reload from L1 folds into the consumer's instruction */
+      if (is_expensive(m->op) || (m->op == XIR_OP_LOAD && is_half(p->params[m->ref].elem)))
+        L->mat_uses[id]++;
       for (int a = 0; a < m->nargs; a++)
         if (m->args[a] >= 0) stack[sp++] = m->args[a];
     }
