@@ -328,6 +328,63 @@ static void test_sum_of_products_fuses(void **state) {
   xir_program_free(p);
 }
 
+/* add/sub of a product is one fused multiply-add on a host with FMA (the product unrounded):
+ * every element of a·b + c, c − a·b, a·b − c and c + a·b is exactly fmaf's; without FMA, exactly
+ * the twice-rounded expression's. Every candidate. */
+static void test_add_of_product_fuses(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rmsnorm") != 0) return;
+  static const char *kAxpy =
+      "kernel axpy[R, C](a: f32[R, C], b: f32[R, C], c: f32[R, C], y0: out f32[R, C],\n"
+      "    y1: out f32[R, C], y2: out f32[R, C], y3: out f32[R, C])\n"
+      "root r in R, j in C {\n  x = load a[r, j]\n  u = load b[r, j]\n  z = load c[r, j]\n"
+      "  store y0[r, j] = add(mul(x, u), z)\n  store y1[r, j] = sub(z, mul(x, u))\n"
+      "  store y2[r, j] = sub(mul(x, u), z)\n  store y3[r, j] = add(z, mul(x, u))\n}\n";
+  xir_program *p;
+  xir_diag d;
+  xir_shape s;
+  if (xir_program_parse(kAxpy, strlen(kAxpy), "axpy.xir", &p, &d) ||
+      xir_shape_parse(p, "R=7,C=45", &s, &d))
+    die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  int fma = strstr(xir_compiler_features(cc), "+fma") != NULL;
+  enum { N = 7 * 45 };
+  float in[3][N], out[4][N];
+  for (int i = 0; i < N; i++) {
+    in[0][i] = (float)((i * 7919 % 1000) - 500) / 137.0f;
+    in[1][i] = (float)((i * 104729 % 997) - 498) / 311.0f;
+    in[2][i] = (float)((i * 31 % 101) - 50) / 7.0f;
+  }
+  xir_candidate *cands;
+  size_t nc;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+  for (size_t ci = 0; ci < nc; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[7] = {{.in = in[0]}, {.in = in[1]}, {.in = in[2]}, {.out = out[0]},
+                       {.out = out[1]}, {.out = out[2]}, {.out = out[3]}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    for (int i = 0; i < N; i++) {
+      float a = in[0][i], b = in[1][i], c = in[2][i];
+      volatile float ab = a * b; /* rounded */
+      float want[4] = {fma ? fmaf(a, b, c) : ab + c, fma ? fmaf(-a, b, c) : c - ab,
+                       fma ? fmaf(a, b, -c) : ab - c, fma ? fmaf(a, b, c) : c + ab};
+      for (int o = 0; o < 4; o++)
+        if (memcmp(&out[o][i], &want[o], 4)) {
+          char name[128];
+          xir_candidate_name(p, &cands[ci], name, sizeof name);
+          fail_msg("axpy %s y%d[%d] = %a, expected %a (fma %d)", name, o, i, out[o][i], want[o], fma);
+        }
+    }
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* rope_cache: native code clamps a position outside [0, P) into it (memory safety; the oracle
  * reports it as an error): every candidate computes exactly what the in-range clamped positions
  * give. */
@@ -420,6 +477,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_shared_exp_is_computed_once),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_sum_of_products_fuses),
+      cmocka_unit_test(test_add_of_product_fuses),
       cmocka_unit_test(test_rope_cache_clamps_positions),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);

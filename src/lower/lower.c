@@ -944,7 +944,37 @@ static LLVMValueRef f_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b, LLVMValu
   }
 }
 
+/* add(mul(a, b), c), add(c, mul(a, b)), sub(mul(a, b), c) and sub(c, mul(a, b)) on a host with
+ * FMA: one fused multiply-add (the product is not rounded). The first operand's product is
+ * fused where both are products. The code, and so the bits, do not depend on W or G. 0 (and
+ * nothing emitted) when n is none of these. */
+static int fusable_mul(lw *L, int id) {
+  const xir_node *m = &L->p->nodes[id];
+  return m->op == XIR_OP_MUL && m->type.elem == XIR_F32 && !L->hoist[id] &&
+         L->p->nodes[m->args[0]].type.elem == XIR_F32 && L->p->nodes[m->args[1]].type.elem == XIR_F32;
+}
+
+static int eval_fused(lw *L, const xir_node *n, val *out) {
+  if ((n->op != XIR_OP_ADD && n->op != XIR_OP_SUB) || !L->cvt.fma || n->type.elem != XIR_F32)
+    return 0;
+  int side = fusable_mul(L, n->args[0]) ? 0 : fusable_mul(L, n->args[1]) ? 1 : -1;
+  if (side < 0) return 0;
+  const xir_node *m = &L->p->nodes[n->args[side]];
+  val a = eval(L, m->args[0]), b = eval(L, m->args[1]), c = eval(L, n->args[1 - side]);
+  LLVMValueRef r[MAXK];
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef x = a.v[q], z = c.v[q];
+    if (n->op == XIR_OP_SUB && side == 0) z = LLVMBuildFNeg(L->b, z, "");  /* a·b − c */
+    if (n->op == XIR_OP_SUB && side == 1) x = LLVMBuildFNeg(L->b, x, "");  /* c − a·b */
+    r[q] = f_op(L, XIR_OP_FMA, x, b.v[q], z);
+  }
+  *out = vvec(L, r);
+  return 1;
+}
+
 static val eval_elementwise(lw *L, const xir_node *n) {
+  val fused;
+  if (eval_fused(L, n, &fused)) return fused;
   val a[3];
   for (int i = 0; i < n->nargs; i++) a[i] = eval(L, n->args[i]);
   const xir_node *n0 = &L->p->nodes[n->args[0]];
