@@ -205,6 +205,33 @@ static void test_narrow_widths(void **state) {
   }
 }
 
+/* W = 4 and W = 8 on an AVX-512 CPU that LLVM tunes to prefer 256-bit vectors (Intel's server
+ * cores; this host's own tuning may not): vmath's 16-lane AVX-512 instructions are legal there
+ * too. Before the fix, LLVM aborted the process in instruction selection ("Do not know how to split
+ * the result of this operator") on swiglu, gelu_residual, rope and softmax at W = 4. */
+static void test_narrow_widths_on_256_preferring_cpu(void **state) {
+  (void)state;
+  xir_compiler *host;
+  xir_diag d;
+  if (xir_compiler_create(NULL, &host, &d)) die(&d);
+  uint32_t hw = xir_compiler_width(host);
+  xir_compiler_destroy(host);
+  if (hw < 16) skip(); /* forcing an AVX-512 CPU needs an AVX-512 host */
+  const char *spec = strcmp(g_kernel, "rope") == 0            ? "R=5,C=12,HD=4"
+                     : strcmp(g_kernel, "rope_cache") == 0    ? "R=5,C=12,HD=4,P=3,H2=2"
+                     : strncmp(g_kernel, "attention", 9) == 0 ? "B=1,HQ=4,HKV=2,Q=5,K=7,D=3,DV=5"
+                                                              : "R=5,C=13";
+  uint32_t widths[] = {4, 8};
+  for (int i = 0; i < 2; i++) {
+    xir_compiler_options o = {.force_width = widths[i], .cpu = "icelake-server"};
+    xir_compiler *cc;
+    if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    assert_int_equal(xir_compiler_width(cc), widths[i]);
+    check_all(cc, g_kernel, spec);
+    xir_compiler_destroy(cc);
+  }
+}
+
 /* An expensive tile used by two consumers is computed once: softmax's exp appears at one call
  * site (the sum's loop stores it, the store's loop reloads it). Compiled without the inliner so
  * that the call sites stay visible in the IR. */
@@ -474,6 +501,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_block_subrange_writes_exactly_its_part),
       cmocka_unit_test(test_compile_twice_reuses_result),
       cmocka_unit_test(test_narrow_widths),
+      cmocka_unit_test(test_narrow_widths_on_256_preferring_cpu),
       cmocka_unit_test(test_shared_exp_is_computed_once),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_sum_of_products_fuses),

@@ -894,8 +894,12 @@ static void add_enum_attr(LLVMContextRef C, LLVMValueRef f, const char *name, ui
 void xir__vm_function_attrs(LLVMValueRef fn, unsigned W) {
   LLVMContextRef C = LLVMGetTypeContext(LLVMTypeOf(fn));
   add_enum_attr(C, fn, "nounwind", 0);
+  /* At least 512: at every W, vmath widens some operations to one 16-lane AVX-512 instruction
+   * (rcp14, lookup32), so 512-bit vectors must be legal even in a W = 4 function. */
+  unsigned bits = 32 * (W ? W : 1);
+  if (bits < 512) bits = 512;
   char buf[16];
-  int n = snprintf(buf, sizeof buf, "%u", 32 * (W ? W : 1));
+  int n = snprintf(buf, sizeof buf, "%u", bits);
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(C, "min-legal-vector-width", 22, buf, (unsigned)n));
 }

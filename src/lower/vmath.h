@@ -104,8 +104,12 @@ int xir__vm_arity(xir__vm_fn fn);        /* 1 or 2; 0 when out of range */
 xir__vm_fn xir__vm_from_name(const char *name);
 
 /* Sets the attributes a function working on W-lane fp32 vectors needs on x86: nounwind and
- * "min-legal-vector-width" = 32·W, without which LLVM splits 512-bit vectors on CPUs tuned to
- * prefer 256-bit ones. The lowering calls it on its kernels; vmath sets it on its own functions. */
+ * "min-legal-vector-width" = max(32·W, 512), without which LLVM splits 512-bit vectors on CPUs
+ * tuned to prefer 256-bit ones (Intel's AVX-512 server and client cores) — and cannot split the
+ * 16-lane AVX-512 intrinsics that vmath uses at every W (rcp14, lookup32: W < 16 is widened to
+ * 16 lanes): a W = 4 function with 128 there aborted in instruction selection. The attribute only
+ * makes wider types legal; it widens nothing. The lowering calls it on its kernels; vmath sets it
+ * on its own functions. */
 void xir__vm_function_attrs(LLVMValueRef fn, unsigned W);
 
 /* Builds, in vm's module, `void name(const float *x, const float *y, float *out, int64_t nvec)`
