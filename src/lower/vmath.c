@@ -276,7 +276,12 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, in
   }
   if (e->scalef) {
     /* one vscalefps by nf instead of the integer scaling: the same bits (the tiny lanes round to
-     * +0 either way: x < −103.98 means e^x < 2^−150), checked over every fp32 input */
+     * +0 either way: x < −103.98 means e^x < 2^−150), checked over every fp32 input. The tiny
+     * lanes scale 0 instead of y: y·2^−150 underflows, and Intel cores take a microcode assist
+     * for each vscalefps that underflows (about 150 cycles; masked softmax rows, whose −inf
+     * lanes are all tiny, ran 3× slower on the 2026-12-02 Xeon host), while 0·2^n is exact. */
+    LLVMValueRef tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
+    y = sel(e, tiny, kf(e, 0.0f), y);
     LLVMValueRef res = scalef(e, y, nf);
     return keep_nan ? sel(e, isnan, x, res) : res;
   }
