@@ -232,29 +232,38 @@ static void test_narrow_widths_on_256_preferring_cpu(void **state) {
   }
 }
 
+/* The optimized IR of kernel at spec, candidate B = ℓ = W (the host's width) in the first
+ * permutation, compiled by a new compiler with the light pipeline (no inliner: vmath's call
+ * sites stay visible). The text belongs to *cc; the caller destroys *cc and frees *p. */
+static const char *light_ir(const char *kernel, const char *spec, xir_compiler **cc,
+                            xir_program **p) {
+  xir_diag d;
+  xir_shape s;
+  if (xir_kernel_load(kernel, p, &d) || xir_shape_parse(*p, spec, &s, &d)) die(&d);
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  if (xir_compiler_create(&o, cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(*cc);
+  xir_candidate c;
+  uint8_t perm[1] = {0};
+  if (xir_candidate_make(*p, &s, W, W, W, perm, &c, &d)) die(&d);
+  const xir_kernel *k;
+  if (xir_compile(*cc, *p, &s, &c, &k, &d)) die(&d);
+  xir_kernel_info info;
+  xir_kernel_get_info(k, &info);
+  return info.ir_text;
+}
+
 /* An expensive tile used by two consumers is computed once: softmax's exp appears at one call
  * site (the sum's loop stores it, the store's loop reloads it). Compiled without the inliner so
  * that the call sites stay visible in the IR. */
 static void test_shared_exp_is_computed_once(void **state) {
   (void)state;
   if (strcmp(g_kernel, "softmax_mask") != 0) return;
-  xir_program *p;
-  xir_diag d;
-  xir_shape s;
-  if (xir_kernel_load("softmax_mask", &p, &d) || xir_shape_parse(p, "R=32,C=256", &s, &d)) die(&d);
-  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
   xir_compiler *cc;
-  if (xir_compiler_create(&o, &cc, &d)) die(&d);
-  uint32_t W = xir_compiler_width(cc);
-  xir_candidate c;
-  uint8_t perm[1] = {0};
-  if (xir_candidate_make(p, &s, W, W, W, perm, &c, &d)) die(&d);
-  const xir_kernel *k;
-  if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
-  xir_kernel_info info;
-  xir_kernel_get_info(k, &info);
+  xir_program *p;
+  const char *ir = light_ir("softmax_mask", "R=32,C=256", &cc, &p);
   int calls = 0;
-  for (const char *q = info.ir_text; (q = strstr(q, "call fastcc")) != NULL; q++)
+  for (const char *q = ir; (q = strstr(q, "call fastcc")) != NULL; q++)
     if (strncmp(strchr(q, '@'), "@xir.vexp", 9) == 0) calls++;
   assert_int_equal(calls, 1);
   xir_compiler_destroy(cc);
@@ -270,29 +279,18 @@ static void test_shared_exp_is_computed_once(void **state) {
 static void test_exp_scales_zero_in_tiny_lanes(void **state) {
   (void)state;
   if (strcmp(g_kernel, "softmax_causal") != 0) return;
-  xir_program *p;
-  xir_diag d;
-  xir_shape s;
-  if (xir_kernel_load("softmax_causal", &p, &d) || xir_shape_parse(p, "R=8,C=100", &s, &d)) die(&d);
-  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
   xir_compiler *cc;
-  if (xir_compiler_create(&o, &cc, &d)) die(&d);
-  uint32_t W = xir_compiler_width(cc);
-  if (W < 16) { /* no AVX-512 here: exp scales with integer operations and handles tiny lanes itself */
+  xir_program *p;
+  const char *ir = light_ir("softmax_causal", "R=8,C=100", &cc, &p);
+  if (xir_compiler_width(cc) < 16) { /* no AVX-512: exp scales with integer operations and
+                                        handles the tiny lanes itself */
     xir_compiler_destroy(cc);
     xir_program_free(p);
     skip();
   }
-  xir_candidate c;
-  uint8_t perm[1] = {0};
-  if (xir_candidate_make(p, &s, W, W, W, perm, &c, &d)) die(&d);
-  const xir_kernel *k;
-  if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
-  xir_kernel_info info;
-  xir_kernel_get_info(k, &info);
   const char *call = "@llvm.x86.avx512.mask.scalef.ps.512(<16 x float> %";
   int calls = 0;
-  for (const char *q = info.ir_text; (q = strstr(q, call)) != NULL; q++) {
+  for (const char *q = ir; (q = strstr(q, call)) != NULL; q++) {
     char name[64] = "  %", def[80];
     const char *a = q + strlen(call);
     size_t len = strcspn(a, ",) ");
@@ -300,7 +298,7 @@ static void test_exp_scales_zero_in_tiny_lanes(void **state) {
     memcpy(name + 3, a, len);
     name[3 + len] = 0;
     snprintf(def, sizeof def, "%s = select ", name);
-    const char *at = strstr(info.ir_text, def);
+    const char *at = strstr(ir, def);
     assert_non_null(at); /* the scaled value is a select */
     const char *eol = strchr(at, '\n');
     const char *z = strstr(at, "zeroinitializer");

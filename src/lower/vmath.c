@@ -246,14 +246,12 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, in
   LLVMValueRef xc = nonpos ? x : sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
   xc = sel(e, fcmp(e, LLVMRealOLT, xc, kf(e, -104.0f)), kf(e, -104.0f), xc);
   if (keep_nan) xc = sel(e, isnan, kf(e, 0.0f), xc);
-  /* Below ln(2^-150) the result rounds to +0: those lanes (-inf included: masked softmax and
-   * attention columns) compute on 0 instead, so that no subnormal intermediate is produced
-   * (x86 handles those with slow microcode assists), and are set to 0 at the end. */
-  LLVMValueRef tiny = NULL;
-  if (!e->scalef) { /* vscalefps rounds those lanes to +0 itself, and has no subnormal input */
-    tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
-    xc = sel(e, tiny, kf(e, 0.0f), xc);
-  }
+  /* Below ln(2^-150) the result rounds to +0 (-inf included: masked softmax and attention
+   * columns). No such lane may produce a subnormal or underflowing intermediate, which x86
+   * handles with slow microcode assists: the integer scaling computes them on 0 and sets them to
+   * 0 at the end; vscalefps scales 0 in them (below). */
+  LLVMValueRef tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
+  if (!e->scalef) xc = sel(e, tiny, kf(e, 0.0f), xc);
   LLVMValueRef t = fmadd(e, xc, kf(e, 1.44269504088896341f), kf(e, 12582912.0f));
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
   LLVMValueRef r, y;
@@ -280,7 +278,6 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, in
      * lanes scale 0 instead of y: y·2^−150 underflows, and Intel cores take a microcode assist
      * for each vscalefps that underflows (about 150 cycles; masked softmax rows, whose −inf
      * lanes are all tiny, ran 3× slower on the 2026-12-02 Xeon host), while 0·2^n is exact. */
-    LLVMValueRef tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
     y = sel(e, tiny, kf(e, 0.0f), y);
     LLVMValueRef res = scalef(e, y, nf);
     return keep_nan ? sel(e, isnan, x, res) : res;
