@@ -235,8 +235,10 @@ static void test_narrow_widths_on_256_preferring_cpu(void **state) {
 /* The optimized IR of kernel at spec, candidate B = ℓ = W (the host's width) in the first
  * permutation, compiled by a new compiler with the light pipeline (no inliner: vmath's call
  * sites stay visible). The text belongs to *cc; the caller destroys *cc and frees *p. */
-static const char *light_ir(const char *kernel, const char *spec, xir_compiler **cc,
-                            xir_program **p) {
+/* The optimized IR (light pipeline) of kernel at spec, candidate (ℓ, B) in units of W: ℓ = W·lw
+ * (lw = 0: ℓ = 1), B = W·bw. */
+static const char *light_ir_at(const char *kernel, const char *spec, unsigned lw, unsigned bw,
+                               xir_compiler **cc, xir_program **p) {
   xir_diag d;
   xir_shape s;
   if (xir_kernel_load(kernel, p, &d) || xir_shape_parse(*p, spec, &s, &d)) die(&d);
@@ -244,13 +246,43 @@ static const char *light_ir(const char *kernel, const char *spec, xir_compiler *
   if (xir_compiler_create(&o, cc, &d)) die(&d);
   uint32_t W = xir_compiler_width(*cc);
   xir_candidate c;
-  uint8_t perm[1] = {0};
-  if (xir_candidate_make(*p, &s, W, W, W, perm, &c, &d)) die(&d);
+  uint8_t perm[8] = {0, 1, 2, 3, 4, 5, 6, 7}; /* the root axes in order */
+  if (xir_candidate_make(*p, &s, W, W * bw, lw ? W * lw : 1, perm, &c, &d)) die(&d);
   const xir_kernel *k;
   if (xir_compile(*cc, *p, &s, &c, &k, &d)) die(&d);
   xir_kernel_info info;
   xir_kernel_get_info(k, &info);
   return info.ir_text;
+}
+
+static const char *light_ir(const char *kernel, const char *spec, xir_compiler **cc,
+                            xir_program **p) {
+  return light_ir_at(kernel, spec, 1, 1, cc, p);
+}
+
+static int count_str(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *q = hay; (q = strstr(q, needle)) != NULL; q++) n++;
+  return n;
+}
+
+/* ℓ = 1 over rows whose length E is a multiple of B (swiglu, C = 768, B = 8W): a block stays in
+ * one row, so the row and the block's first column are one unsigned division per block (LICM
+ * keeps it out of the unit loop) and the packets step by W; no signed scalar division is left
+ * (it was two per packet, with the sign fix-ups). The masked path of a partial last unit (R is a
+ * launch-time dim) keeps its vector floor division. */
+static void test_block_coords_once_per_block(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "swiglu") != 0) return;
+  xir_compiler *cc;
+  xir_program *p;
+  const char *ir = light_ir_at("swiglu", "R=64,C=768", 0, 8, &cc, &p);
+  assert_int_equal(count_str(ir, "sdiv i64 "), 0);
+  assert_int_equal(count_str(ir, "srem i64 "), 0);
+  assert_int_equal(count_str(ir, "udiv i64 "), 1);
+  assert_int_equal(count_str(ir, "urem i64 "), 1);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
 }
 
 /* An expensive tile used by two consumers is computed once: softmax's exp appears at one call
@@ -553,6 +585,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_narrow_widths_on_256_preferring_cpu),
       cmocka_unit_test(test_exp_scales_zero_in_tiny_lanes),
       cmocka_unit_test(test_shared_exp_is_computed_once),
+      cmocka_unit_test(test_block_coords_once_per_block),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_sum_of_products_fuses),
       cmocka_unit_test(test_add_of_product_fuses),

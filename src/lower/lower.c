@@ -80,6 +80,7 @@ typedef struct lw {
   /* per unit */
   int full;
   LLVMValueRef p0;         /* first root program of the unit (i64) */
+  LLVMValueRef p0_blk, p0_unit; /* p0 = p0_blk (the block's first) + p0_unit (within it) */
   val coord[XIR_MAX_ROOT]; /* root coordinates (clamped in the masked path) */
   val active;              /* lanes whose root program exists (masked path), as a bool val */
   val jlane;               /* ℓ > 1: the lane's index j within its root program */
@@ -445,8 +446,20 @@ static void unit_coords(lw *L) {
     if (rp.aff && rp.s == 1 && ((is_fixed(L, ed) && dimc(L, ed) % L->W == 0) || L->nowrap)) {
       /* packets start at multiples of W and E is a multiple of W, or the unit was checked at
        * run time not to wrap (nowrap): no wrap inside a packet */
-      L->coord[axis] = vaff(LLVMBuildSRem(L->b, rp.u, dimv(L, ed), ""), 1);
-      rp = vaff(LLVMBuildSDiv(L->b, rp.u, dimv(L, ed), ""), 0);
+      /* root program indices and dims are >= 0: unsigned (a shift and a mask for a power of
+       * two, no sign fix-up) */
+      if (ell == 1 && rp.u == L->p0 && is_fixed(L, ed) && L->p0_blk &&
+          dimc(L, ed) % (int64_t)L->c->B == 0) {
+        /* a block of B root programs starts at a multiple of B and E is one: the block stays in
+         * one row, so its outer coordinates and its first inner one are computed once per block
+         * (loop-invariant in the unit loop), and the packets step by W from there */
+        L->coord[axis] = vaff(LLVMBuildAdd(L->b, LLVMBuildURem(L->b, L->p0_blk, dimv(L, ed), ""),
+                                           L->p0_unit, ""), 1);
+        rp = vaff(LLVMBuildUDiv(L->b, L->p0_blk, dimv(L, ed), ""), 0);
+        continue;
+      }
+      L->coord[axis] = vaff(LLVMBuildURem(L->b, rp.u, dimv(L, ed), ""), 1);
+      rp = vaff(LLVMBuildUDiv(L->b, rp.u, dimv(L, ed), ""), 0);
     } else {
       L->coord[axis] = int_binop(L, XIR_OP_REM, &rp, &ev);
       rp = int_binop(L, XIR_OP_DIV, &rp, &ev);
@@ -2298,8 +2311,9 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   uint64_t rp_per_block = c->B / L.ell;
   loop un;
   loop_begin(&L, &un, ci64(&L, 0), ci64(&L, units));
-  L.p0 = LLVMBuildAdd(L.b, LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), ""),
-                      LLVMBuildMul(L.b, un.i, ci64(&L, rp_per_unit), ""), "p0");
+  L.p0_blk = LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), "");
+  L.p0_unit = LLVMBuildMul(L.b, un.i, ci64(&L, rp_per_unit), "");
+  L.p0 = LLVMBuildAdd(L.b, L.p0_blk, L.p0_unit, "p0");
   LLVMBasicBlockRef live = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "unit");
   LLVMBasicBlockRef fullb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "full");
   LLVMBasicBlockRef maskb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "masked");
