@@ -250,7 +250,9 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, in
    * columns). No such lane may produce a subnormal or underflowing intermediate, which x86
    * handles with slow microcode assists: the integer scaling computes them on 0 and sets them to
    * 0 at the end; vscalefps scales 0 in them (below). */
-  LLVMValueRef tiny = fcmp(e, LLVMRealOLT, x, kf(e, -103.98f));
+  /* tested on the clamped value (x < −103.98 exactly when xc is, NaN lanes in neither): for
+   * sigmoid's −|x| LLVM would otherwise keep |x| for the test as well as −|x| (one operation) */
+  LLVMValueRef tiny = fcmp(e, LLVMRealOLT, xc, kf(e, -103.98f));
   if (!e->scalef) xc = sel(e, tiny, kf(e, 0.0f), xc);
   LLVMValueRef t = fmadd(e, xc, kf(e, 1.44269504088896341f), kf(e, 12582912.0f));
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
@@ -503,9 +505,10 @@ static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
 static LLVMValueRef body_sigmoid16(em *e, LLVMValueRef x) {
   LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, 1, 1);
   LLVMValueRef s = add(e, kf(e, 1.0f), t);
-  LLVMValueRef a = sel(e, fcmp(e, LLVMRealOGE, x, kf(e, 0.0f)), kf(e, 1.0f), t);
   LLVMValueRef r = e->x512 ? rcp14(e, s) : fdiv(e, kf(e, 1.0f), s);
-  return mul(e, a, r);
+  /* r where x ≥ 0 (1·r is r), t·r where x < 0: one merge-masked multiply on AVX-512 (the
+   * select of a constant 1 before the multiply was a multiply and a blend) */
+  return sel(e, fcmp(e, LLVMRealOLT, x, kf(e, 0.0f)), mul(e, t, r), r);
 }
 
 /* ---- erf (fp32) ----
