@@ -62,6 +62,33 @@ static int same_access(const xir_program *p, int i, int j) {
   return 1;
 }
 
+static int is_math(int op) {
+  return op == XIR_OP_EXP || op == XIR_OP_LOG || op == XIR_OP_TANH || op == XIR_OP_ERF ||
+         op == XIR_OP_SIGMOID || op == XIR_OP_SIN || op == XIR_OP_COS || op == XIR_OP_POW;
+}
+
+/* The number of vector-math nodes in consumer c's pointwise expression (not through other
+ * reductions or rank-0 values). seen: nn bytes of scratch, marked with mark. */
+static int math_in(const xir_program *p, int c, int *stack, uint8_t *seen) {
+  const xir_node *n = &p->nodes[c];
+  int sp = 0, count = 0;
+  memset(seen, 0, (size_t)p->nnodes);
+  stack[sp++] = n->op == XIR_OP_STORE ? n->args[n->nargs - 1] : n->args[0];
+  while (sp) {
+    int id = stack[--sp];
+    if (id < 0 || seen[id]) continue;
+    seen[id] = 1;
+    const xir_node *m = &p->nodes[id];
+    if (m->type.rank == 0 || m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX ||
+        m->op == XIR_OP_REDUCE_MIN)
+      continue;
+    count += is_math(m->op);
+    for (int a = 0; a < m->nargs; a++)
+      if (m->args[a] >= 0) stack[sp++] = m->args[a];
+  }
+  return count;
+}
+
 int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf) {
   size_t nn = (size_t)p->nnodes;
   memset(pf, 0, nn);
@@ -73,6 +100,31 @@ int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf) {
       last = i;
     }
   if (loops < 2) return -1;
+  /* The loop that prefetches: the first later loop that evaluates the most vector math
+   * (softmax: the sum of exp, which computes and keeps e; the store only rescales it), else the
+   * last. Its prefetches are spread over its long chunks, about two lines per exp packet — the
+   * pace one core streams at — where the short store loop issued the next row's lines in one
+   * burst that the fill buffers serialize. */
+  int *stack = xir__malloc(sizeof(int) * (nn * (XIR_MAX_RANK + 2) + 1));
+  uint8_t *seen = xir__malloc(nn + 1);
+  if (!stack || !seen) {
+    xir__free(stack);
+    xir__free(seen);
+    return -2;
+  }
+  int at = last, best = 0, first = 1;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    if (!consumer_over(p, i, X)) continue;
+    if (first) { /* the loop that streams the row itself */
+      first = 0;
+      continue;
+    }
+    int m = math_in(p, i, stack, seen);
+    if (m > best) best = m, at = i;
+  }
+  xir__free(stack);
+  xir__free(seen);
+  last = at;
   uint8_t *inv = xir__calloc(nn + 1, 1);
   if (!inv) return -2;
   xir__root_invariant(p, inv);
