@@ -732,22 +732,16 @@ static void mixed_spec(const xir_program *p, char *buf, size_t cap) {
   }
 }
 
-static void test_kernel_in_every_dtype(void **state) {
-  (void)state;
-  xir_compiler *cc;
+/* Every candidate of g_kernel at shape, retyped by each of specs[0..nspecs), against the oracle. */
+static void every_candidate(xir_compiler *cc, const xir_program *base, const char *shape,
+                            const char *const *specs, size_t nspecs) {
   xir_diag d;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  xir_program *base;
-  if (xir_kernel_load(g_kernel, &base, &d)) die(&d);
-  char mixed[256];
-  mixed_spec(base, mixed, sizeof mixed);
-  const char *specs[] = {"bf16", "f16", mixed};
   xir_tolerance tol = xir__kernel_tolerance(g_kernel);
-  for (size_t si = 0; si < 3; si++) {
+  for (size_t si = 0; si < nspecs; si++) {
     xir_program *p;
     if (xir_program_retype(base, specs[si], &p, &d)) die(&d);
     xir_shape s;
-    if (xir_shape_parse(p, small_shape(g_kernel), &s, &d)) die(&d);
+    if (xir_shape_parse(p, shape, &s, &d)) die(&d);
     xir_case c;
     if (xir__case_init(&c, p, &s, 99, &d) || xir__case_oracle(&c, &d)) die(&d);
     xir_candidate *cands;
@@ -778,12 +772,72 @@ static void test_kernel_in_every_dtype(void **state) {
         if (r.max_abs > worst) worst = r.max_abs;
       }
     }
-    printf("# %s --dtype %s: %zu candidates within tolerance (max abs %.3g)\n", g_kernel,
-           specs[si], n, worst);
+    printf("# %s %s --dtype %s: %zu candidates within tolerance (max abs %.3g)\n", g_kernel,
+           shape, specs[si], n, worst);
     xir_free(cands);
     xir__case_free(&c);
     xir_program_free(p);
   }
+}
+
+static void test_kernel_in_every_dtype(void **state) {
+  (void)state;
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_program *base;
+  if (xir_kernel_load(g_kernel, &base, &d)) die(&d);
+  char mixed[256];
+  mixed_spec(base, mixed, sizeof mixed);
+  const char *specs[] = {"bf16", "f16", mixed};
+  every_candidate(cc, base, small_shape(g_kernel), specs, 3);
+  /* the row kernels at rows too long for an f32 copy of a bf16 row (> 8 KiB): their reductions
+   * over one bf16 row load it even/odd at l >= 2W (lower.c evenodd_reduction), with a tail
+   * chunk at every l (2100 = 131·16 + 4) */
+  if (!strcmp(g_kernel, "rmsnorm") || !strcmp(g_kernel, "layernorm") ||
+      !strncmp(g_kernel, "softmax", 7))
+    every_candidate(cc, base, "R=3,C=2100", specs, 3);
+  xir_program_free(base);
+  xir_compiler_destroy(cc);
+}
+
+/* The even/odd loads of a reduction over one bf16 row (lower.c evenodd_reduction): at l >= 2W
+ * bf16 rmsnorm's sum of squares reads 2W elements as one <W x i32> load, the odd ones by
+ * `and 0xffff0000`; at l = W (one vector a chunk) it keeps the widening load. The outputs of
+ * both are checked against the oracle by test_kernel_in_every_dtype (R=3,C=2100). */
+static void test_bf16_reduction_loads_even_odd(void **state) {
+  (void)state;
+  xir_compiler_options co = {.no_kernel_cache = 1};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&co, &cc, &d)) die(&d);
+  xir_program *base, *p;
+  if (xir_kernel_load("rmsnorm", &base, &d) || xir_program_retype(base, "bf16", &p, &d)) die(&d);
+  xir_shape s;
+  if (xir_shape_parse(p, "R=4,C=4096", &s, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  uint8_t perm[1] = {0};
+  char pat[48];
+  snprintf(pat, sizeof pat, "and <%u x i32> %%", W);
+  int found[2] = {0, 0};
+  for (int wide = 0; wide < 2; wide++) {
+    uint32_t ell = wide ? 4 * W : W;
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, ell, ell, perm, &c, &d)) die(&d);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(k, &info);
+    for (const char *q = info.ir_text; (q = strstr(q, pat)); q++) {
+      const char *eol = strchr(q, '\n');
+      const char *m = strstr(q, "i32 -65536");
+      if (m && (!eol || m < eol)) found[wide]++;
+    }
+  }
+  printf("# bf16 rmsnorm C=4096: odd-element masks l=W %d, l=4W %d\n", found[0], found[1]);
+  assert_int_equal(found[0], 0);
+  assert_true(found[1] >= 1);
+  xir_program_free(p);
   xir_program_free(base);
   xir_compiler_destroy(cc);
 }
@@ -887,6 +941,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_native_conversions_are_exact_on_every_target),
       cmocka_unit_test(test_bf16_pair_stores),
       cmocka_unit_test(test_half_rows_convert_once),
+      cmocka_unit_test(test_bf16_reduction_loads_even_odd),
       cmocka_unit_test(test_narrow_values_pick_sigmoid16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -88,6 +88,9 @@ typedef struct lw {
   val env[XIR_MAX_DIMS];   /* index along each dim of the current loop nest */
   int env_set[XIR_MAX_DIMS];
   int tail;                /* inside the masked tail chunk of the inner axis */
+  int evenodd;             /* a reduction loop whose one tile operand is a bf16 row: its full
+                            * chunks load 2W elements as W words, even and odd ones apart
+                            * (evenodd_reduction) */
   val inner_c;             /* in the tail chunk: the lane's unclamped element index */
   val *top;                /* rank-0 values, per node */
   int *top_ok;
@@ -574,6 +577,29 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
     if (h) x = xir__cvt_to_f32(L->b, &L->cvt, elem, x);
     return i64 ? vaff(x, 0) : vsplat(L, x);
   }
+  if (off.aff && off.s == 1 && L->evenodd && elem == XIR_BF16 && L->k % 2 == 0) {
+    /* 2W bf16 elements as W 32-bit words: word j holds element 2j in its low half and 2j + 1 in
+     * its high half, so vector q gets the even elements (word << 16) and vector q + 1 the odd
+     * ones (word & 0xffff0000) — the bits of the usual conversion, two integer operations per
+     * 2W elements instead of a widening shuffle and a shift per W. Only in a reduction whose one
+     * tile operand this load is (evenodd_reduction): every lane of it then sees its elements in
+     * the same order, and a sum, max or min does not care which lane holds which element. */
+    LLVMTypeRef wt = LLVMVectorType(L->i32, L->W);
+    LLVMValueRef s16[16], hi[16];
+    for (unsigned i = 0; i < L->W; i++) {
+      s16[i] = LLVMConstInt(L->i32, 16, 0);
+      hi[i] = LLVMConstInt(L->i32, 0xffff0000u, 0);
+    }
+    for (unsigned q = 0; q < L->k; q += 2) {
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
+      LLVMValueRef w = LLVMBuildLoad2(L->b, wt, ptr, "");
+      LLVMSetAlignment(w, align);
+      r[q] = LLVMBuildBitCast(L->b, LLVMBuildShl(L->b, w, LLVMConstVector(s16, L->W), ""), L->vf, "");
+      r[q + 1] = LLVMBuildBitCast(L->b, LLVMBuildAnd(L->b, w, LLVMConstVector(hi, L->W), ""), L->vf, "");
+    }
+    return vvec(L, r);
+  }
   if (off.aff && off.s == 1) {
     for (unsigned q = 0; q < L->k; q++) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
@@ -1048,21 +1074,30 @@ static LLVMValueRef scratch_ptr(lw *L, int id) {
 
 /* The materialized slot of node id at the current point, or NULL when id is not materialized
  * here (only expensive 1-D tiles used by several consumers, inside 1-D consumer loops). */
+/* The vectors of node id's materialized slot, and whether they fit its cap. */
+static int mat_fits(lw *L, int id, int64_t *vectors_out) {
+  const xir_node *n = &L->p->nodes[id];
+  int ax = n->type.axes[0];
+  /* a launch-time axis is at most XIR_RUNTIME_TILE_MAX (the bridge's rule): sized at run time */
+  int64_t N = is_fixed(L, ax) ? dimc(L, ax) : XIR_RUNTIME_TILE_MAX;
+  int64_t chunks = L->ell > 1 && ax == L->c->inner_dim ? (N + L->ell - 1) / L->ell : N;
+  int64_t vectors = chunks * (int64_t)L->k;
+  if (vectors_out) *vectors_out = vectors;
+  /* a converted bf16/f16 load only while its f32 copy stays small next to the row and the
+   * other buffers in L1 (one worker, min of 5 rounds: bf16 layernorm 256x1024 49.3-49.8 ->
+   * 42.2-42.5 us, C = 2048 47.9-48.5 -> 44.8-45.4, but C = 4096 53.9-54.4 -> 56.3-59.1 and
+   * rmsnorm 32.0-32.6 -> 37.6-39.4; a 16 KiB cap measured the same on 2026-12-02's Xeon) */
+  int64_t cap = n->op == XIR_OP_LOAD ? 8192 : 1 << 20;
+  return vectors * 4 * (int64_t)L->W <= cap;
+}
+
 static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
   const xir_node *n = &L->p->nodes[id];
   if (L->mat_uses[id] < 2 || n->type.rank != 1 || L->nest_dim != n->type.axes[0]) return NULL;
   if (!L->mat_buf[id]) {
     int ax = n->type.axes[0];
-    /* a launch-time axis is at most XIR_RUNTIME_TILE_MAX (the bridge's rule): sized at run time */
-    int64_t N = is_fixed(L, ax) ? dimc(L, ax) : XIR_RUNTIME_TILE_MAX;
-    int64_t chunks = L->ell > 1 && ax == L->c->inner_dim ? (N + L->ell - 1) / L->ell : N;
-    int64_t vectors = chunks * (int64_t)L->k;
-    /* a converted bf16/f16 load only while its f32 copy stays small next to the row and the
-     * other buffers in L1 (one worker, min of 5 rounds: bf16 layernorm 256x1024 49.3-49.8 ->
-     * 42.2-42.5 us, C = 2048 47.9-48.5 -> 44.8-45.4, but C = 4096 53.9-54.4 -> 56.3-59.1 and
-     * rmsnorm 32.0-32.6 -> 37.6-39.4) */
-    int64_t cap = L->p->nodes[id].op == XIR_OP_LOAD ? 8192 : 1 << 20;
-    if (vectors * 4 * (int64_t)L->W > cap) {
+    int64_t vectors;
+    if (!mat_fits(L, id, &vectors)) {
       L->mat_uses[id] = 0; /* too large for a stack buffer: recompute instead */
       return NULL;
     }
@@ -1582,6 +1617,61 @@ static val masked_value(lw *L, int id) {
   return u;
 }
 
+/* 1 when reduction id (rank 0, over the inner axis X, ℓ ≥ 2W) may load its row even/odd
+ * (lw.evenodd): its expression's tile nodes are 1-D over X, f32 or bool, pointwise ops that do
+ * not look at positions (no iota, no index arithmetic), and one load of a bf16 buffer that is
+ * neither hoisted, nor a period buffer, nor kept in a materialized slot — every other operand is
+ * a rank-0 value, the same in every lane. Iterative walk; 0 on OOM (the usual loads). */
+static int evenodd_reduction(lw *L, int id) {
+  const xir_program *p = L->p;
+  const xir_node *n = &p->nodes[id];
+  int X = L->c->inner_dim;
+  if (L->ell < 2 * L->W || L->k % 2 || L->skip[id] || n->type.rank != 0) return 0;
+  const xir_type *in = &p->nodes[n->args[0]].type;
+  if (in->rank != 1 || in->axes[0] != X) return 0;
+  size_t nn = (size_t)p->nnodes;
+  int *stack = xir__malloc(sizeof(int) * (nn * (XIR_MAX_RANK + 2) + 1));
+  uint8_t *seen = xir__calloc(nn + 1, 1);
+  int ok = stack && seen, sp = 0, leaf = -1;
+  if (ok) stack[sp++] = n->args[0];
+  while (ok && sp) {
+    int a = stack[--sp];
+    if (a < 0 || seen[a]) continue;
+    seen[a] = 1;
+    const xir_node *m = &p->nodes[a];
+    if (m->type.rank == 0) continue; /* uniform */
+    if (m->type.rank != 1 || m->type.axes[0] != X ||
+        (m->type.elem != XIR_F32 && m->type.elem != XIR_BOOL)) {
+      ok = 0;
+      break;
+    }
+    if (m->op == XIR_OP_LOAD) {
+      ok = leaf < 0 && p->params[m->ref].elem == XIR_BF16 && !L->hoist[a] &&
+           !(L->hoist_buf && L->hoist_buf[a]) && !(L->pm_buf && L->pm_buf[a]) &&
+           !(L->mat_uses[a] >= 2 && mat_fits(L, a, NULL));
+      leaf = a;
+      continue;
+    }
+    switch (m->op) {
+    case XIR_OP_NEG: case XIR_OP_ABS: case XIR_OP_EXP: case XIR_OP_LOG: case XIR_OP_TANH:
+    case XIR_OP_ERF: case XIR_OP_SQRT: case XIR_OP_RSQRT: case XIR_OP_SIGMOID: case XIR_OP_SIN:
+    case XIR_OP_COS: case XIR_OP_ADD: case XIR_OP_SUB: case XIR_OP_MUL: case XIR_OP_DIV:
+    case XIR_OP_MAX: case XIR_OP_MIN: case XIR_OP_POW: case XIR_OP_LT: case XIR_OP_LE:
+    case XIR_OP_GT: case XIR_OP_GE: case XIR_OP_EQ: case XIR_OP_NE: case XIR_OP_AND:
+    case XIR_OP_OR: case XIR_OP_NOT: case XIR_OP_FMA: case XIR_OP_SELECT:
+      break;
+    default:
+      ok = 0;
+    }
+    if (L->hoist[a] || (L->mat_uses[a] >= 2 && mat_fits(L, a, NULL))) ok = 0; /* kept in order */
+    for (int k = 0; ok && k < m->nargs; k++)
+      if (m->args[k] >= 0) stack[sp++] = m->args[k];
+  }
+  xir__free(stack);
+  xir__free(seen);
+  return ok && leaf >= 0;
+}
+
 /* Emits a reduction: rank-0 results go to top[], tile results to scratch. */
 static void emit_reduce(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
@@ -1637,7 +1727,9 @@ static void emit_reduce(lw *L, int id) {
     L->rng_live = mask_live_chunks(L);
   }
   for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R.acc[q]);
+  L->evenodd = evenodd_reduction(L, id);
   tile_loops(L, in, 0, reduce_body, id, &R);
+  L->evenodd = 0;
   L->rng_lo = L->rng_hi = L->rng_live = NULL;
   LLVMValueRef acc[MAXK];
   for (unsigned q = 0; q < L->k; q++) acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
