@@ -362,28 +362,34 @@ static void test_bf16_pair_stores(void **state) {
   free(fb);
 }
 
-/* Number of "load <W x i16>" instructions in the IR of bf16 layernorm's ℓ = W candidate at R=4,C. */
-static int half_row_loads(xir_compiler *cc, int64_t C) {
+/* The optimized IR of a one-root-axis kernel with every float buffer bf16, at spec, candidate
+ * B = ℓ = ell (owned by cc's kernel). */
+static const char *bf16_ir(xir_compiler *cc, const char *kernel, const char *spec, uint32_t ell) {
   xir_program *base, *p;
   xir_diag d;
-  if (xir_kernel_load("layernorm", &base, &d) || xir_program_retype(base, "bf16", &p, &d)) die(&d);
-  char spec[64], pat[32];
-  snprintf(spec, sizeof spec, "R=4,C=%lld", (long long)C);
+  if (xir_kernel_load(kernel, &base, &d) || xir_program_retype(base, "bf16", &p, &d)) die(&d);
   xir_shape s;
   if (xir_shape_parse(p, spec, &s, &d)) die(&d);
-  uint32_t W = xir_compiler_width(cc);
   uint8_t perm[1] = {0};
   xir_candidate c;
-  if (xir_candidate_make(p, &s, W, W, W, perm, &c, &d)) die(&d);
+  if (xir_candidate_make(p, &s, xir_compiler_width(cc), ell, ell, perm, &c, &d)) die(&d);
   const xir_kernel *k;
   if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
   xir_kernel_info info;
   xir_kernel_get_info(k, &info);
-  snprintf(pat, sizeof pat, "load <%u x i16>", W);
-  int n = 0;
-  for (const char *q = info.ir_text; (q = strstr(q, pat)); q++) n++;
   xir_program_free(p);
   xir_program_free(base);
+  return info.ir_text;
+}
+
+/* Number of "load <W x i16>" instructions in the IR of bf16 layernorm's ℓ = W candidate at R=4,C. */
+static int half_row_loads(xir_compiler *cc, int64_t C) {
+  uint32_t W = xir_compiler_width(cc);
+  char spec[64], pat[32];
+  snprintf(spec, sizeof spec, "R=4,C=%lld", (long long)C);
+  snprintf(pat, sizeof pat, "load <%u x i16>", W);
+  int n = 0;
+  for (const char *q = bf16_ir(cc, "layernorm", spec, W); (q = strstr(q, pat)); q++) n++;
   return n;
 }
 
@@ -811,24 +817,13 @@ static void test_bf16_reduction_loads_even_odd(void **state) {
   xir_compiler *cc;
   xir_diag d;
   if (xir_compiler_create(&co, &cc, &d)) die(&d);
-  xir_program *base, *p;
-  if (xir_kernel_load("rmsnorm", &base, &d) || xir_program_retype(base, "bf16", &p, &d)) die(&d);
-  xir_shape s;
-  if (xir_shape_parse(p, "R=4,C=4096", &s, &d)) die(&d);
   uint32_t W = xir_compiler_width(cc);
-  uint8_t perm[1] = {0};
   char pat[48];
   snprintf(pat, sizeof pat, "and <%u x i32> %%", W);
   int found[2] = {0, 0};
   for (int wide = 0; wide < 2; wide++) {
-    uint32_t ell = wide ? 4 * W : W;
-    xir_candidate c;
-    if (xir_candidate_make(p, &s, W, ell, ell, perm, &c, &d)) die(&d);
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &s, &c, &k, &d)) die(&d);
-    xir_kernel_info info;
-    xir_kernel_get_info(k, &info);
-    for (const char *q = info.ir_text; (q = strstr(q, pat)); q++) {
+    const char *ir = bf16_ir(cc, "rmsnorm", "R=4,C=4096", wide ? 4 * W : W);
+    for (const char *q = ir; (q = strstr(q, pat)); q++) {
       const char *eol = strchr(q, '\n');
       const char *m = strstr(q, "i32 -65536");
       if (m && (!eol || m < eol)) found[wide]++;
@@ -837,8 +832,6 @@ static void test_bf16_reduction_loads_even_odd(void **state) {
   printf("# bf16 rmsnorm C=4096: odd-element masks l=W %d, l=4W %d\n", found[0], found[1]);
   assert_int_equal(found[0], 0);
   assert_true(found[1] >= 1);
-  xir_program_free(p);
-  xir_program_free(base);
   xir_compiler_destroy(cc);
 }
 

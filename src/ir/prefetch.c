@@ -62,13 +62,8 @@ static int same_access(const xir_program *p, int i, int j) {
   return 1;
 }
 
-static int is_math(int op) {
-  return op == XIR_OP_EXP || op == XIR_OP_LOG || op == XIR_OP_TANH || op == XIR_OP_ERF ||
-         op == XIR_OP_SIGMOID || op == XIR_OP_SIN || op == XIR_OP_COS || op == XIR_OP_POW;
-}
-
 /* The number of vector-math nodes in consumer c's pointwise expression (not through other
- * reductions or rank-0 values). seen: nn bytes of scratch, marked with mark. */
+ * reductions or rank-0 values). stack, seen: scratch of the caller's sizes (seen is cleared). */
 static int math_in(const xir_program *p, int c, int *stack, uint8_t *seen) {
   const xir_node *n = &p->nodes[c];
   int sp = 0, count = 0;
@@ -82,7 +77,7 @@ static int math_in(const xir_program *p, int c, int *stack, uint8_t *seen) {
     if (m->type.rank == 0 || m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX ||
         m->op == XIR_OP_REDUCE_MIN)
       continue;
-    count += is_math(m->op);
+    count += xir__is_vector_math(m->op);
     for (int a = 0; a < m->nargs; a++)
       if (m->args[a] >= 0) stack[sp++] = m->args[a];
   }

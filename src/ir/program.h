@@ -86,6 +86,14 @@ static inline int xir__is_inline_leaf(int op) {
   return op == XIR_OP_CONST || op == XIR_OP_DIM || op == XIR_OP_PARAM || op == XIR_OP_ROOT;
 }
 
+/* 1 when op is vector math (a polynomial or table evaluation of tens of operations per packet,
+ * src/lower/vmath.c): what the lowering keeps in a materialized slot when several consumers use
+ * it, and what the next-row prefetch looks for in a consumer loop. */
+static inline int xir__is_vector_math(int op) {
+  return op == XIR_OP_EXP || op == XIR_OP_LOG || op == XIR_OP_TANH || op == XIR_OP_ERF ||
+         op == XIR_OP_SIGMOID || op == XIR_OP_SIN || op == XIR_OP_COS || op == XIR_OP_POW;
+}
+
 /* Integer helpers the op table's integer semantics use (wrapping, floor division). */
 int64_t xir__iadd(int64_t a, int64_t b);
 int64_t xir__isub(int64_t a, int64_t b);

@@ -1072,9 +1072,8 @@ static LLVMValueRef scratch_ptr(lw *L, int id) {
   return LLVMBuildGEP2(L->b, L->vf, L->scratch[id], &lin.u, 1, "");
 }
 
-/* The materialized slot of node id at the current point, or NULL when id is not materialized
- * here (only expensive 1-D tiles used by several consumers, inside 1-D consumer loops). */
-/* The vectors of node id's materialized slot, and whether they fit its cap. */
+/* Whether node id's materialized slot fits its cap; *vectors_out (if not NULL) its size in
+ * vectors. */
 static int mat_fits(lw *L, int id, int64_t *vectors_out) {
   const xir_node *n = &L->p->nodes[id];
   int ax = n->type.axes[0];
@@ -1091,6 +1090,8 @@ static int mat_fits(lw *L, int id, int64_t *vectors_out) {
   return vectors * 4 * (int64_t)L->W <= cap;
 }
 
+/* The materialized slot of node id at the current point, or NULL when id is not materialized
+ * here (only expensive 1-D tiles used by several consumers, inside 1-D consumer loops). */
 static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
   const xir_node *n = &L->p->nodes[id];
   if (L->mat_uses[id] < 2 || n->type.rank != 1 || L->nest_dim != n->type.axes[0]) return NULL;
@@ -1980,11 +1981,6 @@ static void emit_unit(lw *L) {
   }
 }
 
-static int is_expensive(int op) {
-  return op == XIR_OP_EXP || op == XIR_OP_LOG || op == XIR_OP_TANH || op == XIR_OP_ERF ||
-         op == XIR_OP_SIGMOID || op == XIR_OP_SIN || op == XIR_OP_COS || op == XIR_OP_POW;
-}
-
 /* For each expensive tile node: the number of consumers (reductions, stores) whose pointwise
  * expression contains it. Iterative (no recursion on program depth). Returns -1 on OOM. */
 static int count_mat_uses(lw *L) {
@@ -2016,7 +2012,7 @@ static int count_mat_uses(lw *L) {
       if (L->hoist[id]) continue; /* loaded from its buffer */
       /* a bf16/f16 load is expensive too: its conversion is a shuffle and a shift (bf16) or
        * vcvtph2ps, where an f32 reload from L1 folds into the consumer's instruction */
-      if (is_expensive(m->op) || (m->op == XIR_OP_LOAD && is_half(p->params[m->ref].elem)))
+      if (xir__is_vector_math(m->op) || (m->op == XIR_OP_LOAD && is_half(p->params[m->ref].elem)))
         L->mat_uses[id]++;
       for (int a = 0; a < m->nargs; a++)
         if (m->args[a] >= 0) stack[sp++] = m->args[a];
