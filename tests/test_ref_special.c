@@ -534,6 +534,124 @@ static void test_rope_beyond_2p24(void **state) {
 
 /* The check's comparison: NaN where the oracle is NaN passes, NaN where it is not fails, a finite
  * value where the oracle is NaN fails, and infinities must be equal. */
+/* ---------------------------------------------------------------------------------------------- */
+/* reduce.max / reduce.min                                                                         */
+
+/* IEEE 754-2019 maximum / minimum (what llvm.maximum/minimum compute): NaN if either is NaN,
+ * −0 below +0. */
+static float ieee_max(float a, float b) {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  if (a == b) return signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+static float ieee_min(float a, float b) {
+  if (isnan(a)) return a;
+  if (isnan(b)) return b;
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+static int same_or_nan(double got, float want) {
+  if (isnan(want)) return isnan(got);
+  return got == (double)want && !signbit(got) == !signbit(want);
+}
+
+/* Rank-0 max and min of rows with NaNs at the first, a middle and the last column (the tail
+ * packet), rows of NaN only, of −0 only, of ±0 mixed, −inf only, ±inf, subnormals: the
+ * interpreter and every candidate at W = 16 and 8 give maximum's and minimum's value, the sign of
+ * a zero included, and a NaN wherever the row has one (the AVX-512DQ fold, vrangeps plus a NaN
+ * lane, in src/lower/lower.c range_fold). */
+static void test_reduce_max_min_special(void **state) {
+  (void)state;
+  static const char *text =
+      "kernel redmm[R, C](x: f32[R, C], hi: out f32[R], lo: out f32[R])\n"
+      "root r in R {\n"
+      "  v = load x[r, :]\n"
+      "  store hi[r] = reduce.max(v)\n"
+      "  store lo[r] = reduce.min(v)\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "redmm.xir", &p, &d)) die(&d);
+  const char *shapes[3] = {"R=13,C=37", "R=13,C=300", "R=13,C=5"};
+  for (int si = 0; si < 3; si++) {
+    xir_shape shape;
+    if (xir_shape_parse(p, shapes[si], &shape, &d)) die(&d);
+    xir_case c;
+    if (xir__case_init(&c, p, &shape, 90 + (uint64_t)si, &d)) die(&d);
+    const int R = 13, C = (int)shape.dims[1];
+    float *x = c.data[pidx(p, "x")];
+    x[1 * C + 0] = NAN;
+    x[2 * C + C - 1] = NAN;
+    x[3 * C + C / 2] = NAN;
+    x[3 * C + C / 2 + 1] = -NAN;
+    for (int j = 0; j < C; j++) {
+      x[4 * C + j] = NAN;
+      x[5 * C + j] = -0.0f;
+      x[6 * C + j] = j % 2 ? 0.0f : -0.0f;
+      x[7 * C + j] = -1.0f - (float)j;
+      x[8 * C + j] = -INFINITY;
+      x[10 * C + j] = (j % 2 ? 1 : -1) * (float)(j + 1) * 1e-45f;
+      x[11 * C + j] = j == 0 ? 0.0f : -0.0f;
+      x[12 * C + j] = j == C - 1 ? 0.0f : -0.0f;
+    }
+    x[7 * C + C - 1] = -0.0f;
+    x[7 * C + C / 3] = 0.0f;
+    x[9 * C + C / 3] = INFINITY;
+    x[9 * C + C / 2] = -INFINITY;
+    float want_hi[13], want_lo[13];
+    for (int r = 0; r < R; r++) {
+      want_hi[r] = -INFINITY;
+      want_lo[r] = INFINITY;
+      for (int j = 0; j < C; j++) {
+        want_hi[r] = ieee_max(want_hi[r], x[r * C + j]);
+        want_lo[r] = ieee_min(want_lo[r], x[r * C + j]);
+      }
+    }
+    /* the reference itself */
+    for (int r = 1; r <= 4; r++) assert_true(isnan(want_hi[r]) && isnan(want_lo[r]));
+    assert_true(want_hi[5] == 0 && signbit(want_hi[5]) && signbit(want_lo[5]));
+    assert_true(want_hi[6] == 0 && !signbit(want_hi[6]) && signbit(want_lo[6]));
+    assert_true(want_hi[7] == 0 && !signbit(want_hi[7]));
+    assert_true(want_hi[8] == -INFINITY && want_lo[9] == -INFINITY && want_hi[9] == INFINITY);
+    assert_true(!signbit(want_hi[11]) && signbit(want_lo[11]) && !signbit(want_hi[12]));
+    const int hi = pidx(p, "hi"), lo = pidx(p, "lo");
+    if (xir__case_oracle(&c, &d)) die(&d);
+    for (int r = 0; r < R; r++)
+      if (!same_or_nan(c.ref[hi][r], want_hi[r]) || !same_or_nan(c.ref[lo][r], want_lo[r]))
+        fail_msg("%s interpreter row %d: max %a min %a, want %a %a", shapes[si], r,
+                 c.ref[hi][r], c.ref[lo][r], (double)want_hi[r], (double)want_lo[r]);
+    for (int w = 0; w < 2; w++) {
+      if (!g_cc[w]) continue;
+      xir_candidate *cands;
+      size_t nc;
+      if (xir_candidates(p, &c.shape, xir_compiler_width(g_cc[w]), &cands, &nc, &d)) die(&d);
+      assert_true(nc > 0);
+      for (size_t i = 0; i < nc; i++) {
+        char name[128];
+        xir_candidate_name(p, &cands[i], name, sizeof name);
+        const xir_kernel *k;
+        if (xir_compile(g_cc[w], p, &c.shape, &cands[i], &k, &d)) die(&d);
+        xir__case_reset_outputs(&c);
+        uint64_t slots[XIR_MAX_ARG_SLOTS];
+        if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+        assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+        if (!xir__case_sentinels_ok(&c)) fail_msg("%s %s: a sentinel was overwritten", shapes[si], name);
+        const float *gh = c.data[hi], *gl = c.data[lo];
+        for (int r = 0; r < R; r++)
+          if (!same_or_nan(gh[r], want_hi[r]) || !same_or_nan(gl[r], want_lo[r]))
+            fail_msg("%s %s (W=%u) row %d: max %a min %a, want %a %a", shapes[si], name,
+                     xir_compiler_width(g_cc[w]), r, (double)gh[r], (double)gl[r],
+                     (double)want_hi[r], (double)want_lo[r]);
+      }
+      xir_free(cands);
+    }
+    xir__case_free(&c);
+  }
+  xir_program_free(p);
+}
+
 static void test_check_compare_nan_rules(void **state) {
   (void)state;
   xir_case c;
@@ -586,6 +704,7 @@ int main(void) {
       cmocka_unit_test(test_layernorm_beyond_the_bound),
       cmocka_unit_test(test_rope_positions_up_to_2p24),
       cmocka_unit_test(test_rope_beyond_2p24),
+      cmocka_unit_test(test_reduce_max_min_special),
       cmocka_unit_test(test_check_compare_nan_rules),
   };
   int rc = cmocka_run_group_tests_name("ref_special", tests, NULL, NULL);

@@ -34,12 +34,17 @@ int64_t xir__irem(int64_t a, int64_t b) {
   if (b == 0 || (a == INT64_MIN && b == -1)) return 0;
   return a - b * xir__idiv(a, b);
 }
+/* IEEE 754-2019 maximum and minimum, what native code computes (llvm.maximum/minimum, and the
+ * vrangeps fold of reductions): NaN if either operand is NaN, and −0 orders below +0, so the
+ * result does not depend on the operand order (docs/xir.md, "Reductions"). */
 double xir__fmax(double a, double b) {
   if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? b : a;
   return a > b ? a : b;
 }
 double xir__fmin(double a, double b) {
   if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? a : b;
   return a < b ? a : b;
 }
 

@@ -1485,6 +1485,8 @@ static void store_body(lw *L, int id, void *ud) {
 
 typedef struct red {
   LLVMValueRef acc[MAXK]; /* allocas of <W x float> */
+  LLVMValueRef nan[MAXK]; /* range_fold: allocas of <W x float>, the last NaN input of the lane */
+  int range;              /* max/min folded with vrangeps (range_fold) */
   xir_type outer;         /* result axes */
   int64_t lin_stride;
 } red;
@@ -1496,6 +1498,39 @@ static LLVMValueRef red_identity(lw *L, int op) {
 
 static LLVMValueRef red_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
   return f_op(L, op == XIR_OP_REDUCE_SUM ? XIR_OP_ADD : op == XIR_OP_REDUCE_MAX ? XIR_OP_MAX : XIR_OP_MIN, a, b, NULL);
+}
+
+/* reduce.max/min of a rank-0 result on an AVX-512DQ target (W ≥ 4): llvm.maximum/minimum take six
+ * instructions a packet on x86 (vmaxps returns its second operand for a NaN or a ±0 tie, so LLVM
+ * orders the operands by sign and patches NaNs). vrangeps (imm 5: max, 4: min, the sign of the
+ * selected operand) orders −0 below +0 exactly as maximum/minimum do, but returns the other
+ * operand for a quiet NaN; so each lane also keeps the last NaN input it saw (one compare and one
+ * blend, off the accumulator's dependency chain), and the fold ends with that NaN where there is
+ * one. The result is maximum/minimum's for every input (a NaN where any input of the lane is NaN;
+ * which NaN is unspecified there as well): tests/test_lower_reduce.c checks the special values
+ * against the fp64 reference. W < 16 is widened to 16 lanes, as rcp14 in vmath.c. */
+static int range_fold(lw *L, const xir_node *n) {
+  return (n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) && n->type.rank == 0 &&
+         L->cvt.avx512dq && L->W >= 4 && L->W <= 16;
+}
+
+static LLVMValueRef range_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef v16 = LLVMVectorType(L->f32, 16);
+  LLVMValueRef m[16];
+  for (unsigned i = 0; i < 16; i++) m[i] = i < L->W ? LLVMConstInt(L->i32, i, 0) : LLVMGetUndef(L->i32);
+  if (L->W < 16) {
+    a = LLVMBuildShuffleVector(L->b, a, LLVMGetPoison(L->vf), LLVMConstVector(m, 16), "");
+    b = LLVMBuildShuffleVector(L->b, b, LLVMGetPoison(L->vf), LLVMConstVector(m, 16), "");
+  }
+  const char *name = "llvm.x86.avx512.mask.range.ps.512";
+  unsigned iid = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(L->mod, iid, NULL, 0);
+  LLVMValueRef args[6] = {a, b, LLVMConstInt(L->i32, op == XIR_OP_REDUCE_MAX ? 5 : 4, 0),
+                          LLVMGetUndef(v16), LLVMConstAllOnes(LLVMIntTypeInContext(L->ctx, 16)),
+                          LLVMConstInt(L->i32, 4, 0)};
+  LLVMValueRef r = LLVMBuildCall2(L->b, LLVMIntrinsicGetType(L->ctx, iid, NULL, 0), decl, args, 6, "");
+  if (L->W < 16) r = LLVMBuildShuffleVector(L->b, r, LLVMGetPoison(v16), LLVMConstVector(m, L->W), "");
+  return r;
 }
 
 /* reduce.sum(mul(a, b)) on a host with FMA accumulates with one fused multiply-add per packet
@@ -1538,6 +1573,13 @@ static void reduce_body(lw *L, int id, void *ud) {
     }
     LLVMValueRef x = v.v[q];
     if (m[q]) x = LLVMBuildSelect(L->b, m[q], x, red_identity(L, n->op), "");
+    if (R->range) {
+      LLVMValueRef nn = LLVMBuildLoad2(L->b, L->vf, R->nan[q], "");
+      LLVMValueRef uno = LLVMBuildFCmp(L->b, LLVMRealUNO, x, x, "");
+      LLVMBuildStore(L->b, LLVMBuildSelect(L->b, uno, x, nn, ""), R->nan[q]);
+      LLVMBuildStore(L->b, range_op(L, n->op, a, x), R->acc[q]);
+      continue;
+    }
     LLVMBuildStore(L->b, red_op(L, n->op, a, x), R->acc[q]);
   }
 }
@@ -1728,12 +1770,23 @@ static void emit_reduce(lw *L, int id) {
     L->rng_live = mask_live_chunks(L);
   }
   for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R.acc[q]);
+  if ((R.range = range_fold(L, n)))
+    for (unsigned q = 0; q < L->k; q++) {
+      R.nan[q] = entry_alloca(L, L->vf, "nan");
+      LLVMBuildStore(L->b, red_identity(L, n->op), R.nan[q]);
+    }
   L->evenodd = evenodd_reduction(L, id);
   tile_loops(L, in, 0, reduce_body, id, &R);
   L->evenodd = 0;
   L->rng_lo = L->rng_hi = L->rng_live = NULL;
   LLVMValueRef acc[MAXK];
-  for (unsigned q = 0; q < L->k; q++) acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
+  for (unsigned q = 0; q < L->k; q++) {
+    acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
+    if (R.range) {
+      LLVMValueRef nn = LLVMBuildLoad2(L->b, L->vf, R.nan[q], "");
+      acc[q] = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealUNO, nn, nn, ""), nn, acc[q], "");
+    }
+  }
   if (L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim) {
     /* packets of a root program: a fixed pairwise tree */
     for (unsigned w = 1; w < L->k; w *= 2)
