@@ -44,6 +44,19 @@ static xir_program *setup(const char *kernel, const char *spec, xir_case *c, uin
   return p;
 }
 
+/* Compiles candidate `cand` of the case's program with cc, resets the outputs (sentinels around
+ * them) and runs every block on the calling thread. */
+static void run_candidate(xir_compiler *cc, const xir_program *p, xir_case *c,
+                          const xir_candidate *cand) {
+  xir_diag d;
+  const xir_kernel *k;
+  if (xir_compile(cc, p, &c->shape, cand, &k, &d)) die(&d);
+  xir__case_reset_outputs(c);
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  if (xir_kernel_pack_args(k, c->args, slots, &d)) die(&d);
+  assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+}
+
 /* got vs want: NaN exactly where want is NaN, equal infinities, finite values within
  * atol + rtol |want|. Returns the number of mismatches; the first is described in msg. */
 static size_t mismatches(const char *who, const float *gotf, const double *gotd, const double *want,
@@ -82,12 +95,7 @@ static void judge(const char *what, xir_case *c, const xir_program *p, const cha
     for (size_t i = 0; i < nc; i++) {
       char name[128];
       xir_candidate_name(p, &cands[i], name, sizeof name);
-      const xir_kernel *k;
-      if (xir_compile(g_cc[w], p, &c->shape, &cands[i], &k, &d)) die(&d);
-      xir__case_reset_outputs(c);
-      uint64_t slots[XIR_MAX_ARG_SLOTS];
-      if (xir_kernel_pack_args(k, c->args, slots, &d)) die(&d);
-      assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+      run_candidate(g_cc[w], p, c, &cands[i]);
       if (!xir__case_sentinels_ok(c)) fail_msg("%s %s: a sentinel was overwritten", what, name);
       bad = mismatches("native", c->data[o], NULL, want, n, tol.rtol, tol.atol, msg, sizeof msg);
       if (bad)
@@ -366,12 +374,7 @@ static void test_rmsnorm_beyond_the_bound(void **state) {
     size_t nc;
     if (xir_candidates(p, &c.shape, xir_compiler_width(g_cc[w]), &cands, &nc, &d)) die(&d);
     for (size_t i = 0; i < nc; i++) {
-      const xir_kernel *k;
-      if (xir_compile(g_cc[w], p, &c.shape, &cands[i], &k, &d)) die(&d);
-      xir__case_reset_outputs(&c);
-      uint64_t slots[XIR_MAX_ARG_SLOTS];
-      if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-      assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+      run_candidate(g_cc[w], p, &c, &cands[i]);
       for (int j = 0; j < 128; j++) assert_true(c.data[y][j] == 0.0f); /* rows 0, 1: zeros */
       assert_int_equal(mismatches("native row 2", c.data[y] + 128, NULL, want + 128, 64, 1e-4,
                                   1e-5, msg, sizeof msg), 0);
@@ -438,12 +441,7 @@ static void test_layernorm_beyond_the_bound(void **state) {
   size_t nc;
   if (xir_candidates(p, &c.shape, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
   for (size_t i = 0; i < nc; i++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &c.shape, &cands[i], &k, &d)) die(&d);
-    xir__case_reset_outputs(&c);
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    run_candidate(cc, p, &c, &cands[i]);
     for (int j = 0; j < 64; j++) assert_true(c.data[y][j] == b[j]);
     xir_compare r = xir__case_compare(&c, y, xir__kernel_tolerance("layernorm"));
     assert_false(r.pass);
@@ -631,12 +629,7 @@ static void test_reduce_max_min_special(void **state) {
       for (size_t i = 0; i < nc; i++) {
         char name[128];
         xir_candidate_name(p, &cands[i], name, sizeof name);
-        const xir_kernel *k;
-        if (xir_compile(g_cc[w], p, &c.shape, &cands[i], &k, &d)) die(&d);
-        xir__case_reset_outputs(&c);
-        uint64_t slots[XIR_MAX_ARG_SLOTS];
-        if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-        assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+        run_candidate(g_cc[w], p, &c, &cands[i]);
         if (!xir__case_sentinels_ok(&c)) fail_msg("%s %s: a sentinel was overwritten", shapes[si], name);
         const float *gh = c.data[hi], *gl = c.data[lo];
         for (int r = 0; r < R; r++)

@@ -1507,8 +1507,9 @@ static LLVMValueRef red_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
  * operand for a quiet NaN; so each lane also keeps the last NaN input it saw (one compare and one
  * blend, off the accumulator's dependency chain), and the fold ends with that NaN where there is
  * one. The result is maximum/minimum's for every input (a NaN where any input of the lane is NaN;
- * which NaN is unspecified there as well): tests/test_lower_reduce.c checks the special values
- * against the fp64 reference. W < 16 is widened to 16 lanes, as rcp14 in vmath.c. */
+ * which NaN is unspecified there as well): tests/test_ref_special.c, test_reduce_max_min_special,
+ * checks the special values against a hand reference. W < 16 is widened to 16 lanes, as rcp14 in
+ * vmath.c. */
 static int range_fold(lw *L, const xir_node *n) {
   return (n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) && n->type.rank == 0 &&
          L->cvt.avx512dq && L->W >= 4 && L->W <= 16;
