@@ -303,6 +303,10 @@ xir_status xir_kernel_load(const char *name, xir_program **out, xir_diag *d);
 
 /* The xir version ("0.1.0"). */
 const char *xir_version(void);
+/* 16 hex digits naming the exact sources this library was built from (a SHA-256 over every file
+ * under src/ and include/, cmake/fingerprint.cmake). Two builds of one version from different
+ * code differ here; the service model's cache file is keyed by it. */
+const char *xir_source_fingerprint(void);
 /* The cache directory (the service model, the kernel cache): $XIR_CACHE_DIR, else
  * $XDG_CACHE_HOME/xir, else $HOME/.cache/xir. */
 xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d);

@@ -2,7 +2,7 @@
  * planner defaults built on it.
  *
  *   xir_plan_options_default ─► xir_service_model (once per process) ─► cache file valid for
- *   this CPU, worker count and xir version?  ── yes ─► its figures
+ *   this CPU, worker count, xir version and source fingerprint?  ── yes ─► its figures
  *                                             └─ no ──► xir_calibrate (≈ 1 s) ─► write the file
  *
  * This module sits above plan, lower and runtime: the calibration compiles and runs kernels. The
@@ -49,8 +49,8 @@ static int make_dirs(const char *path) {
   X(mem_ns[2]) X(ns_per_math) X(ns_per_step[0]) X(ns_per_step[1])
 
 static void key_of(const char *cpu, const char *features, uint32_t workers, char *key, size_t cap) {
-  snprintf(key, cap, "xir %s llvm %s cpu %s workers %u features %s", XIR_VERSION,
-           xir_llvm_version(), cpu, workers, features);
+  snprintf(key, cap, "xir %s source %s llvm %s cpu %s workers %u features %s", XIR_VERSION,
+           xir_source_fingerprint(), xir_llvm_version(), cpu, workers, features);
 }
 
 static void file_of(const char *dir, const char *key, char *path, size_t cap) {

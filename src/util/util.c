@@ -307,8 +307,13 @@ double xir__median(double *v, size_t n) {
 #ifndef XIR_VERSION
 #define XIR_VERSION "0"
 #endif
+#ifndef XIR_SOURCE_FINGERPRINT /* a build outside CMake (tests/fuzz/run_fuzz.sh) defines it */
+#include "xir_fingerprint.h"   /* generated in the build tree by cmake/fingerprint.cmake */
+#endif
 
 const char *xir_version(void) { return XIR_VERSION; }
+
+const char *xir_source_fingerprint(void) { return XIR_SOURCE_FINGERPRINT; }
 
 xir_status xir_cache_dir(char *buf, size_t cap, xir_diag *d) {
   if (!buf || cap == 0) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_cache_dir needs a buffer");

@@ -51,7 +51,7 @@ echo "run_fuzz.sh: building $BIN with $CC"
 # shellcheck disable=SC2086
 if ! "$CC" -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $EXTRA_SAN \
-    -I"$SRC/include" -I"$SRC/src" \
+    -I"$SRC/include" -I"$SRC/src" -DXIR_SOURCE_FINGERPRINT="\"fuzz\"" \
     "$HERE/fuzz_$TARGET.c" $LIBSRC -lm -o "$BIN" 2>"$WORK/build.log"; then
   cat "$WORK/build.log" >&2
   echo "run_fuzz.sh: the fuzz target does not build" >&2
