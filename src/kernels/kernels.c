@@ -75,7 +75,9 @@ static const builtin kKernels[] = {
      "  p = load pos[r]\n"
      "  partner = load x[r, c + 1 - 2 * odd]\n"
      "  sign = f32(2 * odd - 1)\n"
-     "  store y[r, :] = load x[r, :] * load cos[p, i] + sign * partner * load sin[p, i]\n"
+     "  # partner * (sign * sin) is sign * partner * sin bit for bit (sign is +-1), and\n"
+     "  # sign * sin repeats across the heads: computed once a row, not once a packet\n"
+     "  store y[r, :] = load x[r, :] * load cos[p, i] + partner * (sign * load sin[p, i])\n"
      "}\n"},
     {"softmax_mask", "y = softmax(x * scale + mask) along the row (an all -inf row gives zeros)",
      "# Masked softmax: mask is additive and may hold -inf.\n"
