@@ -61,6 +61,15 @@ def cases(rng):
         y = np.stack((xx[..., 0] * c - xx[..., 1] * s, xx[..., 0] * s + xx[..., 1] * c), -1)
         return y.reshape(R, C)
     yield "rope", {"R": 17, "C": 128, "HD": 64}, {"theta": 10000.0, "offset": 3}, {"x": f(17, 128)}, rope_ref
+
+    def rope_cache_ref(i, R=9, C=192, HD=64):
+        xx = i["x"].astype(np.float64).reshape(R, C // HD, HD // 2, 2)
+        c, s = (i[n].astype(np.float64)[i["pos"]][:, None, :] for n in ("cos", "sin"))
+        y = np.stack((xx[..., 0] * c - xx[..., 1] * s, xx[..., 0] * s + xx[..., 1] * c), -1)
+        return y.reshape(R, C)
+    yield "rope_cache", {"R": 9, "C": 192, "HD": 64, "P": 40, "H2": 32}, {}, \
+        {"x": f(9, 192), "pos": rng.integers(0, 40, 9).astype(np.int64), "cos": f(40, 32), "sin": f(40, 32)}, \
+        rope_cache_ref
     m = np.where(rng.random((17, 65)) < 0.2, -np.inf, 0).astype(np.float32)
     m[5, :] = -np.inf                                          # a fully masked row: zeros expected
     yield "softmax_mask", {"R": 17, "C": 65}, {"scale": 0.5}, {"x": f(17, 65), "mask": m}, \

@@ -5,7 +5,7 @@
     DIR/venv/bin/python peers/ext/torch_peer.py --mode eager     # peer "torch_eager"
     DIR/venv/bin/python peers/ext/torch_peer.py --mode compile   # peer "torch_compile"
 
-The nine kernels of SPEC.md are written the way a PyTorch user would write them (float32, CPU,
+The kernels of SPEC.md (and rope_cache, the table form of RoPE) are written the way a PyTorch user would write them (float32, CPU,
 torch.nn.functional where it has the op, autograd off).  `--mode compile` wraps each case's
 function in torch.compile (default Inductor backend, dynamic=False) during "prepare" and calls it
 once there, so compilation stays outside "run".  torch.set_num_threads(2) (`--threads N`).
@@ -94,6 +94,21 @@ def build_rope(d, s, t):
     return rope, (t["x"], inv_freq), (R, C)
 
 
+def build_rope_cache(d, s, t):
+    R, C, HD = d["R"], d["C"], d["HD"]
+    if HD <= 0 or HD % 2 or C % HD or d["H2"] * 2 != HD:
+        raise ValueError(f"rope_cache: HD={HD} must be even, divide C={C} and be 2*H2")
+    # The engine form: gather the cos/sin cache rows of the positions, then rotate each
+    # interleaved pair (x2i, x2i+1) of every head.
+
+    def rope_cache(x, pos, cos, sin):
+        c, s_ = cos[pos][:, None, :], sin[pos][:, None, :]     # [R, 1, HD/2]
+        xv = x.view(R, C // HD, HD // 2, 2)
+        x0, x1 = xv[..., 0], xv[..., 1]
+        return torch.stack((x0 * c - x1 * s_, x0 * s_ + x1 * c), dim=-1).view(R, C)
+    return rope_cache, (t["x"], t["pos"], t["cos"], t["sin"]), (R, C)
+
+
 def build_softmax_mask(d, s, t):
     scale = float(s.get("scale", 1.0))
 
@@ -180,11 +195,12 @@ def build_attention_causal(d, s, t):
     return _build_attention(d, s, t, causal=True)
 
 
-# name -> (builder, [(input name, shape from dims)])
+# name -> (builder, [(input name, shape from dims[, dtype: float32 unless named])])
 KERNELS = {
     "rmsnorm": (build_rmsnorm, [("x", "R C"), ("w", "C")]),
     "layernorm": (build_layernorm, [("x", "R C"), ("w", "C"), ("b", "C")]),
     "rope": (build_rope, [("x", "R C")]),
+    "rope_cache": (build_rope_cache, [("x", "R C"), ("pos", "R", "int64"), ("cos", "P H2"), ("sin", "P H2")]),
     "softmax_mask": (build_softmax_mask, [("x", "R C"), ("mask", "R C")]),
     "softmax_causal": (build_softmax_causal, [("x", "R C")]),
     "swiglu": (build_swiglu, [("a", "R C"), ("b", "R C")]),
@@ -194,10 +210,10 @@ KERNELS = {
 }
 
 
-def load_input(path, shape):
+def load_input(path, shape, dtype="float32"):
     a = np.load(path, allow_pickle=False)
-    if a.dtype != np.float32:
-        raise ValueError(f"{path}: dtype {a.dtype}, float32 expected")
+    if a.dtype != np.dtype(dtype):
+        raise ValueError(f"{path}: dtype {a.dtype}, {dtype} expected")
     if a.size != math.prod(shape):
         raise ValueError(f"{path}: {a.size} elements, expected {math.prod(shape)} {tuple(shape)}")
     return torch.from_numpy(np.ascontiguousarray(a).reshape(shape))
@@ -261,10 +277,10 @@ class Peer:
         scalars = req.get("scalars") or {}
         inputs = req.get("inputs") or {}
         t = {}
-        for name, shape in params:
+        for name, shape, *dtype in params:
             if name not in inputs:
                 return {"ok": False, "error": f"prepare {kernel}: missing input {name!r}"}
-            t[name] = load_input(inputs[name], [dims[x] for x in shape.split()])
+            t[name] = load_input(inputs[name], [dims[x] for x in shape.split()], *dtype)
         fn, args, out_shape = build(dims, scalars, t)
         if self.mode == "compile":
             if not hasattr(torch, "compile"):
