@@ -66,7 +66,8 @@ static xir_status add_rejection(xir_plan *pl, size_t *cap, const char *name, con
     return XIR_ERR_NOMEM;
   xir_plan_rejection *r = &pl->rejected[pl->nrejected++];
   snprintf(r->name, sizeof r->name, "%s", name);
-  snprintf(r->reason, sizeof r->reason, "%s", why);
+  /* a longer reason is cut at the field's size (said with a precision: gcc -O3 warns otherwise) */
+  snprintf(r->reason, sizeof r->reason, "%.*s", (int)sizeof r->reason - 1, why);
   return XIR_OK;
 }
 
