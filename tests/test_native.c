@@ -543,6 +543,64 @@ static void test_rope_cache_clamps_positions(void **state) {
   xir_program_free(p);
 }
 
+/* rope_cache computes partner * (sign * sin) (sign * sin once a row): the same bits as the
+ * textbook sign * partner * sin, for every candidate, since sign is ±1. */
+static void test_rope_cache_sign_fold_same_bits(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rope_cache") != 0) return;
+  static const char kTextbook[] =
+      "kernel rope_cache[R, C, HD, P, H2](x: f32[R, C], pos: i64[R], cos: f32[P, H2],\n"
+      "                                   sin: f32[P, H2], y: out f32[R, C])\n"
+      "  require HD % 2 == 0\n  require H2 * 2 == HD\n  require C % HD == 0\n"
+      "root r in R {\n  c = iota(C)\n  odd = c % 2\n  i = (c % HD) / 2\n  p = load pos[r]\n"
+      "  partner = load x[r, c + 1 - 2 * odd]\n  sign = f32(2 * odd - 1)\n"
+      "  store y[r, :] = load x[r, :] * load cos[p, i] + sign * partner * load sin[p, i]\n}\n";
+  const char *spec = "R=7,C=300,HD=100,P=9,H2=50";
+  xir_program *p, *q;
+  xir_diag d;
+  xir_shape sp, sq;
+  if (xir_kernel_load(g_kernel, &p, &d) || xir_program_parse(kTextbook, strlen(kTextbook), "textbook", &q, &d) ||
+      xir_shape_parse(p, spec, &sp, &d) || xir_shape_parse(q, spec, &sq, &d))
+    die(&d);
+  xir_case a, b;
+  if (xir__case_init(&a, p, &sp, 11, &d) || xir__case_init(&b, q, &sq, 11, &d)) die(&d);
+  int y = xir_program_find_param(p, "y");
+  for (int w = 0; w < 2; w++) {
+    xir_compiler *cc = g_cc[w];
+    if (!cc) continue;
+    xir_candidate *ca, *cb;
+    size_t na, nb;
+    if (xir_candidates(p, &sp, xir_compiler_width(cc), &ca, &na, &d) ||
+        xir_candidates(q, &sq, xir_compiler_width(cc), &cb, &nb, &d))
+      die(&d);
+    assert_int_equal(na, nb);
+    for (size_t i = 0; i < na; i++) {
+      char n1[96], n2[96];
+      xir_candidate_name(p, &ca[i], n1, sizeof n1);
+      xir_candidate_name(q, &cb[i], n2, sizeof n2);
+      assert_string_equal(n1, n2);
+      const xir_kernel *ka, *kb;
+      if (xir_compile(cc, p, &sp, &ca[i], &ka, &d) || xir_compile(cc, q, &sq, &cb[i], &kb, &d)) die(&d);
+      xir__case_reset_outputs(&a);
+      xir__case_reset_outputs(&b);
+      uint64_t sa[XIR_MAX_ARG_SLOTS], sb[XIR_MAX_ARG_SLOTS];
+      if (xir_kernel_pack_args(ka, a.args, sa, &d) || xir_kernel_pack_args(kb, b.args, sb, &d)) die(&d);
+      assert_int_equal(xir_kernel_entry(ka)(sa, 0, xir_kernel_blocks(ka)), 0);
+      assert_int_equal(xir_kernel_entry(kb)(sb, 0, xir_kernel_blocks(kb)), 0);
+      assert_true(xir__case_sentinels_ok(&a) && xir__case_sentinels_ok(&b));
+      if (memcmp(a.data[y], b.data[y], a.numel[y] * sizeof(float)) != 0)
+        fail_msg("W=%u candidate %s: the folded and the textbook form differ",
+                 xir_compiler_width(cc), n1);
+    }
+    xir_free(ca);
+    xir_free(cb);
+  }
+  xir__case_free(&a);
+  xir__case_free(&b);
+  xir_program_free(p);
+  xir_program_free(q);
+}
+
 /* Compiling the same candidate twice returns the first kernel. */
 static void test_compile_twice_reuses_result(void **state) {
   (void)state;
@@ -590,6 +648,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_sum_of_products_fuses),
       cmocka_unit_test(test_add_of_product_fuses),
       cmocka_unit_test(test_rope_cache_clamps_positions),
+      cmocka_unit_test(test_rope_cache_sign_fold_same_bits),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
   xir_compiler_destroy(g_cc[0]);
