@@ -493,6 +493,20 @@ static void test_add_of_product_fuses(void **state) {
   xir_program_free(p);
 }
 
+/* Compiles candidate cand of p at shape s with cc and runs all its blocks over case c (outputs
+ * reset first; the sentinels must stay intact). */
+static void run_candidate(xir_compiler *cc, const xir_program *p, const xir_shape *s,
+                          const xir_candidate *cand, xir_case *c) {
+  xir_diag d;
+  const xir_kernel *k;
+  if (xir_compile(cc, p, s, cand, &k, &d)) die(&d);
+  xir__case_reset_outputs(c);
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  if (xir_kernel_pack_args(k, c->args, slots, &d)) die(&d);
+  assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+  assert_true(xir__case_sentinels_ok(c));
+}
+
 /* rope_cache: native code clamps a position outside [0, P) into it (memory safety; the oracle
  * reports it as an error): every candidate computes exactly what the in-range clamped positions
  * give. */
@@ -525,13 +539,7 @@ static void test_rope_cache_clamps_positions(void **state) {
   size_t n;
   if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
   for (size_t i = 0; i < n; i++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
-    xir__case_reset_outputs(&c);
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
-    assert_true(xir__case_sentinels_ok(&c));
+    run_candidate(cc, p, &shape, &cands[i], &c);
     for (size_t e = 0; e < c.numel[y]; e++)
       if (!(fabs(c.data[y][e] - ok.ref[y][e]) <= 1e-5 + 1e-4 * fabs(ok.ref[y][e])))
         fail_msg("candidate %zu: element %zu is %g, the clamped oracle %g", i, e,
@@ -579,15 +587,8 @@ static void test_rope_cache_sign_fold_same_bits(void **state) {
       xir_candidate_name(p, &ca[i], n1, sizeof n1);
       xir_candidate_name(q, &cb[i], n2, sizeof n2);
       assert_string_equal(n1, n2);
-      const xir_kernel *ka, *kb;
-      if (xir_compile(cc, p, &sp, &ca[i], &ka, &d) || xir_compile(cc, q, &sq, &cb[i], &kb, &d)) die(&d);
-      xir__case_reset_outputs(&a);
-      xir__case_reset_outputs(&b);
-      uint64_t sa[XIR_MAX_ARG_SLOTS], sb[XIR_MAX_ARG_SLOTS];
-      if (xir_kernel_pack_args(ka, a.args, sa, &d) || xir_kernel_pack_args(kb, b.args, sb, &d)) die(&d);
-      assert_int_equal(xir_kernel_entry(ka)(sa, 0, xir_kernel_blocks(ka)), 0);
-      assert_int_equal(xir_kernel_entry(kb)(sb, 0, xir_kernel_blocks(kb)), 0);
-      assert_true(xir__case_sentinels_ok(&a) && xir__case_sentinels_ok(&b));
+      run_candidate(cc, p, &sp, &ca[i], &a);
+      run_candidate(cc, q, &sq, &cb[i], &b);
       if (memcmp(a.data[y], b.data[y], a.numel[y] * sizeof(float)) != 0)
         fail_msg("W=%u candidate %s: the folded and the textbook form differ",
                  xir_compiler_width(cc), n1);

@@ -1523,13 +1523,10 @@ static LLVMValueRef range_op(lw *L, int op, LLVMValueRef a, LLVMValueRef b) {
     a = LLVMBuildShuffleVector(L->b, a, LLVMGetPoison(L->vf), LLVMConstVector(m, 16), "");
     b = LLVMBuildShuffleVector(L->b, b, LLVMGetPoison(L->vf), LLVMConstVector(m, 16), "");
   }
-  const char *name = "llvm.x86.avx512.mask.range.ps.512";
-  unsigned iid = LLVMLookupIntrinsicID(name, strlen(name));
-  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(L->mod, iid, NULL, 0);
   LLVMValueRef args[6] = {a, b, LLVMConstInt(L->i32, op == XIR_OP_REDUCE_MAX ? 5 : 4, 0),
                           LLVMGetUndef(v16), LLVMConstAllOnes(LLVMIntTypeInContext(L->ctx, 16)),
                           LLVMConstInt(L->i32, 4, 0)};
-  LLVMValueRef r = LLVMBuildCall2(L->b, LLVMIntrinsicGetType(L->ctx, iid, NULL, 0), decl, args, 6, "");
+  LLVMValueRef r = intrinsic(L, "llvm.x86.avx512.mask.range.ps.512", NULL, 0, args, 6);
   if (L->W < 16) r = LLVMBuildShuffleVector(L->b, r, LLVMGetPoison(v16), LLVMConstVector(m, L->W), "");
   return r;
 }
