@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh — installs the Debian packages xir needs (only the missing ones) and builds it.
 #   scripts/setup.sh [BUILD_DIR] [extra cmake args...]
+# XIR_BUILD_TARGETS (space-separated target names) builds only those targets (scripts/test.sh
+# uses it for the ThreadSanitizer build, which runs only the runtime tests); default: everything.
 # Run as root on Debian 12. Nothing is downloaded except Debian packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,5 +20,7 @@ fi
 build=${1:-build}
 shift || true
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$build" -j"$(nproc)" >/dev/null
+targets=()
+for t in ${XIR_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j"$(nproc)" "${targets[@]}" >/dev/null
 echo "setup: built $build" >&2
