@@ -4,6 +4,13 @@
 # UndefinedBehaviorSanitizer, then ThreadSanitizer (runtime tests). Exits non-zero on any failure.
 # The Python package needs PyPI (numpy, pytest, ml_dtypes, scikit-build-core): when it cannot be
 # reached the run FAILS, saying so; XIR_SKIP_PYTHON=1 skips the Python part knowingly (and says so).
+# The normal pass checks every candidate of every test against the oracle. The sanitizer pass
+# looks for memory errors and undefined behaviour in the library's own code, so it runs with
+# XIR_TEST_QUICK=1: without the `slow` sweeps and the fuzzer, without the 4M-element shapes
+# (test_native, test_kernels_ref) and with every second candidate (test_native,
+# test_ref_special, alternating by shape and width so both halves are exercised), because LLVM's
+# uninstrumented compile of each candidate is most of its time. CI's budget is 15 minutes on 2
+# cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
