@@ -27,6 +27,7 @@
 #include "util/rng.h"
 #include "util/util.h"
 #include "xir_compile.h"
+#include "testutil.h"
 
 static const char *g_kernel;
 
@@ -60,7 +61,7 @@ static uint16_t ref_bf16(float x) {
 static uint32_t rand_bits(xir_rng *r) { return (uint32_t)xir__rng_u64(r); }
 
 /* Random inputs per scalar conversion test: 2^22, 2^18 under XIR_TEST_QUICK (sanitizers). */
-static size_t n_random(void) { return getenv("XIR_TEST_QUICK") ? 1u << 18 : 1u << 22; }
+static size_t n_random(void) { return test_quick() ? 1u << 18 : 1u << 22; }
 
 /* Special f32 inputs: zeros, subnormals (bf16 subnormals too), ties, the overflow edges of f16,
  * infinities and NaNs with payloads. */
@@ -756,7 +757,7 @@ static void every_candidate(xir_compiler *cc, const xir_program *base, const cha
     assert_true(n > 0);
     double worst = 0;
     /* XIR_TEST_QUICK (the sanitizer runs): every third candidate */
-    size_t step = getenv("XIR_TEST_QUICK") ? 3 : 1;
+    size_t step = test_quick() ? 3 : 1;
     for (size_t i = 0; i < n; i += step) {
       char name[160];
       xir_candidate_name(p, &cands[i], name, sizeof name);

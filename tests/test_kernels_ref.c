@@ -13,6 +13,7 @@
 
 #include "check/check.h"
 #include "ref_kernels.h"
+#include "testutil.h"
 
 static const int64_t kRowShapes[][2] = {{64, 256},   {129, 768}, {17, 65}, {257, 1538},
                                         {1024, 4096}, {4096, 1024}, {1, 1}, {3, 7},
@@ -108,7 +109,7 @@ static void check_row_kernel(const char *kernel, int64_t R, int64_t C) {
 
 /* XIR_TEST_QUICK (the sanitizer runs) leaves out the 4M-element shapes, which the normal pass
  * checks: under AddressSanitizer the interpreter takes most of a minute on them. */
-static int skip_large(int64_t r, int64_t c) { return getenv("XIR_TEST_QUICK") && r * c >= (1 << 22); }
+static int skip_large(int64_t r, int64_t c) { return test_quick() && r * c >= (1 << 22); }
 
 #define ROW_TEST(k)                                                           \
   static void test_##k##_matches_hand_reference(void **state) {               \

@@ -17,6 +17,7 @@
 #include "check/check.h"
 #include "lower/jit.h"
 #include "xir_compile.h"
+#include "testutil.h"
 
 static const char *g_kernel;
 static xir_compiler *g_cc[2]; /* W = 16, W = 8 */
@@ -60,7 +61,7 @@ static size_t check_all(xir_compiler *cc, const char *kernel, const char *spec, 
   assert_true(n > 0);
   xir_tolerance tol = xir__kernel_tolerance(kernel);
   size_t ran = 0;
-  for (size_t i = first % step; i < n; i += step, ran++) {
+  for (size_t i = thin_start(n, first, step); i < n; i += step, ran++) {
     char name[128];
     xir_candidate_name(p, &cands[i], name, sizeof name);
     const xir_kernel *k;
@@ -89,7 +90,7 @@ static void run_shapes(const char **shapes, size_t count) {
   for (int w = 0; w < 2; w++) {
     if (!g_cc[w]) continue;
     size_t total = 0;
-    int quick = getenv("XIR_TEST_QUICK") != NULL;
+    int quick = test_quick();
     for (size_t i = 0; i < count; i++) {
       /* XIR_TEST_QUICK (the sanitizer runs, which look for memory errors in the library, while
        * the normal pass checks every candidate's output) skips the two largest shapes and runs

@@ -24,13 +24,12 @@
 #include "check/check.h"
 #include "ref_kernels.h"
 #include "xir_compile.h"
+#include "testutil.h"
 
 static xir_compiler *g_cc[2]; /* W = 16, W = 8 (NULL when not runnable here) */
 
-/* XIR_TEST_QUICK (the sanitizer runs, which look for memory errors in the library; the normal
- * pass checks every candidate): every second candidate, the even ones at W = 16, the odd at 8. */
-static size_t quick_step(void) { return getenv("XIR_TEST_QUICK") ? 2 : 1; }
-static size_t quick_first(int w) { return (size_t)w % quick_step(); }
+/* XIR_TEST_QUICK (test_quick): every second candidate, the even ones at W = 16, the odd at 8. */
+static size_t quick_step(void) { return test_quick() ? 2 : 1; }
 
 static void die(const xir_diag *d) {
   char b[2048];
@@ -97,7 +96,7 @@ static void judge(const char *what, xir_case *c, const xir_program *p, const cha
     size_t nc;
     if (xir_candidates(p, &c->shape, xir_compiler_width(g_cc[w]), &cands, &nc, &d)) die(&d);
     assert_true(nc > 0);
-    for (size_t i = quick_first(w); i < nc; i += quick_step()) {
+    for (size_t i = thin_start(nc, (size_t)w, quick_step()); i < nc; i += quick_step()) {
       char name[128];
       xir_candidate_name(p, &cands[i], name, sizeof name);
       run_candidate(g_cc[w], p, c, &cands[i]);
@@ -378,7 +377,7 @@ static void test_rmsnorm_beyond_the_bound(void **state) {
     xir_candidate *cands;
     size_t nc;
     if (xir_candidates(p, &c.shape, xir_compiler_width(g_cc[w]), &cands, &nc, &d)) die(&d);
-    for (size_t i = quick_first(w); i < nc; i += quick_step()) {
+    for (size_t i = thin_start(nc, (size_t)w, quick_step()); i < nc; i += quick_step()) {
       run_candidate(g_cc[w], p, &c, &cands[i]);
       for (int j = 0; j < 128; j++) assert_true(c.data[y][j] == 0.0f); /* rows 0, 1: zeros */
       assert_int_equal(mismatches("native row 2", c.data[y] + 128, NULL, want + 128, 64, 1e-4,
@@ -631,7 +630,7 @@ static void test_reduce_max_min_special(void **state) {
       size_t nc;
       if (xir_candidates(p, &c.shape, xir_compiler_width(g_cc[w]), &cands, &nc, &d)) die(&d);
       assert_true(nc > 0);
-      for (size_t i = quick_first(w); i < nc; i += quick_step()) {
+      for (size_t i = thin_start(nc, (size_t)w, quick_step()); i < nc; i += quick_step()) {
         char name[128];
         xir_candidate_name(p, &cands[i], name, sizeof name);
         run_candidate(g_cc[w], p, &c, &cands[i]);

@@ -28,3 +28,10 @@ void guarded_free(guarded_f32 *g) {
   free(g->base);
   g->base = g->data = NULL;
 }
+
+int test_quick(void) { return getenv("XIR_TEST_QUICK") != NULL; }
+
+size_t thin_start(size_t n, size_t first, size_t step) {
+  size_t i = step ? first % step : 0;
+  return i < n ? i : 0;
+}
