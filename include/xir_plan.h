@@ -79,6 +79,11 @@ typedef struct xir_calibration {
   double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
   double ns_per_step[XIR_CHAIN_KINDS]; /* per dependent reduction step (sum, max/min) that the
                                           prior does not explain (probes with ℓ = W and 8W) */
+  double stream_bytes; /* the launch footprint above which outputs are written with streaming
+                          (non-temporal) stores: where a 2-worker row copy ran faster with them
+                          (probes of 4 to 64 MiB); 0 when none did (the prior: half the
+                          last-level cache). The planner's default coefficients apply it to
+                          the process (xir_service_coefficients). */
 } xir_calibration;
 
 /* Measures the figures above with the given compiler and runtime (≥ 2 workers); takes about a

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "lower/stream.h"
 #include "util/sha256.h"
 #include "xir_plan.h"
 
@@ -53,7 +54,7 @@ static void model(int refresh, xir_calibration *c, int *from_file) {
 static int same(const xir_calibration *a, const xir_calibration *b) {
   return a->ns_per_arith == b->ns_per_arith && a->ns_per_byte == b->ns_per_byte &&
          a->ns_per_task == b->ns_per_task && a->ns_activation == b->ns_activation &&
-         a->ns_per_block == b->ns_per_block;
+         a->ns_per_block == b->ns_per_block && a->stream_bytes == b->stream_bytes;
 }
 
 /* XIR_CACHE_DIR wins over XDG_CACHE_HOME, which wins over HOME. */
@@ -91,9 +92,18 @@ static void test_measured_once_then_read_back(void **state) {
   assert_true(read_all(path, text, sizeof text) > 0);
   assert_non_null(strstr(text, "\nsha256 "));
   assert_true(a.ns_per_arith > 0 && a.ns_activation > 0);
+  /* the streaming threshold: not measured (0) or between the probes' footprints (4-64 MiB) */
+  assert_non_null(strstr(text, "\nstream_bytes "));
+  assert_true(a.stream_bytes == 0 || (a.stream_bytes >= 4 << 20 && a.stream_bytes <= 64 << 20));
   model(0, &b, &from_file);
   assert_int_equal(from_file, 1);
   assert_true(same(&a, &b));
+  /* the planner's defaults apply it to the process's launches */
+  assert_non_null(xir_service_coefficients());
+  xir_calibration h; /* the host's model (the same file where the host has 2 CPUs) */
+  if (xir_service_model(0, 0, &h, NULL, &d)) die(&d);
+  if (h.stream_bytes > 0) assert_int_equal(xir__stream_threshold(), (int64_t)h.stream_bytes);
+  else assert_int_equal(xir__stream_threshold(), xir__llc_bytes() / 2);
 
   /* one changed digit: the hash no longer matches */
   char *v = strstr(text, "ns_per_task ");

@@ -520,9 +520,32 @@ static void test_stream_launch_rule(void **state) {
   assert_int_equal(xir__stream_stores_mode(), -1);
 }
 
+/* A measured threshold (the service model's stream_bytes) replaces the cache-size prior; the
+ * forced modes still win over it; 0 restores the prior. */
+static void test_stream_measured_threshold(void **state) {
+  (void)state;
+  xir__stream_stores_set(-1);
+  int64_t llc = xir__llc_bytes(), prior = xir__stream_threshold();
+  assert_int_equal(prior, llc > 0 ? llc / 2 : 0);
+  const int64_t t = 6 << 20;
+  int64_t before = xir__stream_threshold_set(t);
+  assert_int_equal(xir__stream_threshold(), t);
+  assert_false(xir__stream_launch((uint64_t)t));
+  assert_true(xir__stream_launch((uint64_t)t + 1));
+  xir__stream_stores_set(0);
+  assert_false(xir__stream_launch((uint64_t)t * 4));
+  xir__stream_stores_set(1);
+  assert_true(xir__stream_launch(4096));
+  xir__stream_stores_set(-1);
+  assert_int_equal(xir__stream_threshold_set(-5), t); /* returns the previous setting */
+  assert_int_equal(xir__stream_threshold(), prior);
+  xir__stream_threshold_set(before);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_next_row_loads),
+      cmocka_unit_test(test_stream_measured_threshold),
       cmocka_unit_test(test_prefetch_in_ir),
       cmocka_unit_test(test_prefetch_past_the_end),
       cmocka_unit_test(test_prefetch_stays_inside),

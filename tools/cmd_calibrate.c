@@ -21,7 +21,8 @@ int cmd_calibrate(int argc, char **argv) {
     printf("usage: xir calibrate [--json]\n\n"
            "Measures, on this machine, what the calibrated cost policy needs: the cost of waking a\n"
            "worker, of dispatching a task, and of one unit of the arithmetic and memory priors\n"
-           "(two probe kernels on the calling thread). Run it on an otherwise idle machine.\n"
+           "(probe kernels on the calling thread), and the launch size from which streaming stores\n"
+           "pay (a row copy on 2 workers). Run it on an otherwise idle machine.\n"
            "The figures are written to the cache directory ($XIR_CACHE_DIR, else\n"
            "$XDG_CACHE_HOME/xir, else ~/.cache/xir), keyed by CPU, features, worker count and\n"
            "xir version; every planner default reads them from there (and measures them the\n"
@@ -50,6 +51,10 @@ int cmd_calibrate(int argc, char **argv) {
     printf("math unit (div, sqrt, transcendentals)    %10.4f ns\n", c.ns_per_math);
     printf("reduction step, sum (chain beyond ops)   %10.4f ns\n", c.ns_per_step[0]);
     printf("reduction step, max/min (chain)          %10.4f ns\n", c.ns_per_step[1]);
+    if (c.stream_bytes > 0)
+      printf("streaming stores from footprint       %10.1f MiB\n", c.stream_bytes / 1048576.0);
+    else
+      printf("streaming stores from footprint          (not measured: half the last-level cache)\n");
     for (int l = 0; l < XIR_MEM_LEVELS; l++)
       printf("memory, footprint %8.0f KiB              %10.5f ns per byte\n", c.mem_bytes[l] / 1024,
              c.mem_ns[l]);

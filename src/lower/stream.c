@@ -6,7 +6,12 @@
  * launch take more than half of the last-level cache they do not stay there until the next
  * launch anyway (the cache is shared with the other cores and, in a VM, other guests): writing
  * the outputs with non-temporal stores then saves the read of every output line. Smaller
- * launches keep regular stores, so that a consumer finds the output in the cache. */
+ * launches keep regular stores, so that a consumer finds the output in the cache.
+ *
+ * Half the cache size is a prior: a VM may report a cache it does not get (an Intel Xeon guest
+ * with 2 vCPUs listed 480 MiB of L3 while its copy ran at memory speed from 16 MiB on). The
+ * service model measures where streaming starts to pay (src/tune/calibrate.c) and sets it with
+ * xir__stream_threshold_set. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,7 @@
 
 static _Atomic int64_t llc_cached = -1; /* -1: not asked yet */
 static _Atomic int stream_mode = -2;    /* -2: not read yet; -1 auto, 0 never, 1 always */
+static _Atomic int64_t stream_bytes = 0; /* measured threshold (xir__stream_threshold_set); 0: prior */
 
 /* The size of the highest-level data or unified cache of cpu0 as Linux reports it (the cache
  * this core shares: 32 MiB for one CCX of an EPYC, where glibc's sysconf says 384 MiB, the whole
@@ -78,9 +84,20 @@ int xir__stream_stores_mode(void) {
   return atomic_load_explicit(&stream_mode, memory_order_relaxed);
 }
 
+int64_t xir__stream_threshold_set(int64_t bytes) {
+  return atomic_exchange_explicit(&stream_bytes, bytes > 0 ? bytes : 0, memory_order_relaxed);
+}
+
+int64_t xir__stream_threshold(void) {
+  int64_t t = atomic_load_explicit(&stream_bytes, memory_order_relaxed);
+  if (t > 0) return t;
+  int64_t llc = xir__llc_bytes();
+  return llc > 0 ? llc / 2 : 0;
+}
+
 int xir__stream_launch(uint64_t footprint) {
   int m = xir__stream_stores_mode();
   if (m >= 0) return m;
-  int64_t llc = xir__llc_bytes();
-  return llc > 0 && footprint > (uint64_t)llc / 2;
+  int64_t t = xir__stream_threshold();
+  return t > 0 && footprint > (uint64_t)t;
 }

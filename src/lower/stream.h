@@ -12,8 +12,16 @@ enum { XIR__ARGS_STREAM = 2 };
 /* The size of the last-level cache this core shares, in bytes (Linux's sysfs, else sysconf;
  * asked once; 0 when unknown). */
 int64_t xir__llc_bytes(void);
+/* The footprint above which a launch streams its outputs: the measured threshold when one was
+ * set (xir__stream_threshold_set), else half of the last-level cache; 0 when neither is known
+ * (never stream). */
+int64_t xir__stream_threshold(void);
+/* Sets the measured threshold for the process (the service model's `stream_bytes`, set when the
+ * planner's default coefficients are loaded: src/tune/service.c); bytes <= 0 restores the
+ * cache-size prior. Returns the previous setting (0: the prior). */
+int64_t xir__stream_threshold_set(int64_t bytes);
 /* 1 when a launch whose buffers span `footprint` bytes (every input and output) writes its
- * outputs with non-temporal stores: when the footprint exceeds half of the last-level cache, or
+ * outputs with non-temporal stores: when the footprint exceeds xir__stream_threshold(), or
  * as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size) or
  * xir__stream_stores_set. */
 int xir__stream_launch(uint64_t footprint);

@@ -13,6 +13,8 @@
  *   steps       reduce.sum and reduce.max over 64×1024 (in L2) with ℓ = W (one chain of 64 steps
  *               a row) and ℓ = 8W (8 steps): the time difference per step, by kind
  *   block       8 arithmetic units (not measured separately)
+ *   stream      the row copy at 4 to 64 MiB on 2 workers with regular and with streaming
+ *               stores: the footprint from which streaming pays (stream_probe)
  * With these, an objective is an estimate of the launch's wall time in ns, and the planner's
  * choice between the caller and the pool follows the machine. Legality is untouched: this only
  * produces coefficients. */
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "check/check.h"
+#include "lower/stream.h"
 #include "util/util.h"
 #include "xir_compile.h"
 #include "xir_plan.h"
@@ -148,6 +151,71 @@ out:
   return st;
 }
 
+/* Where streaming stores start to pay: the copy probe at footprints of 4 to 64 MiB (two buffers
+ * of 2 to 32 MiB) on 2 workers, one task each, with regular and with streaming stores,
+ * alternating, the fastest of three each. Streaming wins a footprint when it is at least 5%
+ * faster there; the threshold lies between the largest footprint it loses and the smallest of
+ * the run of wins that reaches the largest probe (their geometric mean; the smallest probe when
+ * it wins everywhere: a launch that small stays in the cache). 0 when it does not win the largest probe: the cache-size prior
+ * stays (xir__stream_threshold). The cache size a guest sees can be far from what it gets: an
+ * Intel Xeon VM with 2 vCPUs lists 480 MiB of L3, and this probe put its threshold near 6 MiB
+ * (docs/lowering.md, "Streaming stores"). */
+enum { STREAM_PROBES = 5 };
+static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, double *bytes,
+                               double t_out[STREAM_PROBES][2], xir_diag *d) {
+  *bytes = 0;
+  xir_program *p = NULL;
+  xir_status st = xir_program_parse(kCopyProbe, strlen(kCopyProbe), "copy_probe", &p, d);
+  if (st) return st;
+  int saved = xir__stream_stores_mode();
+  double F[STREAM_PROBES];
+  uint32_t W = xir_compiler_width(cc);
+  for (int f = 0; f < STREAM_PROBES && !st; f++) {
+    t_out[f][0] = t_out[f][1] = INFINITY;
+    int64_t rows = (int64_t)256 << f; /* rows of 2048 floats: 8 KiB in x and 8 KiB in y */
+    char spec[64];
+    snprintf(spec, sizeof spec, "R=%lld,C=2048", (long long)rows);
+    F[f] = (double)rows * 2048 * 4 * 2;
+    xir_shape s;
+    xir_case c;
+    memset(&c, 0, sizeof c);
+    uint8_t perm[XIR_MAX_ROOT] = {0};
+    xir_candidate cand;
+    const xir_kernel *k;
+    if ((st = xir_shape_parse(p, spec, &s, d)) || (st = xir__case_init(&c, p, &s, 1, d)) ||
+        (st = xir_candidate_make(p, &s, W, W * 4, 64 < W ? W : 64, perm, &cand, d)) ||
+        (st = xir_compile(cc, p, &s, &cand, &k, d))) {
+      xir__case_free(&c);
+      break;
+    }
+    uint64_t slots[2][XIR_MAX_ARG_SLOTS];
+    for (int m = 0; m < 2 && !st; m++) { /* the flags are set when the arguments are packed */
+      xir__stream_stores_set(m);
+      st = xir_kernel_pack_args(k, c.args, slots[m], d);
+    }
+    uint64_t L = cand.blocks;
+    for (int rep = 0; rep < 3 && !st; rep++)
+      for (int m = 0; m < 2 && !st; m++) {
+        double x;
+        /* about 2 ms a batch: a 64 MiB copy takes about 1 ms at 60 GB/s */
+        int n = (int)(2e6 / (F[f] / 30.0)) + 1;
+        st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots[m], L,
+                         (uint32_t)((L + 1) / 2), 2, n, 5, &x, d);
+        if (!st && x < t_out[f][m]) t_out[f][m] = x;
+      }
+    xir__case_free(&c);
+  }
+  xir__stream_stores_set(saved);
+  xir_program_free(p);
+  if (st) return st;
+  int first = STREAM_PROBES; /* the first of the run of wins that reaches the largest probe */
+  while (first > 0 && t_out[first - 1][1] < 0.95 * t_out[first - 1][0]) first--;
+  if (first == STREAM_PROBES) *bytes = 0;
+  else if (first == 0) *bytes = F[0]; /* never below the smallest probe (in the L2s) */
+  else *bytes = sqrt(F[first - 1] * F[first]);
+  return XIR_OK;
+}
+
 xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out, xir_diag *d) {
   if (!out) return xir__err(d, XIR_ERR_INVALID_ARG, "xir_calibrate: out is NULL");
   memset(out, 0, sizeof *out);
@@ -157,6 +225,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   xir_batch *b;
   xir_status st = xir_batch_create(rt, &b, d);
   if (st) return st;
+  int64_t prev_stream = -1; /* the process's streaming threshold while the probes change it */
   /* Warm the pool first (workers asleep after a long compile would answer slowly at first),
    * then keep the smallest of three medians: the figure is a cost of waking a spinning worker,
    * and interference only ever adds to it. */
@@ -170,6 +239,8 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   }
   double t_pool;
   if ((st = time_launch(rt, b, empty_blocks, NULL, 256, 1, 2, 64, 15, &t_pool, d))) goto out;
+  double t_stream[STREAM_PROBES][2];
+  if ((st = stream_probe(cc, rt, b, &out->stream_bytes, t_stream, d))) goto out;
   out->ns_per_task = (t_pool - out->ns_activation) / 128.0;
   if (out->ns_per_task < 0) out->ns_per_task = 0;
   /* Each probe three times, keeping the fastest: interference only ever adds. The copy runs at
@@ -184,6 +255,8 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   double tc[XIR_CHAIN_KINDS][2] = {{INFINITY, INFINITY}, {INFINITY, INFINITY}};
   static const char *const kChain[XIR_CHAIN_KINDS] = {"sum_probe", "max_probe"};
   xir_execution_work wa, ws, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS][2];
+  /* the probes run with the stores the launches will use: the threshold just measured */
+  prev_stream = xir__stream_threshold_set((int64_t)out->stream_bytes);
   for (int rep = 0; rep < 3; rep++) {
     double x;
     if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &x, &wa, NULL, d))) goto out;
@@ -209,6 +282,8 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
         tc[k][v] = fmin(tc[k][v], x);
       }
   }
+  xir__stream_threshold_set(prev_stream);
+  prev_stream = -1;
   /* t = a·A + μ·Aμ + m·M (A: simple units, Aμ: math units, M: bytes), solved triangularly (a
    * full solve is unstable: every probe has every kind of work). The copy probe is almost pure
    * memory — its few arithmetic units (a load and a store per packet) overlap with the transfer
@@ -258,6 +333,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
       !isfinite(out->ns_activation))
     st = xir__err(d, XIR_ERR_COST, "calibration produced a non-finite figure");
 out:
+  if (prev_stream >= 0) xir__stream_threshold_set(prev_stream);
   xir_batch_destroy(b);
   return st;
 }

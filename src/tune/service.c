@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lower/jit.h"
+#include "lower/stream.h"
 #include "util/util.h"
 #include "xir_compile.h"
 #include "xir_plan.h"
@@ -46,7 +47,7 @@ static int make_dirs(const char *path) {
 #define SERVICE_FIELDS(X) \
   X(ns_per_arith) X(ns_per_byte) X(ns_per_block) X(ns_per_task) X(ns_activation) X(probe_ns[0]) \
   X(probe_ns[1]) X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) X(mem_ns[0]) X(mem_ns[1])        \
-  X(mem_ns[2]) X(ns_per_math) X(ns_per_step[0]) X(ns_per_step[1])
+  X(mem_ns[2]) X(ns_per_math) X(ns_per_step[0]) X(ns_per_step[1]) X(stream_bytes)
 
 static void key_of(const char *cpu, const char *features, uint32_t workers, char *key, size_t cap) {
   snprintf(key, cap, "xir %s source %s llvm %s cpu %s workers %u features %s", XIR_VERSION,
@@ -238,6 +239,8 @@ const xir_cost_coefficients *xir_service_coefficients(void) {
     xir_calibration cal;
     if (xir_service_model(0, 0, &cal, NULL, NULL) == XIR_OK) {
       xir_cost_coefficients_from_calibration(&cal, &g_default.coef);
+      /* where this machine's launches start to stream their outputs (0 keeps the prior) */
+      xir__stream_threshold_set((int64_t)cal.stream_bytes);
       g_default.state = 1;
     } else {
       g_default.state = -1;
