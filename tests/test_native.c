@@ -276,7 +276,9 @@ static int count_str(const char *hay, const char *needle) {
  * one row, so the row and the block's first column are one unsigned division per block (LICM
  * keeps it out of the unit loop) and the packets step by W; no signed scalar division is left
  * (it was two per packet, with the sign fix-ups). The masked path of a partial last unit (R is a
- * launch-time dim) keeps its vector floor division. */
+ * launch-time dim) keeps its vector floor division. A block runs one of two unit loops (a
+ * whole block without per-unit tests, or the tested loop of the launch's last block), so the
+ * text has one division and one remainder for each, and a block executes one of the pairs. */
 static void test_block_coords_once_per_block(void **state) {
   (void)state;
   if (strcmp(g_kernel, "swiglu") != 0) return;
@@ -285,8 +287,31 @@ static void test_block_coords_once_per_block(void **state) {
   const char *ir = light_ir_at("swiglu", "R=64,C=768", 0, 8, &cc, &p);
   assert_int_equal(count_str(ir, "sdiv i64 "), 0);
   assert_int_equal(count_str(ir, "srem i64 "), 0);
-  assert_int_equal(count_str(ir, "udiv i64 "), 1);
-  assert_int_equal(count_str(ir, "urem i64 "), 1);
+  assert_int_equal(count_str(ir, "udiv i64 "), 2);
+  assert_int_equal(count_str(ir, "urem i64 "), 2);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
+/* ℓ = 1: a block whose root programs all exist runs its units with no per-unit tests (the
+ * "wholeblock" path), on the lin path (C = 1538, not a multiple of W) too; ℓ = W (rmsnorm) has
+ * one unit a block and no such path. */
+static void test_whole_block_path(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "swiglu") != 0) return;
+  static const char *const specs[] = {"R=64,C=768", "R=7,C=1538"};
+  for (int i = 0; i < 2; i++) {
+    xir_compiler *cc;
+    xir_program *p;
+    const char *ir = light_ir_at("swiglu", specs[i], 0, 8, &cc, &p);
+    assert_int_equal(count_str(ir, "\nwholeunit:"), 1); /* the body of its unit loop */
+    xir_compiler_destroy(cc);
+    xir_program_free(p);
+  }
+  xir_compiler *cc;
+  xir_program *p;
+  const char *ir = light_ir_at("rmsnorm", "R=64,C=768", 1, 1, &cc, &p);
+  assert_int_equal(count_str(ir, "wholeunit"), 0);
   xir_compiler_destroy(cc);
   xir_program_free(p);
 }
@@ -651,6 +676,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_exp_scales_zero_in_tiny_lanes),
       cmocka_unit_test(test_shared_exp_is_computed_once),
       cmocka_unit_test(test_block_coords_once_per_block),
+      cmocka_unit_test(test_whole_block_path),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_sum_of_products_fuses),
       cmocka_unit_test(test_add_of_product_fuses),

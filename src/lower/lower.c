@@ -2448,6 +2448,45 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   unsigned rp_per_unit = L.ell >= L.W ? 1 : L.W / L.ell;
   unsigned units = L.ell >= L.W ? c->B / L.ell : c->B / L.W;
   uint64_t rp_per_block = c->B / L.ell;
+  /* ℓ = 1, several units a block: a block whose root programs all exist (and, on the lin path,
+   * whose buffers are contiguous) runs its units through the full path with no per-unit tests
+   * (p0 < P, the unit's end, the wrap check); the other blocks — the launch's last, or a strided
+   * view's — take the unit loop below. Decided here, before the unit paths; the rest of this
+   * decision is made with them (use_lin, multi). */
+  int all_root_fixed = 1, inner_fixed = 1;
+  for (int a = 0; a < p->nroot; a++) {
+    all_root_fixed &= is_fixed(&L, p->root[a].dim);
+    if (a != c->perm[0]) inner_fixed &= is_fixed(&L, p->root[a].dim);
+  }
+  int ed = p->nroot > 0 ? p->root[c->perm[p->nroot - 1]].dim : -1;
+  int multi = L.ell == 1 && p->nroot >= 2 && !(is_fixed(&L, ed) && dimc(&L, ed) % L.W == 0);
+  int use_lin = multi && inner_fixed;
+  LLVMBasicBlockRef blk_done = NULL;
+  if (L.ell == 1 && units > 1 && (!multi || use_lin)) {
+    LLVMValueRef p0b = LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), "");
+    LLVMValueRef whole = LLVMBuildICmp(L.b, LLVMIntSLE,
+                                       LLVMBuildAdd(L.b, p0b, ci64(&L, (int64_t)rp_per_block), ""),
+                                       L.Pv, "wholeblock");
+    if (use_lin) whole = LLVMBuildAnd(L.b, whole, L.contig_flag, "");
+    LLVMBasicBlockRef fastb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholeblock");
+    LLVMBasicBlockRef slowb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "unitloop");
+    blk_done = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "blockdone");
+    LLVMBuildCondBr(L.b, whole, fastb, slowb);
+    LLVMPositionBuilderAtEnd(L.b, fastb);
+    loop fu;
+    loop_begin(&L, &fu, ci64(&L, 0), ci64(&L, units));
+    L.p0_blk = LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), "");
+    L.p0_unit = LLVMBuildMul(L.b, fu.i, ci64(&L, rp_per_unit), "");
+    L.p0 = LLVMBuildAdd(L.b, L.p0_blk, L.p0_unit, "p0");
+    LLVMBasicBlockRef ub = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholeunit");
+    LLVMBasicBlockRef un_next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholenext");
+    LLVMBuildBr(L.b, ub);
+    emit_mode(&L, ub, un_next, 1, 0, use_lin, 0);
+    LLVMPositionBuilderAtEnd(L.b, un_next);
+    loop_end(&L, &fu);
+    LLVMBuildBr(L.b, blk_done);
+    LLVMPositionBuilderAtEnd(L.b, slowb);
+  }
   loop un;
   loop_begin(&L, &un, ci64(&L, 0), ci64(&L, units));
   L.p0_blk = LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), "");
@@ -2469,14 +2508,6 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
    *  - full: with ℓ = 1 and compile-time inner root extents, the lin path (the flattened index,
    *    contiguous across rows), taken only when every buffer is contiguous; other wrapping
    *    packets take the masked path. */
-  int all_root_fixed = 1, inner_fixed = 1;
-  for (int a = 0; a < p->nroot; a++) {
-    all_root_fixed &= is_fixed(&L, p->root[a].dim);
-    if (a != c->perm[0]) inner_fixed &= is_fixed(&L, p->root[a].dim);
-  }
-  int ed = p->nroot > 0 ? p->root[c->perm[p->nroot - 1]].dim : -1;
-  int multi = L.ell == 1 && p->nroot >= 2 && !(is_fixed(&L, ed) && dimc(&L, ed) % L.W == 0);
-  int use_lin = multi && inner_fixed;
   int partial = L.ell < L.W && (!all_root_fixed || c->ragged_packets);
   /* the last, partial unit with ℓ = 1 of one root axis, or of several on the lin path (under
    * the contiguity check): masked vector loads and stores at p0 + lane (lin_tail) */
@@ -2528,6 +2559,10 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   else LLVMDeleteBasicBlock(maskb);
   LLVMPositionBuilderAtEnd(L.b, next);
   loop_end(&L, &un);
+  if (blk_done) {
+    LLVMBuildBr(L.b, blk_done);
+    LLVMPositionBuilderAtEnd(L.b, blk_done);
+  }
   loop_end(&L, &blk);
   if (L.any_nt) {
     /* non-temporal stores are weakly ordered: an sfence before the return, so that whoever
