@@ -83,7 +83,8 @@ typedef struct xir_calibration {
                           (non-temporal) stores: where a 2-worker row copy ran faster with them
                           (probes of 4 to 64 MiB); 0 when none did (the prior: half the
                           last-level cache). The planner's default coefficients apply it to
-                          the process (xir_service_coefficients). */
+                          the process's launches whose outputs are all f32 (the probe's type;
+                          bf16/f16 outputs keep the prior): xir_service_coefficients. */
 } xir_calibration;
 
 /* Measures the figures above with the given compiler and runtime (≥ 2 workers); takes about a

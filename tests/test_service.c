@@ -102,8 +102,8 @@ static void test_measured_once_then_read_back(void **state) {
   assert_non_null(xir_service_coefficients());
   xir_calibration h; /* the host's model (the same file where the host has 2 CPUs) */
   if (xir_service_model(0, 0, &h, NULL, &d)) die(&d);
-  if (h.stream_bytes > 0) assert_int_equal(xir__stream_threshold(), (int64_t)h.stream_bytes);
-  else assert_int_equal(xir__stream_threshold(), xir__llc_bytes() / 2);
+  if (h.stream_bytes > 0) assert_int_equal(xir__stream_threshold(0), (int64_t)h.stream_bytes);
+  else assert_int_equal(xir__stream_threshold(0), xir__llc_bytes() / 2);
 
   /* one changed digit: the hash no longer matches */
   char *v = strstr(text, "ns_per_task ");

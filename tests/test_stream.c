@@ -505,17 +505,17 @@ static void test_stream_launch_rule(void **state) {
   int64_t llc = xir__llc_bytes();
   assert_true(llc >= 0);
   if (llc > 0) {
-    assert_false(xir__stream_launch((uint64_t)llc / 2));
-    assert_true(xir__stream_launch((uint64_t)llc / 2 + 1));
+    assert_false(xir__stream_launch((uint64_t)llc / 2, 0));
+    assert_true(xir__stream_launch((uint64_t)llc / 2 + 1, 0));
   } else {
-    assert_false(xir__stream_launch(UINT64_C(1) << 40)); /* unknown cache: never */
+    assert_false(xir__stream_launch(UINT64_C(1) << 40, 0)); /* unknown cache: never */
   }
-  assert_false(xir__stream_launch(4096));
+  assert_false(xir__stream_launch(4096, 0));
   xir__stream_stores_set(1);
   assert_int_equal(xir__stream_stores_mode(), 1);
-  assert_true(xir__stream_launch(4096));
+  assert_true(xir__stream_launch(4096, 0));
   xir__stream_stores_set(0);
-  assert_false(xir__stream_launch(UINT64_C(1) << 40));
+  assert_false(xir__stream_launch(UINT64_C(1) << 40, 0));
   xir__stream_stores_set(-1);
   assert_int_equal(xir__stream_stores_mode(), -1);
 }
@@ -525,20 +525,22 @@ static void test_stream_launch_rule(void **state) {
 static void test_stream_measured_threshold(void **state) {
   (void)state;
   xir__stream_stores_set(-1);
-  int64_t llc = xir__llc_bytes(), prior = xir__stream_threshold();
+  int64_t llc = xir__llc_bytes(), prior = xir__stream_threshold(0);
   assert_int_equal(prior, llc > 0 ? llc / 2 : 0);
   const int64_t t = 6 << 20;
   int64_t before = xir__stream_threshold_set(t);
-  assert_int_equal(xir__stream_threshold(), t);
-  assert_false(xir__stream_launch((uint64_t)t));
-  assert_true(xir__stream_launch((uint64_t)t + 1));
+  assert_int_equal(xir__stream_threshold(0), t);
+  assert_int_equal(xir__stream_threshold(1), prior); /* measured with f32 outputs only */
+  assert_int_equal(xir__stream_launch((uint64_t)t + 1, 1), prior > 0 && t + 1 > prior);
+  assert_false(xir__stream_launch((uint64_t)t, 0));
+  assert_true(xir__stream_launch((uint64_t)t + 1, 0));
   xir__stream_stores_set(0);
-  assert_false(xir__stream_launch((uint64_t)t * 4));
+  assert_false(xir__stream_launch((uint64_t)t * 4, 0));
   xir__stream_stores_set(1);
-  assert_true(xir__stream_launch(4096));
+  assert_true(xir__stream_launch(4096, 0));
   xir__stream_stores_set(-1);
   assert_int_equal(xir__stream_threshold_set(-5), t); /* returns the previous setting */
-  assert_int_equal(xir__stream_threshold(), prior);
+  assert_int_equal(xir__stream_threshold(0), prior);
   xir__stream_threshold_set(before);
 }
 

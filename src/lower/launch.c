@@ -176,10 +176,13 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
   for (int i = 0; i < p->ndims; i++)
     if (k->lay.dim_slot[i] >= 0) memcpy(out + 8 * k->lay.dim_slot[i], &shape->dims[i], 8);
   uint64_t footprint = 0;
+  int half_out = 0;
   for (int i = 0; i < p->nparams; i++)
-    if (p->params[i].kind == XIR_PARAM_BUFFER)
+    if (p->params[i].kind == XIR_PARAM_BUFFER) {
       footprint += (uint64_t)xir_param_numel(p, i, shape) * xir_elem_size(p->params[i].elem);
-  if (xir__stream_launch(footprint)) flags |= XIR__ARGS_STREAM;
+      half_out |= p->params[i].is_output && xir_elem_size(p->params[i].elem) == 2;
+    }
+  if (xir__stream_launch(footprint, half_out)) flags |= XIR__ARGS_STREAM;
   memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
   if (blocks) *blocks = nb;
   return XIR_OK;

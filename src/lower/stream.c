@@ -11,7 +11,9 @@
  * Half the cache size is a prior: a VM may report a cache it does not get (an Intel Xeon guest
  * with 2 vCPUs listed 480 MiB of L3 while its copy ran at memory speed from 16 MiB on). The
  * service model measures where streaming starts to pay (src/tune/calibrate.c) and sets it with
- * xir__stream_threshold_set. */
+ * xir__stream_threshold_set. The probe writes f32: a launch with a bf16/f16 output keeps the
+ * prior. (On that Xeon, forced streaming made bf16 swiglu 2048×8192 1.12–1.28× slower, bf16
+ * rmsnorm 1.03–1.09×, while f32 rmsnorm ran 1.5× faster: docs/lowering.md.) */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,16 +90,16 @@ int64_t xir__stream_threshold_set(int64_t bytes) {
   return atomic_exchange_explicit(&stream_bytes, bytes > 0 ? bytes : 0, memory_order_relaxed);
 }
 
-int64_t xir__stream_threshold(void) {
+int64_t xir__stream_threshold(int half_out) {
   int64_t t = atomic_load_explicit(&stream_bytes, memory_order_relaxed);
-  if (t > 0) return t;
+  if (t > 0 && !half_out) return t;
   int64_t llc = xir__llc_bytes();
   return llc > 0 ? llc / 2 : 0;
 }
 
-int xir__stream_launch(uint64_t footprint) {
+int xir__stream_launch(uint64_t footprint, int half_out) {
   int m = xir__stream_stores_mode();
   if (m >= 0) return m;
-  int64_t t = xir__stream_threshold();
+  int64_t t = xir__stream_threshold(half_out);
   return t > 0 && footprint > (uint64_t)t;
 }

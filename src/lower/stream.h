@@ -13,18 +13,19 @@ enum { XIR__ARGS_STREAM = 2 };
  * asked once; 0 when unknown). */
 int64_t xir__llc_bytes(void);
 /* The footprint above which a launch streams its outputs: the measured threshold when one was
- * set (xir__stream_threshold_set), else half of the last-level cache; 0 when neither is known
- * (never stream). */
-int64_t xir__stream_threshold(void);
+ * set (xir__stream_threshold_set) and every output is f32 (half_out = 0: what the probe
+ * measured), else half of the last-level cache; 0 when neither is known (never stream). */
+int64_t xir__stream_threshold(int half_out);
 /* Sets the measured threshold for the process (the service model's `stream_bytes`, set when the
  * planner's default coefficients are loaded: src/tune/service.c); bytes <= 0 restores the
  * cache-size prior. Returns the previous setting (0: the prior). */
 int64_t xir__stream_threshold_set(int64_t bytes);
 /* 1 when a launch whose buffers span `footprint` bytes (every input and output) writes its
- * outputs with non-temporal stores: when the footprint exceeds xir__stream_threshold(), or
+ * outputs with non-temporal stores: when the footprint exceeds xir__stream_threshold(half_out)
+ * (half_out: some output is bf16 or f16), or
  * as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size) or
  * xir__stream_stores_set. */
-int xir__stream_launch(uint64_t footprint);
+int xir__stream_launch(uint64_t footprint, int half_out);
 /* The mode of xir__stream_launch: -1 by size, 0 never, 1 always (tests; overrides the
  * environment). */
 void xir__stream_stores_set(int mode);
