@@ -1,0 +1,16 @@
+/* service.h — internal seam of the service model (src/tune/service.c), for tests. */
+#ifndef XIR_TUNE_SERVICE_H
+#define XIR_TUNE_SERVICE_H
+
+#include "xir_plan.h"
+
+/* How xir_service_model measures a calibration it cannot read from its file. */
+typedef xir_status (*xir__measure_fn)(xir_compiler *cc, xir_runtime *rt, xir_calibration *out,
+                                      xir_diag *d);
+/* Replaces that measurement for the process (NULL: xir_calibrate, the default); returns the
+ * previous one. test_service measures for real once, then checks which files are trusted with
+ * a stand-in that takes no time: whether a file is read or measured again is what it asserts,
+ * not the figures. Not thread-safe: set it before any planning. */
+xir__measure_fn xir__service_set_measure(xir__measure_fn fn);
+
+#endif
