@@ -251,6 +251,91 @@ static void test_masked_part_is_never_loaded(void **state) {
   xir_program_free(p);
 }
 
+/* Early fill (lower.c, early_fill_ok): y = x in place, every candidate at W = 16 and 8, against
+ * the oracle of the original x. softmax_causal writes +0 over a row's masked part before its
+ * reductions (and NaN rows rewrite it: row 3 has one); kEarlyMixed's sum reads the whole row of x
+ * without the mask, so its store must not be filled early (were it, t would sum the zeros). */
+static const char *kEarlyMixed =
+    "kernel early_mixed[R, C](x: f32[R, C], y: out f32[R, C], t: out f32[R])\n"
+    "root r in R {\n"
+    "  z = select(iota(C) > r, -inf, load x[r, :])\n"
+    "  m = reduce.max(z)\n"
+    "  store t[r] = reduce.sum(load x[r, :])\n"
+    "  store y[r, :] = exp(z - m)\n"
+    "}\n";
+
+static void in_place_all(xir_program *p, const char *spec) {
+  xir_diag d;
+  xir_shape shape;
+  if (xir_shape_parse(p, spec, &shape, &d)) die(&d);
+  int x = param_named(p, "x"), y = param_named(p, "y");
+  assert_int_equal(xir_program_alias_ok(p, y, x, &d), XIR_OK);
+  xir_case c;
+  if (xir__case_init(&c, p, &shape, 9, &d)) die(&d);
+  c.data[x][3 * shape.dims[1] + 1] = NAN;
+  if (xir__case_oracle(&c, &d)) die(&d);
+  float *buf = malloc(c.numel[x] * sizeof(float));
+  assert_non_null(buf);
+  xir_tolerance tol = xir__kernel_tolerance("softmax_causal");
+  uint32_t widths[] = {0, 8};
+  size_t ran = 0;
+  for (int w = 0; w < 2; w++) {
+    xir_compiler_options o = {.force_width = widths[w]};
+    xir_compiler *cc;
+    if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    xir_candidate *cands;
+    size_t n;
+    if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
+    for (size_t i = 0; i < n; i++) {
+      if (cands[i].local < cands[i].W || cands[i].B != cands[i].local) continue;
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+      memcpy(buf, c.data[x], c.numel[x] * sizeof(float));
+      xir__case_reset_outputs(&c);
+      xir_arg a[XIR_MAX_PARAMS];
+      memcpy(a, c.args, sizeof a);
+      a[x].in = buf;
+      a[y].out = buf;
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
+      if (xir_kernel_pack_args(k, a, slots, &d)) die(&d);
+      assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+      char name[128];
+      xir_candidate_name(p, &cands[i], name, sizeof name);
+      for (int q = 0; q < p->nparams; q++) {
+        if (!p->params[q].is_output) continue;
+        const float *got = q == y ? buf : c.data[q];
+        for (size_t e = 0; e < c.numel[q]; e++) {
+          double g = got[e], r = c.ref[q][e];
+          int ok = isnan(r) ? isnan(g) : fabs(g - r) <= tol.atol + tol.rtol * fabs(r);
+          if (!ok)
+            fail_msg("%s %s in place, %s: %s[%zu] is %.9g, oracle %.9g", p->name, spec, name,
+                     p->params[q].name, e, g, r);
+        }
+      }
+      ran++;
+    }
+    xir_free(cands);
+    xir_compiler_destroy(cc);
+  }
+  assert_true(ran >= 4);
+  free(buf);
+  xir__case_free(&c);
+}
+
+static void test_early_fill_in_place(void **state) {
+  (void)state;
+  xir_program *p;
+  xir_diag d;
+  if (xir_kernel_load("softmax_causal", &p, &d)) die(&d);
+  in_place_all(p, "R=5,C=1000");
+  in_place_all(p, "R=40,C=130");
+  xir_program_free(p);
+  p = parse(kEarlyMixed);
+  in_place_all(p, "R=5,C=1000");
+  in_place_all(p, "R=40,C=130");
+  xir_program_free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_all_masked_rows),
@@ -259,6 +344,7 @@ int main(void) {
       cmocka_unit_test(test_unskippable_store),
       cmocka_unit_test(test_end_with_dims),
       cmocka_unit_test(test_masked_part_is_never_loaded),
+      cmocka_unit_test(test_early_fill_in_place),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

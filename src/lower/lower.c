@@ -137,6 +137,8 @@ typedef struct lw {
                                   operand (no comparison, no select) */
   int mask_live;               /* in that loop */
   const val *fill_val;         /* when set: store_body stores it instead of evaluating the value */
+  int early_fill;              /* the skipped stores' masked parts are written with +0 at the
+                                  unit's start (early_fill_ok) */
   /* Next-row prefetch (xir__next_row_loads): the loads whose row the next root program reads,
    * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
   uint8_t *pf;
@@ -1806,6 +1808,89 @@ static void emit_reduce(lw *L, int id) {
 
 static void emit_store_loops(lw *L, int id);
 
+/* The masked part of a skipped store's row, [end, extent) of the mask axis, written with the
+ * value *v (emit_store_loops' fill), through the streaming copy where the store has one. */
+static void fill_masked(lw *L, int id, const val *v, LLVMValueRef hi) {
+  const xir_node *n = &L->p->nodes[id];
+  xir_type tile = {.elem = XIR_F32};
+  for (int kd = 0; kd < n->nargs - 1; kd++)
+    if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)L->p->params[n->ref].dims[kd];
+  L->rng_lo = hi;
+  L->rng_hi = ci64(L, axis_chunks(L));
+  L->fill_val = v;
+  tile_loops(L, &tile, 0, store_body, id, &tile);
+  L->fill_val = NULL;
+  L->rng_lo = L->rng_hi = NULL;
+}
+
+/* Early fill (docs/lowering.md, "Masked-work skipping"): a skipped store's masked part holds one
+ * value per unit, computed after the row's reductions (softmax: 0·(1/s)); the stores waited for
+ * that chain (a causal row of one live element spent most of its time there). With ℓ ≥ W the unit
+ * writes +0 there first, and after the chain writes the real value only when some lane of it is
+ * not +0 (a row with a NaN: 0·NaN). Legal unless the unit could read what the early stores wrote:
+ * for every input that may alias an output (xir_program_alias_ok), every reduction and store of
+ * the body must be skipped (their values at masked positions do not depend on the input) and
+ * every load of that input must be a row over the mask axis (no element read alone). */
+static int early_fill_ok(lw *L) {
+  const xir_program *p = L->p;
+  if (L->mask_id < 0 || L->ell < L->W) return 0;
+  int any = 0, all = 1;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    int op = p->nodes[i].op;
+    if (op != XIR_OP_STORE && op != XIR_OP_REDUCE_SUM && op != XIR_OP_REDUCE_MAX &&
+        op != XIR_OP_REDUCE_MIN)
+      continue;
+    if (!L->skip[i]) all = 0;
+    else if (op == XIR_OP_STORE) any = 1;
+  }
+  if (!any) return 0;
+  for (int o = 0; o < p->nparams; o++) {
+    if (p->params[o].kind != XIR_PARAM_BUFFER || !p->params[o].is_output) continue;
+    for (int in = 0; in < p->nparams; in++) {
+      if (in == o || p->params[in].kind != XIR_PARAM_BUFFER || p->params[in].is_output ||
+          xir_program_alias_ok(p, o, in, NULL) != XIR_OK)
+        continue;
+      if (!all) return 0;
+      for (int i = p->body_begin; i < p->nnodes; i++) {
+        const xir_node *n = &p->nodes[i];
+        if (n->op == XIR_OP_LOAD && n->ref == in &&
+            !(n->type.rank == 1 && n->type.axes[0] == L->mask.axis_dim))
+          return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+/* At the unit's start: +0 over the masked part of every skipped store (early_fill_ok), with the
+ * streaming copy where the store has one (as emit_store). */
+static void emit_early_fills(lw *L) {
+  const xir_program *p = L->p;
+  val z = vsplat(L, cf32(L, 0.0));
+  LLVMValueRef hi = mask_chunks(L, L->mask_end);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (n->op != XIR_OP_STORE || !L->skip[i]) continue;
+    if (!L->nt_ok[n->ref] || !L->mat_save) {
+      fill_masked(L, i, &z, hi);
+      continue;
+    }
+    LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
+    LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "filled");
+    LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
+    LLVMPositionBuilderAtEnd(L->b, ntb);
+    L->nt = 1;
+    fill_masked(L, i, &z, hi);
+    L->nt = 0;
+    LLVMBuildBr(L->b, done);
+    LLVMPositionBuilderAtEnd(L->b, cb);
+    fill_masked(L, i, &z, hi);
+    LLVMBuildBr(L->b, done);
+    LLVMPositionBuilderAtEnd(L->b, done);
+  }
+}
+
 /* A store whose buffer may be streamed (ℓ ≥ W, nt_ok) is emitted twice, behind a branch on
  * nt_ok: the streaming copy with non-temporal full-vector stores, the other with regular ones.
  * Both compute the same values (the materialized tiles start in the same state). */
@@ -1849,12 +1934,27 @@ static void emit_store_loops(lw *L, int id) {
   L->rng_live = mask_live_chunks(L);
   tile_loops(L, &tile, 0, store_body, id, &tile);
   L->rng_live = NULL;
-  L->rng_lo = hi;
-  L->rng_hi = ci64(L, axis_chunks(L));
-  L->fill_val = &u;
-  tile_loops(L, &tile, 0, store_body, id, &tile);
-  L->fill_val = NULL;
   L->rng_lo = L->rng_hi = NULL;
+  if (!L->early_fill) {
+    fill_masked(L, id, &u, hi);
+    return;
+  }
+  /* the unit wrote +0 there at its start (emit_early_fills): again only if a lane is not +0 */
+  LLVMValueRef nz = NULL;
+  LLVMTypeRef vi32 = LLVMVectorType(LLVMInt32TypeInContext(L->ctx), L->W);
+  for (unsigned q = 0; q < L->k; q++) {
+    LLVMValueRef bits = LLVMBuildBitCast(L->b, u.v[q], vi32, "");
+    LLVMValueRef c = LLVMBuildICmp(L->b, LLVMIntNE, bits, LLVMConstNull(vi32), "");
+    LLVMValueRef r = intrinsic(L, "llvm.vector.reduce.or", &L->vb, 1, &c, 1);
+    nz = nz ? LLVMBuildOr(L->b, nz, r, "") : r;
+  }
+  LLVMBasicBlockRef fb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "refill");
+  LLVMBasicBlockRef db = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "refilled");
+  LLVMBuildCondBr(L->b, nz, fb, db);
+  LLVMPositionBuilderAtEnd(L->b, fb);
+  fill_masked(L, id, &u, hi);
+  LLVMBuildBr(L->b, db);
+  LLVMPositionBuilderAtEnd(L->b, db);
 }
 
 /* The body for one unit (full or masked). */
@@ -2014,6 +2114,7 @@ static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
   if (L->mask_id >= 0) L->mask_end = unit_mask_end(L, &L->mask_end_min);
+  if (L->early_fill) emit_early_fills(L);
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
@@ -2391,6 +2492,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     memset(L.skip, 0, nn); /* the chunked axis is another one: nothing to bound */
     L.mask_id = -1;
   }
+  L.early_fill = early_fill_ok(&L);
   if (L.mask_id < -1 || count_mat_uses(&L)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
