@@ -2323,6 +2323,16 @@ static void stream_tests(lw *L) {
     L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
 }
 
+/* Opens the loop over a block's units and sets the unit's first root program p0 (and its block
+ * and unit parts). */
+static void unit_loop_begin(lw *L, loop *un, LLVMValueRef blk, unsigned units, uint64_t rp_per_block,
+                            unsigned rp_per_unit) {
+  loop_begin(L, un, ci64(L, 0), ci64(L, units));
+  L->p0_blk = LLVMBuildMul(L->b, blk, ci64(L, (int64_t)rp_per_block), "");
+  L->p0_unit = LLVMBuildMul(L->b, un->i, ci64(L, rp_per_unit), "");
+  L->p0 = LLVMBuildAdd(L->b, L->p0_blk, L->p0_unit, "p0");
+}
+
 /* Emits one unit in a mode: full (all root programs exist), nowrap (and its innermost root
  * coordinate does not wrap), lin (contiguous buffers: addresses may use the flattened row-major
  * index across rows) — or the masked path (none of them). lin_tail (ℓ = 1, not full): the last
@@ -2576,10 +2586,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMBuildCondBr(L.b, whole, fastb, slowb);
     LLVMPositionBuilderAtEnd(L.b, fastb);
     loop fu;
-    loop_begin(&L, &fu, ci64(&L, 0), ci64(&L, units));
-    L.p0_blk = LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), "");
-    L.p0_unit = LLVMBuildMul(L.b, fu.i, ci64(&L, rp_per_unit), "");
-    L.p0 = LLVMBuildAdd(L.b, L.p0_blk, L.p0_unit, "p0");
+    unit_loop_begin(&L, &fu, blk.i, units, rp_per_block, rp_per_unit);
     LLVMBasicBlockRef ub = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholeunit");
     LLVMBasicBlockRef un_next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholenext");
     LLVMBuildBr(L.b, ub);
@@ -2590,10 +2597,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMPositionBuilderAtEnd(L.b, slowb);
   }
   loop un;
-  loop_begin(&L, &un, ci64(&L, 0), ci64(&L, units));
-  L.p0_blk = LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), "");
-  L.p0_unit = LLVMBuildMul(L.b, un.i, ci64(&L, rp_per_unit), "");
-  L.p0 = LLVMBuildAdd(L.b, L.p0_blk, L.p0_unit, "p0");
+  unit_loop_begin(&L, &un, blk.i, units, rp_per_block, rp_per_unit);
   LLVMBasicBlockRef live = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "unit");
   LLVMBasicBlockRef fullb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "full");
   LLVMBasicBlockRef maskb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "masked");
