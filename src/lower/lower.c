@@ -139,6 +139,7 @@ typedef struct lw {
   const val *fill_val;         /* when set: store_body stores it instead of evaluating the value */
   int early_fill;              /* the skipped stores' masked parts are written with +0 at the
                                   unit's start (early_fill_ok) */
+  LLVMValueRef early_hi;       /* there: the first masked chunk (element for ℓ = 1) */
   /* Next-row prefetch (xir__next_row_loads): the loads whose row the next root program reads,
    * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
   uint8_t *pf;
@@ -1808,6 +1809,33 @@ static void emit_reduce(lw *L, int id) {
 
 static void emit_store_loops(lw *L, int id);
 
+/* Emits store id's loops by `loops`; where its buffer may be streamed (ℓ ≥ W, nt_ok) twice,
+ * behind a branch on nt_ok: the streaming copy with non-temporal full-vector stores, the other
+ * with regular ones. Both compute the same values (the materialized tiles start in the same
+ * state). */
+static void emit_streamed(lw *L, int id, void (*loops)(lw *, int)) {
+  const xir_node *n = &L->p->nodes[id];
+  if (!L->nt_ok[n->ref] || !L->mat_save) {
+    loops(L, id);
+    return;
+  }
+  LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
+  LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
+  LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
+  memcpy(L->mat_save, L->mat_state, (size_t)L->p->nnodes);
+  LLVMPositionBuilderAtEnd(L->b, ntb);
+  L->nt = 1;
+  loops(L, id);
+  L->nt = 0;
+  LLVMBuildBr(L->b, done);
+  memcpy(L->mat_state, L->mat_save, (size_t)L->p->nnodes);
+  LLVMPositionBuilderAtEnd(L->b, cb);
+  loops(L, id);
+  LLVMBuildBr(L->b, done);
+  LLVMPositionBuilderAtEnd(L->b, done);
+}
+
 /* The masked part of a skipped store's row, [end, extent) of the mask axis, written with the
  * value *v (emit_store_loops' fill), through the streaming copy where the store has one. */
 static void fill_masked(lw *L, int id, const val *v, LLVMValueRef hi) {
@@ -1862,60 +1890,23 @@ static int early_fill_ok(lw *L) {
   return 1;
 }
 
-/* At the unit's start: +0 over the masked part of every skipped store (early_fill_ok), with the
- * streaming copy where the store has one (as emit_store). */
-static void emit_early_fills(lw *L) {
-  const xir_program *p = L->p;
+/* store id's masked part, from chunk L->early_hi on, with +0 (emit_early_fills) */
+static void early_fill_loops(lw *L, int id) {
   val z = vsplat(L, cf32(L, 0.0));
-  LLVMValueRef hi = mask_chunks(L, L->mask_end);
-  for (int i = p->body_begin; i < p->nnodes; i++) {
-    const xir_node *n = &p->nodes[i];
-    if (n->op != XIR_OP_STORE || !L->skip[i]) continue;
-    if (!L->nt_ok[n->ref] || !L->mat_save) {
-      fill_masked(L, i, &z, hi);
-      continue;
-    }
-    LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
-    LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
-    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "filled");
-    LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
-    LLVMPositionBuilderAtEnd(L->b, ntb);
-    L->nt = 1;
-    fill_masked(L, i, &z, hi);
-    L->nt = 0;
-    LLVMBuildBr(L->b, done);
-    LLVMPositionBuilderAtEnd(L->b, cb);
-    fill_masked(L, i, &z, hi);
-    LLVMBuildBr(L->b, done);
-    LLVMPositionBuilderAtEnd(L->b, done);
-  }
+  fill_masked(L, id, &z, L->early_hi);
 }
 
-/* A store whose buffer may be streamed (ℓ ≥ W, nt_ok) is emitted twice, behind a branch on
- * nt_ok: the streaming copy with non-temporal full-vector stores, the other with regular ones.
- * Both compute the same values (the materialized tiles start in the same state). */
-static void emit_store(lw *L, int id) {
-  const xir_node *n = &L->p->nodes[id];
-  if (!L->nt_ok[n->ref] || !L->mat_save) {
-    emit_store_loops(L, id);
-    return;
-  }
-  LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
-  LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
-  LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
-  memcpy(L->mat_save, L->mat_state, (size_t)L->p->nnodes);
-  LLVMPositionBuilderAtEnd(L->b, ntb);
-  L->nt = 1;
-  emit_store_loops(L, id);
-  L->nt = 0;
-  LLVMBuildBr(L->b, done);
-  memcpy(L->mat_state, L->mat_save, (size_t)L->p->nnodes);
-  LLVMPositionBuilderAtEnd(L->b, cb);
-  emit_store_loops(L, id);
-  LLVMBuildBr(L->b, done);
-  LLVMPositionBuilderAtEnd(L->b, done);
+/* At the unit's start: +0 over the masked part of every skipped store (early_fill_ok), with the
+ * streaming copy where the store has one. */
+static void emit_early_fills(lw *L) {
+  const xir_program *p = L->p;
+  L->early_hi = mask_chunks(L, L->mask_end);
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_STORE && L->skip[i]) emit_streamed(L, i, early_fill_loops);
 }
+
+/* A store: its loops, streamed or not (emit_streamed). */
+static void emit_store(lw *L, int id) { emit_streamed(L, id, emit_store_loops); }
 
 static void emit_store_loops(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
