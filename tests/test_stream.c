@@ -248,6 +248,22 @@ static void test_streaming_stores_in_ir_at_l1(void **state) {
   }
   assert_true(rows > 0 && cols > 0);
   xir_free(cands);
+  /* ℓ = 1 streams whole 64-byte lines only: a bf16 output (32-byte packets at W = 16) and an f32
+   * one at W = 8 have no streaming store */
+  xir_program *b;
+  if (xir_program_retype(p, "y=bf16", &b, &d)) die(&d);
+  n = candidates_at(b, "R=8,C=256", cc, &shape, &cands);
+  for (size_t i = 0; i < n; i++)
+    if (xir_compiler_width(cc) == 16)
+      assert_null(strstr(ir_of(cc, b, &shape, &cands[i]), "!nontemporal"));
+  xir_free(cands);
+  xir_program_free(b);
+  xir_compiler_destroy(cc);
+  xir_compiler_options o8 = {.force_width = 8};
+  if (xir_compiler_create(&o8, &cc, &d)) die(&d);
+  n = candidates_at(p, "R=8,C=256", cc, &shape, &cands);
+  for (size_t i = 0; i < n; i++) assert_null(strstr(ir_of(cc, p, &shape, &cands[i]), "!nontemporal"));
+  xir_free(cands);
   xir_compiler_destroy(cc);
   xir_program_free(p);
 }

@@ -2300,6 +2300,11 @@ static void stream_tests(lw *L) {
     if (q->kind != XIR_PARAM_BUFFER || !q->is_output || q->rank < 1) continue;
     int64_t es = (int64_t)xir_elem_size((xir_elem)q->elem), V = (int64_t)L->W * es;
     if (V < 16 || q->elem == XIR_I64) continue;
+    /* ℓ = 1 streams whole 64-byte lines only: a packet of 32 bytes (bf16/f16 at W = 16, f32 at
+     * W = 8) leaves half a line to the next packet, which with B = W and small grains another
+     * worker writes — bf16 swiglu 512×4096, B = 16, G = 1, forced streaming: 21 ms against 0.35
+     * for B = 128 — and even B = 128 lost 13% with them (docs/lowering.md) */
+    if (L->ell == 1 && V < 64) continue;
     LLVMValueRef bad = LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, L->buf[i], L->i64, ""), ci64(L, V - 1), "");
     /* (ℓ = 1 tests each packet's offset instead: store_body) */
     for (int kd = 0; L->ell != 1 && kd + 1 < q->rank; kd++) {
