@@ -162,8 +162,9 @@ out:
  * (docs/lowering.md, "Streaming stores"). */
 enum { STREAM_PROBES = 5 };
 static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, double *bytes,
-                               double t_out[STREAM_PROBES][2], xir_diag *d) {
+                               xir_diag *d) {
   *bytes = 0;
+  double t_out[STREAM_PROBES][2]; /* per footprint: regular, streaming (ns, the fastest) */
   xir_program *p = NULL;
   xir_status st = xir_program_parse(kCopyProbe, strlen(kCopyProbe), "copy_probe", &p, d);
   if (st) return st;
@@ -239,8 +240,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   }
   double t_pool;
   if ((st = time_launch(rt, b, empty_blocks, NULL, 256, 1, 2, 64, 15, &t_pool, d))) goto out;
-  double t_stream[STREAM_PROBES][2];
-  if ((st = stream_probe(cc, rt, b, &out->stream_bytes, t_stream, d))) goto out;
+  if ((st = stream_probe(cc, rt, b, &out->stream_bytes, d))) goto out;
   out->ns_per_task = (t_pool - out->ns_activation) / 128.0;
   if (out->ns_per_task < 0) out->ns_per_task = 0;
   /* Each probe three times, keeping the fastest: interference only ever adds. The copy runs at
