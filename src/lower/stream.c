@@ -12,8 +12,9 @@
  * with 2 vCPUs listed 480 MiB of L3 while its copy ran at memory speed from 16 MiB on). The
  * service model measures where streaming starts to pay (src/tune/calibrate.c) and sets it with
  * xir__stream_threshold_set. The probe writes f32: a launch with a bf16/f16 output keeps the
- * prior. (On that Xeon, forced streaming made bf16 swiglu 2048×8192 1.12–1.28× slower, bf16
- * rmsnorm 1.03–1.09×, while f32 rmsnorm ran 1.5× faster: docs/lowering.md.) */
+ * prior. (On that Xeon, forced streaming made bf16 rmsnorm 2048×8192 1.03–1.09× slower — its
+ * paired 64-byte stores at ℓ ≥ W — while f32 rmsnorm ran 1.5× faster; ℓ = 1 no longer streams
+ * 32-byte packets at all: docs/lowering.md.) */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -156,10 +156,10 @@ out:
  * alternating, the fastest of three each. Streaming wins a footprint when it is at least 5%
  * faster there; the threshold lies between the largest footprint it loses and the smallest of
  * the run of wins that reaches the largest probe (their geometric mean; the smallest probe when
- * it wins everywhere: a launch that small stays in the cache). 0 when it does not win the largest probe: the cache-size prior
- * stays (xir__stream_threshold). The cache size a guest sees can be far from what it gets: an
- * Intel Xeon VM with 2 vCPUs lists 480 MiB of L3, and this probe put its threshold near 6 MiB
- * (docs/lowering.md, "Streaming stores"). */
+ * it wins everywhere: a launch that small stays in the cache). 0 when it does not win the
+ * largest probe: the cache-size prior stays (xir__stream_threshold). The cache size a guest sees
+ * can be far from what it gets: an Intel Xeon VM with 2 vCPUs lists 480 MiB of L3 (prior: 240
+ * MiB), and this probe put its threshold at 45 MiB (docs/lowering.md, "Streaming stores"). */
 enum { STREAM_PROBES = 5 };
 static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, double *bytes,
                                xir_diag *d) {
