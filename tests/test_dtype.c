@@ -836,6 +836,90 @@ static void test_bf16_reduction_loads_even_odd(void **state) {
   xir_compiler_destroy(cc);
 }
 
+/* ℓ = 1 pair units (src/lower/lower.c, pair_units_ok / pair_evenodd_ok): two packets a unit in
+ * the blocks whose root programs all exist; where every row access is a bf16 one at the flattened
+ * index, the loads split even and odd elements and the store interleaves them back. Every ℓ = 1
+ * candidate of an all-bf16 product (R = 1000, C = 70: rows wrap inside units, the last block is
+ * partial) gives the bits of half.h on every bf16 pattern times random factors (subnormal
+ * products take the exact path of the pair conversion, NaN and inf pass), and on a host with the
+ * pair conversion some candidate's IR has the interleave, which a mixed f32/bf16 one never has. */
+static void test_bf16_pair_units(void **state) {
+  (void)state;
+  static const char *kEo =
+      "kernel eo[R, C](h: bf16[R, C], g: bf16[R, C], y: out bf16[R, C])\n"
+      "root r in R, c in C {\n  store y[r, c] = mul(load h[r, c], load g[r, c])\n}\n";
+  static const char *kMixed =
+      "kernel eo_mixed[R, C](h: bf16[R, C], g: f32[R, C], y: out bf16[R, C])\n"
+      "root r in R, c in C {\n  store y[r, c] = mul(load h[r, c], load g[r, c])\n}\n";
+  const size_t R = 1000, C = 70, N = R * C;
+  uint16_t *h = malloc(N * 2), *g = malloc(N * 2), *y = malloc((N + 64) * 2);
+  float *gf = malloc(N * 4);
+  xir_rng r;
+  xir__rng_seed(&r, 13, 0);
+  for (size_t i = 0; i < N; i++) {
+    h[i] = (uint16_t)(i * 40503u); /* every pattern (N > 65536) */
+    /* factors of 2^-8..2^8, a few of 2^-120 (subnormal products) */
+    uint32_t e = i % 97 == 0 ? 7 : 119 + (uint32_t)xir__rng_below(&r, 17);
+    g[i] = (uint16_t)((rand_bits(&r) & 0x807f) | e << 7);
+    gf[i] = xir__bf16_to_f32(g[i]);
+  }
+  xir_compiler_options co = {.no_kernel_cache = 1};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&co, &cc, &d)) die(&d);
+  const char *f = xir_compiler_features(cc);
+  int pairs = strstr(f, "+avx512bf16") && strstr(f, "+avx512dq") && xir_compiler_width(cc) == 16;
+  int interleaved[2] = {0, 0}, runs = 0;
+  for (int mixed = 0; mixed < 2; mixed++) {
+    xir_program *p = parse(mixed ? kMixed : kEo);
+    xir_shape s;
+    if (xir_shape_parse(p, "R=1000,C=70", &s, &d)) die(&d);
+    xir_candidate *cands;
+    size_t nc;
+    if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+    for (size_t c = 0; c < nc; c++) {
+      if (cands[c].local != 1) continue;
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &s, &cands[c], &k, &d)) die(&d);
+      xir_kernel_info info;
+      xir_kernel_get_info(k, &info);
+      interleaved[mixed] += strstr(info.ir_text, "<i32 0, i32 16, i32 1, i32 17") != NULL;
+      memset(y, 0xa5, (N + 64) * 2);
+      xir_arg args[3];
+      memset(args, 0, sizeof args);
+      args[0].in = h;
+      args[1].in = mixed ? (const void *)gf : (const void *)g;
+      args[2].out = y;
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
+      if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+      xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k));
+      char name[160];
+      xir_candidate_name(p, &cands[c], name, sizeof name);
+      for (size_t e = 0; e < N; e++) {
+        uint16_t want = xir__f32_to_bf16(xir__bf16_to_f32(h[e]) * gf[e]);
+        if (y[e] != want)
+          fail_msg("%s %s: y[%zu] is %04x, expected %04x (h %04x, g %04x)", xir_program_name(p), name,
+                   e, y[e], want, h[e], g[e]);
+      }
+      for (size_t t = N; t < N + 64; t++)
+        if (y[t] != 0xa5a5) fail_msg("%s %s: wrote past the end", xir_program_name(p), name);
+      runs++;
+    }
+    xir_free(cands);
+    xir_program_free(p);
+  }
+  printf("# bf16 pair units: %d l = 1 candidates exact; interleaved stores %d (bf16) / %d (mixed)\n",
+         runs, interleaved[0], interleaved[1]);
+  assert_int_equal(interleaved[1], 0);
+  if (pairs) assert_true(interleaved[0] > 0);
+  else assert_int_equal(interleaved[0], 0);
+  xir_compiler_destroy(cc);
+  free(h);
+  free(g);
+  free(gf);
+  free(y);
+}
+
 /* ---- math precision that follows the output type ---- */
 
 static int narrow_of(const char *text, const char *node) {
@@ -936,6 +1020,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bf16_pair_stores),
       cmocka_unit_test(test_half_rows_convert_once),
       cmocka_unit_test(test_bf16_reduction_loads_even_odd),
+      cmocka_unit_test(test_bf16_pair_units),
       cmocka_unit_test(test_narrow_values_pick_sigmoid16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,6 +149,13 @@ typedef struct lw {
    * also tests each packet's offset in store_body); nt: inside the streaming copy of a store loop
    * (ℓ ≥ W) */
   LLVMValueRef stream_flag, nt_ok[XIR_MAX_PARAMS];
+  /* ℓ = 1 pair units (pair_units_ok): two packets a unit, a bf16 output's pair stored as one
+   * 64-byte vector; nt_pair: the streaming test of such a buffer at 64 bytes (nt_ok skips bf16
+   * at ℓ = 1: its 32-byte packets leave half a line to the next one) */
+  LLVMValueRef nt_pair[XIR_MAX_PARAMS];
+  int pair_ok, pair;
+  int pair_evenodd;        /* pair units whose bf16 rows load even and odd elements apart
+                            * (pair_evenodd_ok) */
   int nt, any_nt;
   uint8_t *mat_save;
 } lw;
@@ -449,9 +456,10 @@ static void unit_coords(lw *L) {
       break;
     }
     val ev = vaff(dimv(L, ed), 0);
-    if (rp.aff && rp.s == 1 && ((is_fixed(L, ed) && dimc(L, ed) % L->W == 0) || L->nowrap)) {
-      /* packets start at multiples of W and E is a multiple of W, or the unit was checked at
-       * run time not to wrap (nowrap): no wrap inside a packet */
+    if (rp.aff && rp.s == 1 && ((is_fixed(L, ed) && dimc(L, ed) % (L->W * L->k) == 0) || L->nowrap)) {
+      /* units start at multiples of their k·W root programs (ℓ = 1: k = 2 in pair units) and
+       * E is a multiple of k·W, or the unit was checked at run time not to wrap (nowrap): no
+       * wrap inside a unit */
       /* root program indices and dims are >= 0: unsigned (a shift and a mask for a power of
        * two, no sign fix-up) */
       if (ell == 1 && rp.u == L->p0 && is_fixed(L, ed) && L->p0_blk &&
@@ -1382,7 +1390,9 @@ static void stream_store(lw *L, LLVMValueRef s, unsigned bytes) {
  * 64-byte store where ptr is 64-byte aligned, else the two halves). */
 static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, LLVMValueRef o) {
   LLVMValueRef nt = NULL;
-  if (L->ell == 1 && L->nt_ok[buf])
+  if (L->ell == 1 && L->pair && L->nt_pair[buf])
+    nt = L->nt_pair[buf]; /* the pair starts at a multiple of 2W: 64-byte aligned with the base */
+  else if (L->ell == 1 && L->nt_ok[buf])
     nt = LLVMBuildAnd(L->b, L->nt_ok[buf],
                       LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, o, ci64(L, L->W - 1), ""),
                                     ci64(L, 0), ""), "");
@@ -1390,6 +1400,20 @@ static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, L
     nt = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
   if (!nt) {
     LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
+    return;
+  }
+  if (L->ell == 1 && L->pair) {
+    LLVMBasicBlockRef zb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore2");
+    LLVMBasicBlockRef rb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "store2");
+    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored2");
+    LLVMBuildCondBr(L->b, nt, zb, rb);
+    LLVMPositionBuilderAtEnd(L->b, zb);
+    stream_store(L, LLVMBuildStore(L->b, x2, ptr), 2 * L->W * 2);
+    LLVMBuildBr(L->b, jb);
+    LLVMPositionBuilderAtEnd(L->b, rb);
+    LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
+    LLVMBuildBr(L->b, jb);
+    LLVMPositionBuilderAtEnd(L->b, jb);
     return;
   }
   LLVMValueRef a64 = LLVMBuildICmp(L->b, LLVMIntEQ,
@@ -1439,8 +1463,14 @@ static void store_body(lw *L, int id, void *ud) {
   for (unsigned q = 0; q < L->k; q++) {
     if (pairs && q + 1 < L->k && !m[q] && !m[q + 1]) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
-      store_bf16_pair(L, n->ref, xir__cvt_bf16_pair(L->b, L->fn, &L->cvt, v.v[q], v.v[q + 1]),
-                      LLVMBuildGEP2(L->b, et, base, &o, 1, ""), o);
+      LLVMValueRef x2 = xir__cvt_bf16_pair(L->b, L->fn, &L->cvt, v.v[q], v.v[q + 1]);
+      if (L->pair_evenodd) {
+        /* packet q holds the even elements, q + 1 the odd ones (pair_evenodd_ok): interleave */
+        LLVMValueRef ix[32];
+        for (unsigned i = 0; i < 2 * L->W; i++) ix[i] = LLVMConstInt(L->i32, (i % 2) * L->W + i / 2, 0);
+        x2 = LLVMBuildShuffleVector(L->b, x2, LLVMGetPoison(LLVMTypeOf(x2)), LLVMConstVector(ix, 2 * L->W), "");
+      }
+      store_bf16_pair(L, n->ref, x2, LLVMBuildGEP2(L->b, et, base, &o, 1, ""), o);
       q++;
       continue;
     }
@@ -2304,6 +2334,12 @@ static void stream_tests(lw *L) {
      * W = 8) leaves half a line to the next packet, which with B = W and small grains another
      * worker writes — bf16 swiglu 512×4096, B = 16, G = 1, forced streaming: 21 ms against 0.35
      * for B = 128 — and even B = 128 lost 13% with them (docs/lowering.md) */
+    if (L->ell == 1 && L->pair_ok && q->elem == XIR_BF16 && 2 * V == 64) {
+      LLVMValueRef b64 = LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, L->buf[i], L->i64, ""), ci64(L, 63), "");
+      L->nt_pair[i] = LLVMBuildAnd(L->b, L->stream_flag,
+                                   LLVMBuildICmp(L->b, LLVMIntEQ, b64, ci64(L, 0), ""), "stream2");
+      any = 1;
+    }
     if (L->ell == 1 && V < 64) continue;
     LLVMValueRef bad = LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, L->buf[i], L->i64, ""), ci64(L, V - 1), "");
     /* (ℓ = 1 tests each packet's offset instead: store_body) */
@@ -2317,6 +2353,68 @@ static void stream_tests(lw *L) {
   }
   if (any && L->ell >= L->W && !(L->mat_save = xir__calloc((size_t)p->nnodes + 1, 1)))
     L->st = xir__err(L->d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
+}
+
+/* ℓ = 1 pair units: in a block whose root programs all exist (the whole-block path), two packets
+ * a unit (k = 2, 2W root programs), so that a bf16 output's two packets are converted by one
+ * vcvtne2ps2bf16 with one subnormal test and stored as one 64-byte vector (streamable), and the
+ * unit loop's own instructions are paid once per 2W elements. Only for bodies of rank-0 values
+ * (no tile loops: every value is one vector a packet, which k handles throughout), without
+ * masked-work skipping, with a bf16 output, at W = 16 on a target with the pair conversion, and
+ * an even number of units a block. */
+static int pair_units_ok(const lw *L, unsigned units, int use_lin) {
+  const xir_program *p = L->p;
+  /* several root axes off the lin path: a pair must not wrap the innermost extent */
+  int ed = p->nroot > 1 ? p->root[L->c->perm[p->nroot - 1]].dim : -1;
+  if (ed >= 0 && !use_lin && !(is_fixed(L, ed) && dimc((lw *)L, ed) % (2 * (int64_t)L->W) == 0))
+    return 0;
+  if (L->ell != 1 || L->W != 16 || units < 2 || units % 2 || !xir__cvt_bf16_pairs(&L->cvt, L->W) ||
+      L->mask_id >= 0 || L->early_fill)
+    return 0;
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    if (p->nodes[i].type.rank != 0) return 0;
+  for (int i = 0; i < p->nparams; i++)
+    if (p->params[i].kind == XIR_PARAM_BUFFER && p->params[i].is_output && p->params[i].elem == XIR_BF16)
+      return 1;
+  return 0;
+}
+
+/* Pair units whose values may sit in any lane order: every load and store is either of a bf16
+ * buffer at the root program's flattened index (the buffer's dims are the root axes, outermost
+ * first, indexed by them in that order: one contiguous run of 2W elements a unit) or at indices
+ * that no root axis enters (the same element in every lane), and no root index enters any other
+ * value. Then the bf16 loads may give the unit's even elements to packet 0 and its odd ones to
+ * packet 1 (two integer operations per 2W elements, load_elems' evenodd path, instead of a
+ * widening shuffle and a shift per W) and the store interleaves them back (one shuffle of the
+ * pair's bf16 bits): no lane sees which element it holds. */
+static int pair_evenodd_ok(const lw *L) {
+  const xir_program *p = L->p;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    if (n->op == XIR_OP_IOTA) return 0;
+    int nidx = n->op == XIR_OP_LOAD ? n->nargs : n->op == XIR_OP_STORE ? n->nargs - 1 : -1;
+    for (int a = 0; a < n->nargs; a++) /* a root index only as an index of a load or store */
+      if (n->args[a] >= 0 && p->nodes[n->args[a]].op == XIR_OP_ROOT && a >= (nidx < 0 ? 0 : nidx))
+        return 0;
+    if (nidx < 0) continue;
+    const xir_param *q = &p->params[n->ref];
+    int roots = 0;
+    for (int a = 0; a < nidx; a++) roots += n->args[a] >= 0 && p->nodes[n->args[a]].op == XIR_OP_ROOT;
+    if (!roots) {
+      int uniform = 1; /* no root index, no slice: every index is rank 0 and root-free */
+      for (int a = 0; a < nidx; a++) uniform &= n->args[a] >= 0 && p->nodes[n->args[a]].type.rank == 0;
+      if (uniform && n->op == XIR_OP_LOAD) continue;
+      return 0;
+    }
+    if (q->elem != XIR_BF16 || q->rank != p->nroot || nidx != p->nroot) return 0;
+    for (int a = 0; a < nidx; a++) {
+      int ax = L->c->perm[a];
+      if (n->args[a] < 0 || p->nodes[n->args[a]].op != XIR_OP_ROOT || p->nodes[n->args[a]].ref != ax ||
+          q->dims[a] != p->root[ax].dim)
+        return 0;
+    }
+  }
+  return 1;
 }
 
 /* Opens the loop over a block's units and sets the unit's first root program p0 (and its block
@@ -2548,19 +2646,9 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     else L.scal[i] = LLVMBuildLoad2(L.b, L.f32, slot, p->params[i].name);
   }
   load_dims(&L, args);
-  stream_tests(&L);
-  emit_hoisted(&L);
-  /* blocks */
-  loop blk;
-  loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
   unsigned rp_per_unit = L.ell >= L.W ? 1 : L.W / L.ell;
   unsigned units = L.ell >= L.W ? c->B / L.ell : c->B / L.W;
   uint64_t rp_per_block = c->B / L.ell;
-  /* ℓ = 1, several units a block: a block whose root programs all exist (and, on the lin path,
-   * whose buffers are contiguous) runs its units through the full path with no per-unit tests
-   * (p0 < P, the unit's end, the wrap check); the other blocks — the launch's last, or a strided
-   * view's — take the unit loop below. Decided here, before the unit paths; the rest of this
-   * decision is made with them (use_lin, multi). */
   int all_root_fixed = 1, inner_fixed = 1;
   for (int a = 0; a < p->nroot; a++) {
     all_root_fixed &= is_fixed(&L, p->root[a].dim);
@@ -2569,8 +2657,20 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   int ed = p->nroot > 0 ? p->root[c->perm[p->nroot - 1]].dim : -1;
   int multi = L.ell == 1 && p->nroot >= 2 && !(is_fixed(&L, ed) && dimc(&L, ed) % L.W == 0);
   int use_lin = multi && inner_fixed;
+  int whole_blocks = L.ell == 1 && units > 1 && (!multi || use_lin);
+  L.pair_ok = whole_blocks && pair_units_ok(&L, units, use_lin);
+  stream_tests(&L);
+  emit_hoisted(&L);
+  /* blocks */
+  loop blk;
+  loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
+  /* ℓ = 1, several units a block: a block whose root programs all exist (and, on the lin path,
+   * whose buffers are contiguous) runs its units through the full path with no per-unit tests
+   * (p0 < P, the unit's end, the wrap check); the other blocks — the launch's last, or a strided
+   * view's — take the unit loop below. Decided here, before the unit paths; the rest of this
+   * decision is made with them (use_lin, multi). */
   LLVMBasicBlockRef blk_done = NULL;
-  if (L.ell == 1 && units > 1 && (!multi || use_lin)) {
+  if (whole_blocks) {
     LLVMValueRef p0b = LLVMBuildMul(L.b, blk.i, ci64(&L, (int64_t)rp_per_block), "");
     LLVMValueRef whole = LLVMBuildICmp(L.b, LLVMIntSLE,
                                        LLVMBuildAdd(L.b, p0b, ci64(&L, (int64_t)rp_per_block), ""),
@@ -2582,13 +2682,18 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMBuildCondBr(L.b, whole, fastb, slowb);
     LLVMPositionBuilderAtEnd(L.b, fastb);
     loop fu;
-    unit_loop_begin(&L, &fu, blk.i, units, rp_per_block, rp_per_unit);
+    L.pair = L.pair_ok;
+    if (L.pair) L.k = 2;
+    L.evenodd = L.pair_evenodd = L.pair && pair_evenodd_ok(&L);
+    unit_loop_begin(&L, &fu, blk.i, L.pair ? units / 2 : units, rp_per_block, L.k * rp_per_unit);
     LLVMBasicBlockRef ub = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholeunit");
     LLVMBasicBlockRef un_next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholenext");
     LLVMBuildBr(L.b, ub);
     emit_mode(&L, ub, un_next, 1, 0, use_lin, 0);
     LLVMPositionBuilderAtEnd(L.b, un_next);
     loop_end(&L, &fu);
+    L.k = 1;
+    L.pair = L.evenodd = L.pair_evenodd = 0;
     LLVMBuildBr(L.b, blk_done);
     LLVMPositionBuilderAtEnd(L.b, slowb);
   }
