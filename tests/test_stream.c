@@ -573,6 +573,56 @@ static void test_stream_measured_threshold(void **state) {
   xir__stream_threshold_set(before);
 }
 
+/* The launch flag with a measured threshold: a bf16 output at l = 1 (which streams only as pair
+ * units' 64-byte stores) follows the measured threshold like an f32 one; at l >= W a bf16 output
+ * keeps the cache-size prior (src/lower/launch.c). */
+static void test_stream_launch_half_l1(void **state) {
+  (void)state;
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  const char *kernels[2] = {"swiglu", "rmsnorm"};
+  int64_t before = xir__stream_threshold_set(1024), prior = xir__stream_threshold(1);
+  xir__stream_stores_set(-1);
+  for (int kn = 0; kn < 2; kn++) {
+    xir_program *p0 = builtin(kernels[kn]), *p;
+    if (xir_program_retype(p0, "bf16", &p, &d)) die(&d);
+    xir_shape shape;
+    xir_candidate *cands;
+    size_t n = candidates_at(p, "R=8,C=256", cc, &shape, &cands), ran = 0;
+    xir_case c;
+    memset(&c, 0, sizeof c);
+    if (xir__case_init(&c, p, &shape, 1, &d)) die(&d);
+    uint64_t footprint = 0;
+    for (int i = 0; i < xir_program_num_params(p); i++) {
+      xir_param_info in;
+      xir_program_param(p, i, &in);
+      if (in.kind == XIR_PARAM_BUFFER) footprint += xir_param_numel(p, i, &shape) * xir_elem_size(in.elem);
+    }
+    assert_true(footprint > 1024);
+    for (size_t i = 0; i < n; i++) {
+      if (!(cands[i].local == 1 || cands[i].local == cands[i].W)) continue;
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
+      if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+      int flag = (slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0;
+      int want = cands[i].local == 1 ? 1 : prior > 0 && footprint > (uint64_t)prior;
+      char name[128];
+      xir_candidate_name(p, &cands[i], name, sizeof name);
+      if (flag != want) fail_msg("bf16 %s %s: stream flag %d, expected %d", kernels[kn], name, flag, want);
+      ran++;
+    }
+    assert_true(ran > 0);
+    xir__case_free(&c);
+    xir_free(cands);
+    xir_program_free(p);
+    xir_program_free(p0);
+  }
+  xir__stream_threshold_set(before);
+  xir_compiler_destroy(cc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_next_row_loads),
@@ -584,6 +634,7 @@ int main(void) {
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),
+      cmocka_unit_test(test_stream_launch_half_l1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,10 +177,16 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
     if (k->lay.dim_slot[i] >= 0) memcpy(out + 8 * k->lay.dim_slot[i], &shape->dims[i], 8);
   uint64_t footprint = 0;
   int half_out = 0;
+  /* A 16-bit output keeps the cache-size prior (stream.c) where it streams as l >= W chunks;
+   * at l = 1 it streams only as a bf16 pair unit's 64-byte store (lower.c), which the measured
+   * threshold suits: bf16 swiglu 2048x8192 (96 MiB), forced streaming 3010-3014 us against
+   * 3824-4198 with the prior (`XIR_STREAM_STORES=1` alternating x2, `xir bench --suite dtype
+   * --kernels swiglu --shapes 'R=2048,C=8192' --rounds 5`, 2026-12-04) */
   for (int i = 0; i < p->nparams; i++)
     if (p->params[i].kind == XIR_PARAM_BUFFER) {
       footprint += (uint64_t)xir_param_numel(p, i, shape) * xir_elem_size(p->params[i].elem);
-      half_out |= p->params[i].is_output && xir_elem_size(p->params[i].elem) == 2;
+      half_out |= p->params[i].is_output && xir_elem_size(p->params[i].elem) == 2 &&
+                  k->cand.local != 1;
     }
   if (xir__stream_launch(footprint, half_out)) flags |= XIR__ARGS_STREAM;
   memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
