@@ -153,9 +153,8 @@ typedef struct lw {
    * 64-byte vector; nt_pair: the streaming test of such a buffer at 64 bytes (nt_ok skips bf16
    * at ℓ = 1: its 32-byte packets leave half a line to the next one) */
   LLVMValueRef nt_pair[XIR_MAX_PARAMS];
-  int pair_ok, pair;
-  int pair_evenodd;        /* pair units whose bf16 rows load even and odd elements apart
-                            * (pair_evenodd_ok) */
+  int pair_ok, pair;       /* pair units may be / are being emitted; with evenodd: their bf16
+                            * rows load even and odd elements apart (pair_evenodd_ok) */
   int nt, any_nt;
   uint8_t *mat_save;
 } lw;
@@ -592,9 +591,11 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
     /* 2W bf16 elements as W 32-bit words: word j holds element 2j in its low half and 2j + 1 in
      * its high half, so vector q gets the even elements (word << 16) and vector q + 1 the odd
      * ones (word & 0xffff0000) — the bits of the usual conversion, two integer operations per
-     * 2W elements instead of a widening shuffle and a shift per W. Only in a reduction whose one
-     * tile operand this load is (evenodd_reduction): every lane of it then sees its elements in
-     * the same order, and a sum, max or min does not care which lane holds which element. */
+     * 2W elements instead of a widening shuffle and a shift per W. Only in ℓ = 1 pair units whose
+     * every row access is such a load or store (pair_evenodd_ok: the store interleaves back), or
+     * in a reduction whose one tile operand this load is (evenodd_reduction): every lane of it
+     * then sees its elements in the same order, and a sum, max or min does not care which lane
+     * holds which element. */
     LLVMTypeRef wt = LLVMVectorType(L->i32, L->W);
     LLVMValueRef s16[16], hi[16];
     for (unsigned i = 0; i < L->W; i++) {
@@ -1385,14 +1386,36 @@ static void stream_store(lw *L, LLVMValueRef s, unsigned bytes) {
   L->any_nt = 1;
 }
 
+/* Stores x at ptr non-temporally (a vector of `bytes`) where the run-time test `nt` holds, else
+ * with the element alignment `align`: the streaming copy of ℓ = 1 stores, whose test depends on
+ * the packet (or pair) and the launch. */
+static void store_streamed_if(lw *L, LLVMValueRef nt, LLVMValueRef x, LLVMValueRef ptr, unsigned bytes,
+                              unsigned align) {
+  LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore");
+  LLVMBasicBlockRef rb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "store");
+  LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
+  LLVMBuildCondBr(L->b, nt, ntb, rb);
+  LLVMPositionBuilderAtEnd(L->b, ntb);
+  stream_store(L, LLVMBuildStore(L->b, x, ptr), bytes);
+  LLVMBuildBr(L->b, jb);
+  LLVMPositionBuilderAtEnd(L->b, rb);
+  LLVMSetAlignment(LLVMBuildStore(L->b, x, ptr), align);
+  LLVMBuildBr(L->b, jb);
+  LLVMPositionBuilderAtEnd(L->b, jb);
+}
+
 /* Stores two full bf16 packets converted at once (xir__cvt_bf16_pair, <2W x i16>) at ptr, the
  * element offset o: one zmm store, non-temporal where store_body would stream both packets (one
  * 64-byte store where ptr is 64-byte aligned, else the two halves). */
 static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, LLVMValueRef o) {
+  if (L->ell == 1 && L->pair) {
+    /* a pair unit starts at a multiple of 2W: 64-byte aligned where the base is (nt_pair) */
+    if (L->nt_pair[buf]) store_streamed_if(L, L->nt_pair[buf], x2, ptr, 2 * L->W * 2, 2);
+    else LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
+    return;
+  }
   LLVMValueRef nt = NULL;
-  if (L->ell == 1 && L->pair && L->nt_pair[buf])
-    nt = L->nt_pair[buf]; /* the pair starts at a multiple of 2W: 64-byte aligned with the base */
-  else if (L->ell == 1 && L->nt_ok[buf])
+  if (L->ell == 1 && L->nt_ok[buf])
     nt = LLVMBuildAnd(L->b, L->nt_ok[buf],
                       LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, o, ci64(L, L->W - 1), ""),
                                     ci64(L, 0), ""), "");
@@ -1400,20 +1423,6 @@ static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, L
     nt = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
   if (!nt) {
     LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
-    return;
-  }
-  if (L->ell == 1 && L->pair) {
-    LLVMBasicBlockRef zb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore2");
-    LLVMBasicBlockRef rb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "store2");
-    LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored2");
-    LLVMBuildCondBr(L->b, nt, zb, rb);
-    LLVMPositionBuilderAtEnd(L->b, zb);
-    stream_store(L, LLVMBuildStore(L->b, x2, ptr), 2 * L->W * 2);
-    LLVMBuildBr(L->b, jb);
-    LLVMPositionBuilderAtEnd(L->b, rb);
-    LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
-    LLVMBuildBr(L->b, jb);
-    LLVMPositionBuilderAtEnd(L->b, jb);
     return;
   }
   LLVMValueRef a64 = LLVMBuildICmp(L->b, LLVMIntEQ,
@@ -1464,7 +1473,7 @@ static void store_body(lw *L, int id, void *ud) {
     if (pairs && q + 1 < L->k && !m[q] && !m[q + 1]) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
       LLVMValueRef x2 = xir__cvt_bf16_pair(L->b, L->fn, &L->cvt, v.v[q], v.v[q + 1]);
-      if (L->pair_evenodd) {
+      if (L->pair && L->evenodd) {
         /* packet q holds the even elements, q + 1 the odd ones (pair_evenodd_ok): interleave */
         LLVMValueRef ix[32];
         for (unsigned i = 0; i < 2 * L->W; i++) ix[i] = LLVMConstInt(L->i32, (i % 2) * L->W + i / 2, 0);
@@ -1485,17 +1494,8 @@ static void store_body(lw *L, int id, void *ud) {
         unsigned vb = L->W * (unsigned)xir_elem_size((xir_elem)elem);
         LLVMValueRef al = LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, o, ci64(L, L->W - 1), ""),
                                         ci64(L, 0), "");
-        LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "ntstore");
-        LLVMBasicBlockRef rb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "store");
-        LLVMBasicBlockRef jb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
-        LLVMBuildCondBr(L->b, LLVMBuildAnd(L->b, L->nt_ok[n->ref], al, ""), ntb, rb);
-        LLVMPositionBuilderAtEnd(L->b, ntb);
-        stream_store(L, LLVMBuildStore(L->b, x, ptr), vb);
-        LLVMBuildBr(L->b, jb);
-        LLVMPositionBuilderAtEnd(L->b, rb);
-        LLVMSetAlignment(LLVMBuildStore(L->b, x, ptr), (unsigned)xir_elem_size((xir_elem)elem));
-        LLVMBuildBr(L->b, jb);
-        LLVMPositionBuilderAtEnd(L->b, jb);
+        store_streamed_if(L, LLVMBuildAnd(L->b, L->nt_ok[n->ref], al, ""), x, ptr, vb,
+                          (unsigned)xir_elem_size((xir_elem)elem));
       } else if (!m[q]) {
         LLVMValueRef s = LLVMBuildStore(L->b, x, ptr);
         LLVMSetAlignment(s, (unsigned)xir_elem_size((xir_elem)elem));
@@ -2334,7 +2334,7 @@ static void stream_tests(lw *L) {
      * W = 8) leaves half a line to the next packet, which with B = W and small grains another
      * worker writes — bf16 swiglu 512×4096, B = 16, G = 1, forced streaming: 21 ms against 0.35
      * for B = 128 — and even B = 128 lost 13% with them (docs/lowering.md) */
-    if (L->ell == 1 && L->pair_ok && q->elem == XIR_BF16 && 2 * V == 64) {
+    if (L->ell == 1 && L->pair_ok && q->elem == XIR_BF16) { /* W = 16: 64-byte pairs */
       LLVMValueRef b64 = LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, L->buf[i], L->i64, ""), ci64(L, 63), "");
       L->nt_pair[i] = LLVMBuildAnd(L->b, L->stream_flag,
                                    LLVMBuildICmp(L->b, LLVMIntEQ, b64, ci64(L, 0), ""), "stream2");
@@ -2362,11 +2362,11 @@ static void stream_tests(lw *L) {
  * (no tile loops: every value is one vector a packet, which k handles throughout), without
  * masked-work skipping, with a bf16 output, at W = 16 on a target with the pair conversion, and
  * an even number of units a block. */
-static int pair_units_ok(const lw *L, unsigned units, int use_lin) {
+static int pair_units_ok(lw *L, unsigned units, int use_lin) {
   const xir_program *p = L->p;
   /* several root axes off the lin path: a pair must not wrap the innermost extent */
   int ed = p->nroot > 1 ? p->root[L->c->perm[p->nroot - 1]].dim : -1;
-  if (ed >= 0 && !use_lin && !(is_fixed(L, ed) && dimc((lw *)L, ed) % (2 * (int64_t)L->W) == 0))
+  if (ed >= 0 && !use_lin && !(is_fixed(L, ed) && dimc(L, ed) % (2 * (int64_t)L->W) == 0))
     return 0;
   if (L->ell != 1 || L->W != 16 || units < 2 || units % 2 || !xir__cvt_bf16_pairs(&L->cvt, L->W) ||
       L->mask_id >= 0 || L->early_fill)
@@ -2684,7 +2684,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     loop fu;
     L.pair = L.pair_ok;
     if (L.pair) L.k = 2;
-    L.evenodd = L.pair_evenodd = L.pair && pair_evenodd_ok(&L);
+    L.evenodd = L.pair && pair_evenodd_ok(&L);
     unit_loop_begin(&L, &fu, blk.i, L.pair ? units / 2 : units, rp_per_block, L.k * rp_per_unit);
     LLVMBasicBlockRef ub = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholeunit");
     LLVMBasicBlockRef un_next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholenext");
@@ -2693,7 +2693,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMPositionBuilderAtEnd(L.b, un_next);
     loop_end(&L, &fu);
     L.k = 1;
-    L.pair = L.evenodd = L.pair_evenodd = 0;
+    L.pair = L.evenodd = 0;
     LLVMBuildBr(L.b, blk_done);
     LLVMPositionBuilderAtEnd(L.b, slowb);
   }
