@@ -98,6 +98,8 @@ typedef struct suite_filter {
   const char *kernels;  /* comma list or NULL */
   const char *shapes;   /* ';' list or NULL */
   const char *configs;  /* comma list or NULL */
+  const char *extra;    /* ';' list of row shapes "R=..,C=.." the peers and dtype suites add to
+                         * their own (--extra-shapes), or NULL */
 } suite_filter;
 
 /* Builds a named suite (pilot, validation, fixed-grain, peers, smoke). Deterministic: the audit

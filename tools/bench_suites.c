@@ -300,8 +300,50 @@ void bench_set_ext_peers(const char **names, int n) {
   for (int i = 0; i < g_next; i++) g_ext_peers[i] = names[i];
 }
 
+/* The row shapes of --extra-shapes: each "R=N,C=N" (N >= 1, nothing else), at most 32; their
+ * count, or -1 with the reason in d. */
+enum { MAX_EXTRA = 32 };
+static int extra_rows(const char *list, char out[][64], xir_diag *d) {
+  int n = 0;
+  for (const char *s = list; s && *s;) {
+    const char *e = strchr(s, ';');
+    size_t l = e ? (size_t)(e - s) : strlen(s);
+    long R = 0, C = 0;
+    int used = 0;
+    char one[64];
+    if (l == 0 || l >= sizeof one) {
+      xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes: shape %d is %s (want R=N,C=N)", n + 1,
+               l ? "too long" : "empty");
+      return -1;
+    }
+    memcpy(one, s, l);
+    one[l] = 0;
+    if (sscanf(one, "R=%ld,C=%ld%n", &R, &C, &used) != 2 || (size_t)used != l || R < 1 || C < 1) {
+      xir__err(d, XIR_ERR_INVALID_ARG,
+               "--extra-shapes: '%s' is not a row shape R=N,C=N with N >= 1 (the peers and dtype "
+               "suites' kernels are row kernels)", one);
+      return -1;
+    }
+    if (n == MAX_EXTRA) {
+      xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes: more than %d shapes", MAX_EXTRA);
+      return -1;
+    }
+    snprintf(out[n++], 64, "R=%ld,C=%ld", R, C);
+    s = e ? e + 1 : s + l;
+  }
+  return n;
+}
+
 xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suite *s, xir_diag *d) {
   memset(s, 0, sizeof *s);
+  char extra[MAX_EXTRA][64];
+  const char *extra_p[MAX_EXTRA];
+  int nextra = f && f->extra ? extra_rows(f->extra, extra, d) : 0;
+  if (nextra < 0) return XIR_ERR_INVALID_ARG;
+  if (nextra && strcmp(name, "peers") && strcmp(name, "dtype"))
+    return xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes is for the peers and dtype suites, not '%s'",
+                    name);
+  for (int i = 0; i < nextra; i++) extra_p[i] = extra[i];
   snprintf(s->name, sizeof s->name, "%s", name);
   suite_filter none = {0};
   builder b = {.s = s, .f = f ? f : &none};
@@ -327,6 +369,8 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     }
     each_shape(&b, ks, nk, kPeerRows, (int)(sizeof kPeerRows / sizeof kPeerRows[0]), kAttnShapes,
                2, vs_peers);
+    /* the caller's own row shapes (no attention: its shapes are not rows) */
+    each_shape(&b, ks, nk, extra_p, nextra, NULL, 0, vs_peers);
     const char *causal[] = {"softmax_causal"};
     each_shape(&b, causal, 1, kCausalRows, 2, NULL, 0, vs_peers);
     const char *decode[] = {kDecodeShape}, *lng[] = {kLongShape};
@@ -343,6 +387,7 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     const char *ks[] = {"rmsnorm", "layernorm", "swiglu", "gelu_residual", "softmax_mask", "rope"};
     const char *rows[] = {"R=1024,C=4096", "R=2048,C=8192"};
     each_shape(&b, ks, 6, rows, 2, kAttnShapes, 0, vs_dtypes);
+    each_shape(&b, ks, 6, extra_p, nextra, NULL, 0, vs_dtypes);
     s->default_rounds = 2;
   } else if (!strcmp(name, "smoke")) {
     const char *ks[] = {"rmsnorm", "swiglu"};

@@ -32,6 +32,7 @@ static int check_configuration(const char *dir, const cJSON *rec) {
   if (cJSON_GetObjectItem(filter, "kernels")) f.kernels = jstr(filter, "kernels");
   if (cJSON_GetObjectItem(filter, "shapes")) f.shapes = jstr(filter, "shapes");
   if (cJSON_GetObjectItem(filter, "configs")) f.configs = jstr(filter, "configs");
+  if (cJSON_GetObjectItem(filter, "extra_shapes")) f.extra = jstr(filter, "extra_shapes");
   const char *names[4];
   int np = 0;
   const cJSON *pn;

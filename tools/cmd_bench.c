@@ -48,6 +48,9 @@ static void help(void) {
       "  --suite NAME          the suite (required)\n"
       "  --kernels a,b         only these kernels\n"
       "  --shapes 'S1;S2'      only these shapes (e.g. 'R=64,C=256;R=129,C=768')\n"
+      "  --extra-shapes 'S;..' peers and dtype suites: these row shapes (R=N,C=N) as well as\n"
+      "                        the suite's own (with the same list in --shapes: only them);\n"
+      "                        RoPE gets HD = the largest even divisor of C up to 128\n"
       "  --configs a,b         only these configurations (e.g. joint_legacy,joint_tasks);\n"
       "                        configurations: default (xir_plan_options_default), joint_legacy,\n"
       "                        joint_tasks, joint_tasks_1w, joint_calibrated,\n"
@@ -135,6 +138,7 @@ static cJSON *filter_json(const suite_filter *f) {
   if (f->kernels) cJSON_AddStringToObject(o, "kernels", f->kernels);
   if (f->shapes) cJSON_AddStringToObject(o, "shapes", f->shapes);
   if (f->configs) cJSON_AddStringToObject(o, "configs", f->configs);
+  if (f->extra) cJSON_AddStringToObject(o, "extra_shapes", f->extra);
   return o;
 }
 
@@ -521,7 +525,7 @@ int cmd_bench(int argc, char **argv) {
       {"peers-dir", required_argument, 0, 'P'}, {"peer", required_argument, 0, 'p'},
       {"out", required_argument, 0, 'o'},       {"no-plot", no_argument, 0, 'x'},
       {"settle-ms", required_argument, 0, 'T'}, {"list", no_argument, 0, 'L'},
-      {0, 0, 0, 0}};
+      {"extra-shapes", required_argument, 0, 'X'}, {0, 0, 0, 0}};
   bench_opts o;
   memset(&o, 0, sizeof o);
   o.warmup_ms = 75;
@@ -542,6 +546,7 @@ int cmd_bench(int argc, char **argv) {
       case 's': o.suite = optarg; break;
       case 'k': o.filter.kernels = optarg; break;
       case 'S': o.filter.shapes = optarg; break;
+      case 'X': o.filter.extra = optarg; break;
       case 'c': o.filter.configs = optarg; break;
       case 'o': o.out = optarg; break;
       case 'P': o.peers_dir = optarg; break;

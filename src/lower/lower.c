@@ -113,6 +113,7 @@ typedef struct lw {
   uint8_t *hoist;
   LLVMValueRef *hoist_buf;
   uint8_t *narrow;         /* xir__narrow_values: sigmoid computed as vmath's sigmoid16 */
+  uint8_t *uni;            /* per node: a rank-0 value the same in every lane (uniform_values) */
   int precompute;          /* evaluating hoisted tiles at the entry */
   /* Period buffers (xir__period_buffer_len): per node its length (0: none), its buffer, and
    * whether the unit's values are being computed into it */
@@ -225,6 +226,7 @@ typedef struct loop {
   LLVMValueRef var;
   LLVMBasicBlockRef head, body, exit;
   LLVMValueRef i;
+  int once; /* one iteration known at compile time: straight-line code (loop_begin_chunks) */
 } loop;
 
 static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef t, const char *name) {
@@ -232,6 +234,7 @@ static LLVMValueRef entry_alloca(lw *L, LLVMTypeRef t, const char *name) {
 }
 
 static void loop_begin(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
+  lp->once = 0;
   lp->var = entry_alloca(L, L->i64, "i");
   LLVMBuildStore(L->b, from, lp->var);
   lp->head = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "head");
@@ -246,7 +249,24 @@ static void loop_begin(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
   lp->i = LLVMBuildLoad2(L->b, L->i64, lp->var, "");
 }
 
+static int const_of(LLVMValueRef v, int64_t *out);
+
+/* A loop over chunks [from, to): when both are constants one apart (a row of one chunk: C ≤ ℓ)
+ * the body is emitted once, straight-line — the light pipeline has no loop passes to remove a
+ * one-trip loop's counter, compare and branches, which short rows pay in every loop nest. */
+static void loop_begin_chunks(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
+  int64_t a, b;
+  memset(lp, 0, sizeof *lp);
+  if (const_of(from, &a) && const_of(to, &b) && b - a == 1) {
+    lp->once = 1;
+    lp->i = from;
+    return;
+  }
+  loop_begin(L, lp, from, to);
+}
+
 static void loop_end(lw *L, loop *lp) {
+  if (lp->once) return;
   LLVMBuildStore(L->b, LLVMBuildAdd(L->b, lp->i, ci64(L, 1), ""), lp->var);
   LLVMBuildBr(L->b, lp->head);
   LLVMPositionBuilderAtEnd(L->b, lp->exit);
@@ -938,7 +958,8 @@ static val eval_load(lw *L, const xir_node *n) {
 
 /* A vmath call; vmath takes `float` for W = 1, so <1 x float> goes through element 0. */
 static LLVMValueRef vm(lw *L, xir__vm_fn fn, LLVMValueRef a, LLVMValueRef b) {
-  if (L->W != 1) return xir__vm_call(L->vm, fn, a, b);
+  if (L->W != 1 || LLVMGetTypeKind(LLVMTypeOf(a)) != LLVMVectorTypeKind)
+    return xir__vm_call(L->vm, fn, a, b);
   LLVMValueRef zero = LLVMConstInt(L->i32, 0, 0);
   LLVMValueRef x = LLVMBuildExtractElement(L->b, a, zero, "");
   LLVMValueRef y = b ? LLVMBuildExtractElement(L->b, b, zero, "") : NULL;
@@ -1039,6 +1060,22 @@ static val eval_elementwise(lw *L, const xir_node *n) {
     if (L->p->nodes[n->args[i]].type.elem == XIR_I64) ivecs(L, &a[i], v[i]);
     else
       for (unsigned q = 0; q < L->k; q++) v[i][q] = a[i].v[q];
+  }
+  if (L->uni && L->uni[n - L->p->nodes] && n->type.elem == XIR_F32 &&
+      (n->op == XIR_OP_DIV || n->op == XIR_OP_SQRT || n->op == XIR_OP_RSQRT)) {
+    /* a value every lane shares: one scalar division or square root, broadcast (vdivss and
+     * vsqrtss instead of the 16-lane forms, which take several times their throughput on
+     * these cores: a norm's or softmax's per-row 1/s, rsqrt(var + eps)); IEEE-exact either
+     * way, so the bits are the same */
+    LLVMValueRef zero = LLVMConstInt(L->i32, 0, 0);
+    LLVMValueRef x = LLVMBuildExtractElement(L->b, v[0][0], zero, "");
+    LLVMValueRef y = n->nargs > 1 ? LLVMBuildExtractElement(L->b, v[1][0], zero, "") : NULL;
+    LLVMValueRef r0 = f_op(L, n->op, x, y, NULL);
+    if (r0) {
+      LLVMValueRef sp = splat(L, r0);
+      for (unsigned q = 0; q < L->k; q++) r[q] = sp;
+      return vvec(L, r);
+    }
   }
   for (unsigned q = 0; q < L->k; q++) {
     LLVMValueRef x = v[0][q], y = n->nargs > 1 ? v[1][q] : NULL, z = n->nargs > 2 ? v[2][q] : NULL;
@@ -1255,7 +1292,7 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
         loop lp;
         LLVMBasicBlockRef tail_done = NULL;
         if (part == 0) {
-          loop_begin(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+          loop_begin_chunks(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
         } else if (ranged) {
           /* the tail chunk (index full_chunks), when it lies in the range */
           LLVMValueRef fc = ci64(L, full_chunks);
@@ -1811,6 +1848,36 @@ static void emit_reduce(lw *L, int id) {
   L->evenodd = 0;
   L->rng_lo = L->rng_hi = L->rng_live = NULL;
   LLVMValueRef acc[MAXK];
+  int lanes_fold = L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim;
+  if (R.range && lanes_fold && L->ell >= L->W) {
+    /* one root program a packet: the packets and lanes fold with vrangeps too (two instructions
+     * a butterfly step instead of llvm.maximum's seven) and a NaN anywhere in the row, kept
+     * apart in nan[], makes the result a NaN (the quiet NaN 0x7fc00000: which NaN is
+     * unspecified, as for maximum/minimum) — one compare and one mask test a row */
+    LLVMValueRef anyv = NULL;
+    for (unsigned q = 0; q < L->k; q++) {
+      acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
+      LLVMValueRef nn = LLVMBuildLoad2(L->b, L->vf, R.nan[q], "");
+      LLVMValueRef uno = LLVMBuildFCmp(L->b, LLVMRealUNO, nn, nn, "");
+      anyv = anyv ? LLVMBuildOr(L->b, anyv, uno, "") : uno;
+    }
+    for (unsigned w = 1; w < L->k; w *= 2)
+      for (unsigned q = 0; q + w < L->k; q += 2 * w) acc[q] = range_op(L, n->op, acc[q], acc[q + w]);
+    for (unsigned dist = L->W / 2; dist >= 1; dist /= 2) {
+      LLVMValueRef e[16];
+      for (unsigned i = 0; i < L->W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
+      LLVMValueRef sh = LLVMBuildShuffleVector(L->b, acc[0], LLVMGetPoison(L->vf), LLVMConstVector(e, L->W), "");
+      acc[0] = range_op(L, n->op, acc[0], sh);
+      if (dist == 1) break;
+    }
+    LLVMTypeRef bt = LLVMVectorType(L->i1, L->W);
+    LLVMValueRef any = intrinsic(L, "llvm.vector.reduce.or", &bt, 1, &anyv, 1);
+    acc[0] = LLVMBuildSelect(L->b, any, splat(L, cf32(L, __builtin_nan(""))), acc[0], "");
+    for (unsigned q = 1; q < L->k; q++) acc[q] = acc[0];
+    L->top[id] = vvec(L, acc);
+    L->top_ok[id] = 1;
+    return;
+  }
   for (unsigned q = 0; q < L->k; q++) {
     acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
     if (R.range) {
@@ -1818,7 +1885,7 @@ static void emit_reduce(lw *L, int id) {
       acc[q] = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealUNO, nn, nn, ""), nn, acc[q], "");
     }
   }
-  if (L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim) {
+  if (lanes_fold) {
     /* packets of a root program: a fixed pairwise tree */
     for (unsigned w = 1; w < L->k; w *= 2)
       for (unsigned q = 0; q + w < L->k; q += 2 * w) acc[q] = red_op(L, n->op, acc[q], acc[q + w]);
@@ -2129,6 +2196,30 @@ static void emit_period_bufs(lw *L) {
   L->env[X] = saved;
   L->env_set[X] = saved_set;
   L->gen++;
+}
+
+/* ℓ ≥ W (one root program a packet): which rank-0 values are the same in every lane — the
+ * constants, parameters, dims and root coordinates, rank-0 loads at such indices, reductions over
+ * the inner axis (their butterfly leaves the result in every lane), and what is computed from
+ * these alone. Nothing is marked at ℓ < W (a packet holds several root programs) or W = 1. */
+static void uniform_values(lw *L) {
+  if (!L->uni || L->W == 1 || L->ell < L->W) return;
+  for (int i = 0; i < L->p->nnodes; i++) {
+    const xir_node *n = &L->p->nodes[i];
+    int u = n->type.rank == 0;
+    switch (n->op) {
+      case XIR_OP_CONST: case XIR_OP_PARAM: case XIR_OP_DIM: case XIR_OP_ROOT: break;
+      case XIR_OP_IOTA: u = 0; break;
+      case XIR_OP_REDUCE_SUM: case XIR_OP_REDUCE_MAX: case XIR_OP_REDUCE_MIN: {
+        const xir_type *in = &L->p->nodes[n->args[0]].type;
+        u = u && in->rank == 1 && in->axes[0] == L->c->inner_dim;
+        break;
+      }
+      default:
+        for (int a = 0; a < n->nargs && u; a++) u = n->args[a] >= 0 && n->args[a] < i && L->uni[n->args[a]];
+    }
+    L->uni[i] = (uint8_t)u;
+  }
 }
 
 static void emit_unit(lw *L) {
@@ -2566,6 +2657,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.hoist_buf = xir__calloc(nn, sizeof(LLVMValueRef));
   L.skip = xir__calloc(nn, 1);
   L.narrow = xir__calloc(nn, 1);
+  L.uni = xir__calloc(nn, 1);
   if (c->local > 1 && c->inner_dim >= 0) {
     L.period = xir__calloc(nn, sizeof(int64_t));
     if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
@@ -2574,7 +2666,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.ugen = 1u << 31;
   xir_status st = XIR_OK;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
-      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || !L.narrow ||
+      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || !L.narrow || !L.uni ||
       (c->local > 1 && !L.period)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
@@ -2589,6 +2681,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   }
   xir__hoisted_tiles(p, shape, L.hoist);
   xir__narrow_values(p, L.narrow);
+  uniform_values(&L);
   for (int i = 0; i < p->nnodes; i++) /* a launch-time axis is never hoisted (the bridge agrees) */
     if (L.hoist[i] && !is_fixed(&L, p->nodes[i].type.axes[0])) L.hoist[i] = 0;
   L.mask_id = xir__mask_skips(p, L.skip, &L.mask);
@@ -2798,6 +2891,7 @@ done:
   xir__free(L.mat_state);
   xir__free(L.hoist);
   xir__free(L.narrow);
+  xir__free(L.uni);
   xir__free(L.hoist_buf);
   xir__free(L.period);
   xir__free(L.pm);
