@@ -404,6 +404,53 @@ static void test_rope_pow_uses_uniform_base(void **state) {
   xir_program_free(p);
 }
 
+/* ℓ ≥ W (one root program a packet): a rank-0 division or square root that every lane shares is
+ * one scalar operation (rmsnorm's 1/sqrt(mean + eps): `fdiv float`, `llvm.sqrt.f32`), at ℓ < W it
+ * stays a vector one (the lanes hold several rows); a row of one chunk (C ≤ ℓ) has no chunk loop;
+ * a row max at ℓ ≥ W folds with vrangeps only (no llvm.maximum) where the target has it. Every
+ * candidate of these shapes is checked against the oracle. */
+static void test_uniform_row_values(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rmsnorm") != 0) return;
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  const char *shapes[] = {"R=7,C=16", "R=7,C=48"};
+  int heads[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    for (int k = 0; k < 2; k++) {
+      const char *name = k ? "softmax_mask" : "rmsnorm";
+      xir_program *p;
+      xir_shape s;
+      if (xir_kernel_load(name, &p, &d) || xir_shape_parse(p, shapes[i], &s, &d)) die(&d);
+      uint8_t perm[1] = {0};
+      for (uint32_t ell = W > 1 ? W / 2 : 1; ell <= 2 * W; ell *= 2) {
+        xir_candidate c;
+        if (xir_candidate_make(p, &s, W, 2 * W, ell, perm, &c, &d)) die(&d);
+        const xir_kernel *kn;
+        if (xir_compile(cc, p, &s, &c, &kn, &d)) die(&d);
+        xir_kernel_info info;
+        xir_kernel_get_info(kn, &info);
+        const char *ir = info.ir_text;
+        int uniform = W > 1 && ell >= W;
+        if (!k) {
+          assert_int_equal(strstr(ir, "fdiv float") != NULL, uniform);
+          assert_int_equal(strstr(ir, "@llvm.sqrt.f32(") != NULL, uniform);
+          if (ell == W) heads[i] = count_str(ir, "\nhead");
+        } else if (uniform && strstr(ir, "range.ps")) {
+          assert_null(strstr(ir, "@llvm.maximum"));
+        }
+      }
+      xir_program_free(p);
+      assert_true(check_all(cc, name, shapes[i], 0, 1) > 0);
+    }
+  }
+  if (W > 1) assert_true(heads[0] < heads[1]); /* C = 16 ≤ ℓ = W: no chunk loops */
+  xir_compiler_destroy(cc);
+}
+
 /* reduce.sum(mul(a, b)) accumulates with llvm.fma on a host with FMA (one rounding per element),
  * and a sum without a product does not. At ℓ = 1 each lane sums its row in order, so the result
  * is exactly the serial fmaf loop's. */
@@ -678,6 +725,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_block_coords_once_per_block),
       cmocka_unit_test(test_whole_block_path),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
+      cmocka_unit_test(test_uniform_row_values),
       cmocka_unit_test(test_sum_of_products_fuses),
       cmocka_unit_test(test_add_of_product_fuses),
       cmocka_unit_test(test_rope_cache_clamps_positions),
