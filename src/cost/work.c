@@ -395,6 +395,26 @@ static double iterations(const wctx *w, const xir_type *t) {
   return it;
 }
 
+/* The iterations of t's loop nest that run as loop iterations (their counter, compare and
+ * branch: kLoopOverhead each): as iterations(), except that a compile-time inner axis chunked
+ * by ℓ loops only over its full chunks, and not at all when there is one (lower.c,
+ * loop_begin_chunks: a row of one chunk is straight-line code, as is the tail chunk). */
+static double loop_iterations(const wctx *w, const xir_type *t) {
+  double it = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t N = w->s->dims[t->axes[i]];
+    int X = t->axes[i];
+    if (w->c->local > 1 && X == w->c->inner_dim) {
+      int64_t full = N / (int64_t)w->c->local;
+      it *= (w->c->fixed_dims >> X & 1) ? (double)(full >= 2 ? full : 0)
+                                         : (double)((N + w->c->local - 1) / w->c->local);
+    } else {
+      it *= (double)N;
+    }
+  }
+  return it;
+}
+
 /* A skipped consumer's expression `root` costed again with the mask as its live operand, from
  * the state before its first costing (the comparison has no loads or expensive tiles, so the
  * state after is the same): *a, *b and *m (its math part) per iteration. */
@@ -523,7 +543,8 @@ static void unit_cost(wctx *w) {
         w->bytes += k * w->once_b;
         continue;
       }
-      w->arith += it * (k * a + (tile.rank > 0 ? kLoopOverhead : 0)) + k * w->once_a;
+      w->arith += it * k * a + (tile.rank > 0 ? loop_iterations(w, &tile) * kLoopOverhead : 0) +
+                  k * w->once_a;
       w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += it * k * b + k * w->once_b;
     } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX ||
@@ -566,7 +587,7 @@ static void unit_cost(wctx *w) {
        * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
        * independently, so they share the chain). */
       double chain = n->type.rank > 0 ? 0 : it * kAccumulateLatency;
-      w->arith += fmax(it * (k * a + kLoopOverhead), chain);
+      w->arith += fmax(it * k * a + loop_iterations(w, in) * kLoopOverhead, chain);
       if (n->type.rank == 0) w->steps[maxmin] += it;
       w->bytes += it * k * b;
       if (w->c->local > 1) {
