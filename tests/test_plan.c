@@ -452,27 +452,60 @@ static void test_chunk_invariant_periodic_loads(void **state) {
 }
 
 /* A ragged tail chunk with a compile-time extent costs only its live packets (LLVM folds the
- * constant masks: rmsnorm C = 65 at ℓ = 128 is four full packets and a one-lane one), so ℓ = 128
- * costs no more than ℓ = 64 there; with C a launch-time dim all eight packets run masked. */
+ * constant masks: rmsnorm C = 65 at ℓ = 128 is four full packets and a one-lane one), so it
+ * costs no more than C = 80 (five full packets) at the same ℓ; with C a launch-time dim all
+ * eight packets run masked. (Until the one-chunk rows became straight-line code this compared
+ * ℓ = 128 with ℓ = 64 at C = 65, where ℓ = 64 paid for a two-chunk loop; both are loop-free
+ * now and differ by one pairwise-tree step a row.) */
 static void test_tail_chunk_counts_live_packets(void **state) {
   (void)state;
-  xir_shape s;
-  xir_program *p = load("rmsnorm", "R=17,C=65", &s);
+  xir_shape s[2];
+  xir_program *p = load("rmsnorm", "R=17,C=65", &s[0]);
+  xir_program *p80 = load("rmsnorm", "R=17,C=80", &s[1]);
   double total[3];
-  const uint32_t ells[3] = {128, 64, 128};
   for (int i = 0; i < 3; i++) {
     xir_candidate c;
     uint8_t perm[1] = {0};
     xir_diag d;
     xir_execution_work w;
-    if (xir_candidate_make(p, &s, 16, 128, ells[i], perm, &c, &d)) die(&d);
+    xir_program *q = i == 1 ? p80 : p;
+    if (xir_candidate_make(q, &s[i == 1], 16, 128, 128, perm, &c, &d)) die(&d);
     if (i == 2) c.fixed_dims &= ~(1u << c.inner_dim); /* C at launch time */
-    if (xir_execution_work_make(p, &s, &c, 0, 1, &w, &d)) die(&d);
+    if (xir_execution_work_make(q, &s[i == 1], &c, 0, 1, &w, &d)) die(&d);
     total[i] = w.arith_per_packet * (double)w.packets;
   }
   assert_true(total[0] <= total[1]);
   assert_true(total[2] > 1.3 * total[0]);
   xir_program_free(p);
+  xir_program_free(p80);
+}
+
+/* A compile-time row of one chunk has no chunk loop (lower.c, loop_begin_chunks), so it pays no
+ * loop overhead: rmsnorm at ℓ = 64 over rows of 64, 128 and 192 (one, two and three chunks).
+ * Each further chunk adds its packets and one iteration of the two consumer loops, but the
+ * second chunk also adds the first one's iteration (the loops appear): arith(128) − arith(64)
+ * exceeds arith(192) − arith(128) by two iterations of overhead a row (equal when every row
+ * paid for a loop). */
+static void test_one_chunk_row_has_no_loop(void **state) {
+  (void)state;
+  const char *shapes[3] = {"R=50,C=64", "R=50,C=128", "R=50,C=192"};
+  double total[3];
+  for (int i = 0; i < 3; i++) {
+    xir_shape s;
+    xir_program *p = load("rmsnorm", shapes[i], &s);
+    xir_candidate c;
+    uint8_t perm[1] = {0};
+    xir_diag d;
+    xir_execution_work w;
+    if (xir_candidate_make(p, &s, 16, 128, 64, perm, &c, &d) ||
+        xir_execution_work_make(p, &s, &c, 0, 1, &w, &d))
+      die(&d);
+    total[i] = w.arith_per_packet * (double)w.packets;
+    xir_program_free(p);
+  }
+  double d1 = total[1] - total[0], d2 = total[2] - total[1];
+  assert_true(d2 > 0);
+  assert_true(d1 > d2 + 50); /* at least one unit a row */
 }
 
 /* The caller holds the critical share; the woken worker starts a/2 after it (the wake-up half
@@ -572,6 +605,7 @@ int main(void) {
       cmocka_unit_test(test_chunk_invariant_periodic_loads),
       cmocka_unit_test(test_activation_overlaps_imbalance),
       cmocka_unit_test(test_tail_chunk_counts_live_packets),
+      cmocka_unit_test(test_one_chunk_row_has_no_loop),
       cmocka_unit_test(test_calibration_is_usable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
