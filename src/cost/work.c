@@ -385,35 +385,27 @@ static xir_status chunk_invariant_tiles(wctx *w, uint8_t **out) {
   return XIR_OK;
 }
 
-static double iterations(const wctx *w, const xir_type *t) {
-  double it = 1;
-  for (int i = 0; i < t->rank; i++) {
-    int64_t N = w->s->dims[t->axes[i]];
-    if (w->c->local > 1 && t->axes[i] == w->c->inner_dim) it *= (double)((N + w->c->local - 1) / w->c->local);
-    else it *= (double)N;
-  }
-  return it;
-}
-
-/* The iterations of t's loop nest that run as loop iterations (their counter, compare and
- * branch: kLoopOverhead each): as iterations(), except that a compile-time inner axis chunked
- * by ℓ loops only over its full chunks, and not at all when there is one (lower.c,
+/* The iterations of t's loop nest, the inner axis X in chunks of ℓ (ℓ > 1). loops = 1: only
+ * those that run as loop iterations (their counter, compare and branch: kLoopOverhead each) —
+ * a compile-time X loops over its full chunks only, and not at all when there is one (lower.c,
  * loop_begin_chunks: a row of one chunk is straight-line code, as is the tail chunk). */
-static double loop_iterations(const wctx *w, const xir_type *t) {
+static double count_iterations(const wctx *w, const xir_type *t, int loops) {
   double it = 1;
   for (int i = 0; i < t->rank; i++) {
-    int64_t N = w->s->dims[t->axes[i]];
     int X = t->axes[i];
-    if (w->c->local > 1 && X == w->c->inner_dim) {
-      int64_t full = N / (int64_t)w->c->local;
-      it *= (w->c->fixed_dims >> X & 1) ? (double)(full >= 2 ? full : 0)
-                                         : (double)((N + w->c->local - 1) / w->c->local);
+    int64_t N = w->s->dims[X], ell = (int64_t)w->c->local;
+    if (ell > 1 && X == w->c->inner_dim) {
+      int64_t full = N / ell;
+      it *= loops && (w->c->fixed_dims >> X & 1) ? (double)(full >= 2 ? full : 0)
+                                                  : (double)((N + ell - 1) / ell);
     } else {
       it *= (double)N;
     }
   }
   return it;
 }
+static double iterations(const wctx *w, const xir_type *t) { return count_iterations(w, t, 0); }
+static double loop_iterations(const wctx *w, const xir_type *t) { return count_iterations(w, t, 1); }
 
 /* A skipped consumer's expression `root` costed again with the mask as its live operand, from
  * the state before its first costing (the comparison has no loads or expensive tiles, so the

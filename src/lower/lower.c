@@ -1849,54 +1849,40 @@ static void emit_reduce(lw *L, int id) {
   L->rng_lo = L->rng_hi = L->rng_live = NULL;
   LLVMValueRef acc[MAXK];
   int lanes_fold = L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim;
-  if (R.range && lanes_fold && L->ell >= L->W) {
-    /* one root program a packet: the packets and lanes fold with vrangeps too (two instructions
-     * a butterfly step instead of llvm.maximum's seven) and a NaN anywhere in the row, kept
-     * apart in nan[], makes the result a NaN (the quiet NaN 0x7fc00000: which NaN is
-     * unspecified, as for maximum/minimum) — one compare and one mask test a row */
-    LLVMValueRef anyv = NULL;
-    for (unsigned q = 0; q < L->k; q++) {
-      acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
-      LLVMValueRef nn = LLVMBuildLoad2(L->b, L->vf, R.nan[q], "");
-      LLVMValueRef uno = LLVMBuildFCmp(L->b, LLVMRealUNO, nn, nn, "");
-      anyv = anyv ? LLVMBuildOr(L->b, anyv, uno, "") : uno;
-    }
-    for (unsigned w = 1; w < L->k; w *= 2)
-      for (unsigned q = 0; q + w < L->k; q += 2 * w) acc[q] = range_op(L, n->op, acc[q], acc[q + w]);
-    for (unsigned dist = L->W / 2; dist >= 1; dist /= 2) {
-      LLVMValueRef e[16];
-      for (unsigned i = 0; i < L->W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
-      LLVMValueRef sh = LLVMBuildShuffleVector(L->b, acc[0], LLVMGetPoison(L->vf), LLVMConstVector(e, L->W), "");
-      acc[0] = range_op(L, n->op, acc[0], sh);
-      if (dist == 1) break;
-    }
-    LLVMTypeRef bt = LLVMVectorType(L->i1, L->W);
-    LLVMValueRef any = intrinsic(L, "llvm.vector.reduce.or", &bt, 1, &anyv, 1);
-    acc[0] = LLVMBuildSelect(L->b, any, splat(L, cf32(L, __builtin_nan(""))), acc[0], "");
-    for (unsigned q = 1; q < L->k; q++) acc[q] = acc[0];
-    L->top[id] = vvec(L, acc);
-    L->top_ok[id] = 1;
-    return;
-  }
+  /* ℓ ≥ W (one root program a packet) with a vrangeps fold: the packets and lanes fold with
+   * vrangeps too (two instructions a butterfly step instead of llvm.maximum's seven) and a NaN
+   * anywhere in the row, kept apart in nan[], makes the result a NaN (the quiet NaN 0x7fc00000:
+   * which NaN is unspecified, as for maximum/minimum) — one compare and one mask test a row.
+   * Elsewhere each lane's kept NaN is merged first and the fold is llvm.maximum/minimum. */
+  int row_range = R.range && lanes_fold && L->ell >= L->W;
+  LLVMValueRef anyv = NULL;
   for (unsigned q = 0; q < L->k; q++) {
     acc[q] = LLVMBuildLoad2(L->b, L->vf, R.acc[q], "");
     if (R.range) {
       LLVMValueRef nn = LLVMBuildLoad2(L->b, L->vf, R.nan[q], "");
-      acc[q] = LLVMBuildSelect(L->b, LLVMBuildFCmp(L->b, LLVMRealUNO, nn, nn, ""), nn, acc[q], "");
+      LLVMValueRef uno = LLVMBuildFCmp(L->b, LLVMRealUNO, nn, nn, "");
+      if (row_range) anyv = anyv ? LLVMBuildOr(L->b, anyv, uno, "") : uno;
+      else acc[q] = LLVMBuildSelect(L->b, uno, nn, acc[q], "");
     }
   }
   if (lanes_fold) {
     /* packets of a root program: a fixed pairwise tree */
     for (unsigned w = 1; w < L->k; w *= 2)
-      for (unsigned q = 0; q + w < L->k; q += 2 * w) acc[q] = red_op(L, n->op, acc[q], acc[q + w]);
+      for (unsigned q = 0; q + w < L->k; q += 2 * w)
+        acc[q] = row_range ? range_op(L, n->op, acc[q], acc[q + w]) : red_op(L, n->op, acc[q], acc[q + w]);
     /* lanes of a packet: butterfly over xor distances */
     unsigned g = L->ell < L->W ? L->ell : L->W;
     for (unsigned dist = g / 2; dist >= 1; dist /= 2) {
       LLVMValueRef e[16];
       for (unsigned i = 0; i < L->W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
       LLVMValueRef sh = LLVMBuildShuffleVector(L->b, acc[0], LLVMGetPoison(L->vf), LLVMConstVector(e, L->W), "");
-      acc[0] = red_op(L, n->op, acc[0], sh);
+      acc[0] = row_range ? range_op(L, n->op, acc[0], sh) : red_op(L, n->op, acc[0], sh);
       if (dist == 1) break;
+    }
+    if (row_range) {
+      LLVMTypeRef bt = LLVMVectorType(L->i1, L->W);
+      LLVMValueRef any = intrinsic(L, "llvm.vector.reduce.or", &bt, 1, &anyv, 1);
+      acc[0] = LLVMBuildSelect(L->b, any, splat(L, cf32(L, __builtin_nan(""))), acc[0], "");
     }
     for (unsigned q = 1; q < L->k; q++) acc[q] = acc[0];
   }
