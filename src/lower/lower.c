@@ -2715,7 +2715,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   LLVMPositionBuilderAtEnd(L.b, bb);
   if ((st = xir__vm_create(mod, L.b, &L.vm, d))) goto done;
   xir__vm_set_fma(L.vm, t->fma); /* what the JIT's target has */
-  xir__vm_set_avx512(L.vm, t->avx512);
+  xir__vm_set_avx512(L.vm, t->avx512 && t->avx512dq);
   LLVMValueRef args = LLVMGetParam(L.fn, 0);
   for (int i = 0; i < p->nparams; i++) {
     LLVMValueRef idx = ci64(&L, i);

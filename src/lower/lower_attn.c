@@ -385,7 +385,7 @@ xir_status xir__lower_attn(const xir_program *p, const xir_shape *shape, const x
   if (st) goto done;
   A.fma = t->fma; /* what the JIT's target has (as lower.c) */
   xir__vm_set_fma(A.vm, A.fma);
-  xir__vm_set_avx512(A.vm, t->avx512);
+  xir__vm_set_avx512(A.vm, t->avx512 && t->avx512dq);
   LLVMValueRef args = LLVMGetParam(A.fn, 0);
   for (int i = 0; i < p->nparams; i++) {
     LLVMValueRef idx = ci64(&A, i), slot = LLVMBuildGEP2(A.b, A.i64, args, &idx, 1, "");

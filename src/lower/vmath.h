@@ -75,7 +75,7 @@ void xir__vm_set_builder(xir__vm *vm, LLVMBuilderRef b);
  * variants are in docs/vmath.md. */
 void xir__vm_set_fma(xir__vm *vm, int on);
 int xir__vm_fma(const xir__vm *vm);
-/* Allows AVX-512F + AVX-512VL instructions in the functions emitted from then on (off after
+/* Allows AVX-512F + VL + DQ instructions in the functions emitted from then on (off after
  * xir__vm_create): at W = 4, 8 and 16, exp (and sigmoid, tanh through it) applies 2^n with one
  * vscalefps instead of integer exponent arithmetic. The bits are the same either way (checked
  * over every fp32 input); the functions are named `xir.v<name>[.fma].x512.<type>`. With FMA on
@@ -84,7 +84,7 @@ int xir__vm_fma(const xir__vm *vm);
  * branch per vector); these change bits within the documented bounds (docs/vmath.md). Only turn
  * it on when the code's target has both features (the lowering asks the JIT's target). */
 void xir__vm_set_avx512(xir__vm *vm, int on);
-/* 1 when the host CPU has AVX-512F and AVX-512VL (LLVM's host feature list; x86 only), else 0. */
+/* 1 when the host CPU has AVX-512F, AVX-512VL and AVX-512DQ (LLVM's host feature list; x86 only), else 0. */
 int xir__vm_host_has_avx512(void);
 /* 1 when the host CPU has FMA (LLVM's host feature list has +fma; x86 only), else 0. The same
  * answer every time on one host. */
