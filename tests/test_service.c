@@ -16,6 +16,7 @@
 #include "lower/stream.h"
 #include "tune/service.h"
 #include "util/sha256.h"
+#include "xir_compile.h"
 #include "xir_plan.h"
 
 static char g_dir[256];
@@ -238,12 +239,42 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The arithmetic rate is the residual of the arithmetic probe's time after its bytes: the probe
+ * must be mostly arithmetic, or that residual is noise (rmsnorm, the probe until 2026-12-05, gave
+ * 0.009-0.047 ns in calibrations in a row). At the shape and candidate the calibration times
+ * (32x1024, l = 64, B = 4W), its arithmetic units per byte are over four times rmsnorm's. */
+static void test_arith_probe_is_arithmetic(void **state) {
+  (void)state;
+  xir_diag d;
+  double per_byte[2];
+  for (int v = 0; v < 2; v++) {
+    xir_program *p;
+    const char *text = xir__calibration_arith_probe();
+    if (v == 0 ? xir_program_parse(text, strlen(text), "arith_probe", &p, &d)
+               : xir_kernel_load("rmsnorm", &p, &d))
+      die(&d);
+    xir_shape s;
+    if (xir_shape_parse(p, "R=32,C=1024", &s, &d)) die(&d);
+    uint8_t perm[XIR_MAX_ROOT] = {0};
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, 16, 64, 64, perm, &c, &d)) die(&d);
+    xir_execution_work w;
+    if (xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d)) die(&d);
+    assert_true(w.memory_per_packet > 0 && (v == 1 || w.math_per_packet == 0)); /* rmsnorm: an rsqrt a row */
+    per_byte[v] = w.arith_per_packet / w.memory_per_packet;
+    xir_program_free(p);
+  }
+  if (!(per_byte[0] > 4 * per_byte[1]))
+    fail_msg("arith probe %.3f units a byte, rmsnorm %.3f", per_byte[0], per_byte[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cache_dir_order),
       cmocka_unit_test(test_measured_once_then_read_back),
       cmocka_unit_test(test_no_file_mode),
       cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_arith_probe_is_arithmetic),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,7 +8,7 @@
  *               tasks, per extra critical task (31)
  *   memory      a row copy (memory only) at three footprints: 256 KiB (L2), 16 MiB (L3), 64 MiB
  *               (beyond; its rate applies from the last-level cache's size on): ns per byte
- *   arith       rmsnorm 32×1024 (simple vector ops, in L2): ns per simple arithmetic unit
+ *   arith       arith_probe 32×1024 (24 multiply-adds an element, in L2): ns per simple arithmetic unit
  *   math        gelu_residual 64×256 (tanh-bound, in L2): ns per unit of the math part
  *   steps       reduce.sum and reduce.max over 64×1024 (in L2) with ℓ = W (one chain of 64 steps
  *               a row) and ℓ = 8W (8 steps): the time difference per step, by kind
@@ -95,6 +95,28 @@ static const char kMaxProbe[] =
     "  store y[r] = reduce.max(load x[r, :])\n"
     "}\n";
 
+/* The arithmetic probe: per element 24 dependent multiply-adds between one load and one store,
+ * so that its time is mostly arithmetic (the memory figure explains about a third of it, where it
+ * explained 70-90% of rmsnorm's, the probe until 2026-12-05: the arithmetic rate, a residual,
+ * then moved 0.009-0.047 ns between calibrations in a row; with this probe 0.043-0.045). Each
+ * v·0.999 + 0.001 maps [-1, 1] into itself: no overflow, no subnormal. */
+static const char kArithProbe[] =
+    "kernel arith_probe[R, C](x: f32[R, C], y: out f32[R, C])\n"
+    "root r in R {\n"
+    "  v0 = load x[r, :]\n"
+    "  v1 = v0 * 0.999 + 0.001\n  v2 = v1 * 0.999 + 0.001\n  v3 = v2 * 0.999 + 0.001\n"
+    "  v4 = v3 * 0.999 + 0.001\n  v5 = v4 * 0.999 + 0.001\n  v6 = v5 * 0.999 + 0.001\n"
+    "  v7 = v6 * 0.999 + 0.001\n  v8 = v7 * 0.999 + 0.001\n  v9 = v8 * 0.999 + 0.001\n"
+    "  v10 = v9 * 0.999 + 0.001\n  v11 = v10 * 0.999 + 0.001\n  v12 = v11 * 0.999 + 0.001\n"
+    "  v13 = v12 * 0.999 + 0.001\n  v14 = v13 * 0.999 + 0.001\n  v15 = v14 * 0.999 + 0.001\n"
+    "  v16 = v15 * 0.999 + 0.001\n  v17 = v16 * 0.999 + 0.001\n  v18 = v17 * 0.999 + 0.001\n"
+    "  v19 = v18 * 0.999 + 0.001\n  v20 = v19 * 0.999 + 0.001\n  v21 = v20 * 0.999 + 0.001\n"
+    "  v22 = v21 * 0.999 + 0.001\n  v23 = v22 * 0.999 + 0.001\n"
+    "  store y[r, :] = v23 * 0.999 + 0.001\n"
+    "}\n";
+
+const char *xir__calibration_arith_probe(void) { return kArithProbe; }
+
 /* Times a built-in kernel (or the copy probe, name NULL) on the caller path; returns ns per launch
  * and its work. */
 static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, const char *name,
@@ -105,7 +127,8 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   xir_case c;
   memset(&c, 0, sizeof c);
   const char *probe = !name ? kCopyProbe : !strcmp(name, "sum_probe") ? kSumProbe
-                    : !strcmp(name, "max_probe") ? kMaxProbe : NULL;
+                    : !strcmp(name, "max_probe") ? kMaxProbe
+                    : !strcmp(name, "arith_probe") ? kArithProbe : NULL;
   xir_status st = probe ? xir_program_parse(probe, strlen(probe), name ? name : "copy_probe", &p, d)
                         : xir_kernel_load(name, &p, d);
   if (st) return st;
@@ -261,7 +284,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
     double x;
     if ((st = time_kernel(cc, rt, b, "gelu_residual", "R=64,C=256", 1, 8, &x, &wa, NULL, d))) goto out;
     ta = fmin(ta, x);
-    if ((st = time_kernel(cc, rt, b, "rmsnorm", "R=32,C=1024", 64, 4, &x, &ws, NULL, d))) goto out;
+    if ((st = time_kernel(cc, rt, b, "arith_probe", "R=32,C=1024", 64, 4, &x, &ws, NULL, d))) goto out;
     ts = fmin(ts, x);
     for (int l = 0; l < XIR_MEM_LEVELS; l++) {
       if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], NULL, d))) goto out;
@@ -287,8 +310,8 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   /* t = a·A + μ·Aμ + m·M (A: simple units, Aμ: math units, M: bytes), solved triangularly (a
    * full solve is unstable: every probe has every kind of work). The copy probe is almost pure
    * memory — its few arithmetic units (a load and a store per packet) overlap with the transfer
-   * — so it gives m by itself (per level); rmsnorm 32×1024 (in L2, simple ops only but one
-   * rsqrt a row) then gives a from what its bytes do not explain; gelu_residual 64×256 (in L2,
+   * — so it gives m by itself (per level); the arithmetic probe 32×1024 (in L2, simple ops only)
+   * then gives a from what its bytes do not explain; gelu_residual 64×256 (in L2,
    * mostly tanh) gives μ from what a and m do not. (Solving for one arithmetic rate from gelu
    * alone overestimated simple kernels about 4×, and solving it before m left m = 0.) */
   for (int l = 0; l < XIR_MEM_LEVELS; l++) {

@@ -13,4 +13,7 @@ typedef xir_status (*xir__measure_fn)(xir_compiler *cc, xir_runtime *rt, xir_cal
  * not the figures. Not thread-safe: set it before any planning. */
 xir__measure_fn xir__service_set_measure(xir__measure_fn fn);
 
+/* The XIR text of the calibration's arithmetic probe (src/tune/calibrate.c), for its test. */
+const char *xir__calibration_arith_probe(void);
+
 #endif
