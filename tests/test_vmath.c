@@ -447,6 +447,34 @@ static void test_sigmoid_accuracy(void **state) {
   expect(XIR__VM_SIGMOID, NAN, 0, NAN);
 }
 
+/* exp_nonpos (the lowering's exp of softmax's z - max(z), known <= 0 or NaN): the same bits as
+ * exp on every such input, in every variant and W (run_all compares the W's). */
+static void test_exp_nonpos_is_exp(void **state) {
+  (void)state;
+  for (int v = 0; v < g_nvar; v++) {
+    pts p = {0};
+    sweep_bits(&p, 0.0f, 110.0f, 1u << 21, 0);
+    for (size_t i = 0; i < p.n; i++) p.x[i] = -p.x[i];
+    push(&p, -INFINITY, 0);
+    push(&p, -0.0f, 0);
+    push(&p, 0.0f, 0);
+    push(&p, NAN, 0);
+    push(&p, -FLT_MAX, 0);
+    push(&p, -1e-45f, 0);
+    use_variant(v);
+    float *a[3] = {0}, *b[3] = {0};
+    run_all(XIR__VM_EXPNP, &p, a);
+    run_all(XIR__VM_EXP, &p, b);
+    for (size_t i = 0; i < p.n; i++)
+      if (f2u(a[0][i]) != f2u(b[0][i]) && !(isnan(a[0][i]) && isnan(b[0][i])))
+        fail_msg("%s exp_nonpos(%a) = %a, exp %a", g_vname[v], p.x[i], a[0][i], b[0][i]);
+    for (int s2 = 0; s2 < 3; s2++) free(a[s2]), free(b[s2]);
+    free(p.x);
+    free(p.y);
+  }
+  use_variant(0);
+}
+
 /* sigmoid16 (the lowering's sigmoid for values that only reach bf16/f16 stores): relative error
  * below 2^-13.9 in both variants, every W the same bits; results below FLT_MIN may in addition be
  * off by one fp32 subnormal spacing (2^-149, far below bf16's 2^-133 and f16's 2^-24). Also:
@@ -946,7 +974,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exp_accuracy),     cmocka_unit_test(test_log_accuracy),
       cmocka_unit_test(test_tanh_accuracy),    cmocka_unit_test(test_erf_accuracy),
-      cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sigmoid16_accuracy), cmocka_unit_test(test_sin_cos_accuracy),
+      cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sigmoid16_accuracy), cmocka_unit_test(test_exp_nonpos_is_exp), cmocka_unit_test(test_sin_cos_accuracy),
       cmocka_unit_test(test_sincos_bits),      cmocka_unit_test(test_sincos_mixed_lanes),
       cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_pow_uniform_base),
       cmocka_unit_test(test_sqrt_rsqrt_exact),

@@ -23,6 +23,7 @@
  * and anything else a gather. Computed indices are clamped into their dim (memory safety; the
  * oracle reports them as errors). No fast-math flags; math functions come from vmath.c. */
 #include <llvm-c/Core.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -1044,6 +1045,29 @@ static int eval_fused(lw *L, const xir_node *n, val *out) {
   return 1;
 }
 
+/* Whether exp's operand is z − S with S the row max of z itself — M = reduce.max(z), or
+ * select(M == −inf, K, M) for a constant K (softmax's z − max): then it is ≤ 0 or NaN (z ≤ M;
+ * where M = −inf every z is −inf, and −inf − K is −inf or NaN), and exp_nonpos leaves out the
+ * clamp at 89, which changes no such lane (the same bits as exp). */
+static int exp_nonpos(const xir_program *p, const xir_node *n) {
+  const xir_node *s = &p->nodes[n->args[0]];
+  if (s->op != XIR_OP_SUB || s->args[0] < 0 || s->args[1] < 0) return 0;
+  int z = s->args[0];
+  const xir_node *S = &p->nodes[s->args[1]];
+  int m = -1;
+  if (S->op == XIR_OP_REDUCE_MAX) {
+    m = s->args[1];
+  } else if (S->op == XIR_OP_SELECT && S->args[0] >= 0 && S->args[1] >= 0 && S->args[2] >= 0) {
+    const xir_node *c = &p->nodes[S->args[0]], *k = &p->nodes[S->args[1]];
+    if (c->op != XIR_OP_EQ || k->op != XIR_OP_CONST || c->args[0] != S->args[2] ||
+        c->args[1] < 0 || p->nodes[c->args[1]].op != XIR_OP_CONST ||
+        !(p->nodes[c->args[1]].imm.f == -INFINITY))
+      return 0;
+    m = S->args[2];
+  }
+  return m >= 0 && p->nodes[m].op == XIR_OP_REDUCE_MAX && p->nodes[m].args[0] == z;
+}
+
 static val eval_elementwise(lw *L, const xir_node *n) {
   val fused;
   if (eval_fused(L, n, &fused)) return fused;
@@ -1094,6 +1118,7 @@ static val eval_elementwise(lw *L, const xir_node *n) {
       case XIR_OP_SIGMOID:
         r[q] = vm(L, L->narrow[n - L->p->nodes] ? XIR__VM_SIGMOID16 : XIR__VM_SIGMOID, x, NULL);
         break;
+      case XIR_OP_EXP: r[q] = vm(L, exp_nonpos(L->p, n) ? XIR__VM_EXPNP : XIR__VM_EXP, x, NULL); break;
       case XIR_OP_POW:
         r[q] = pow_uniform(L, n0, y);
         if (!r[q]) r[q] = f_op(L, n->op, x, y, z);

@@ -1001,6 +1001,7 @@ static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
     case XIR__VM_ERF: r = body_erf(&e, x); break;
     case XIR__VM_SIGMOID: r = body_sigmoid(&e, x); break;
     case XIR__VM_SIGMOID16: r = body_sigmoid16(&e, x); break;
+    case XIR__VM_EXPNP: r = exp_core(&e, x, 0, 1, 0); break;
     case XIR__VM_SIN: r = body_sin(&e, x); break;
     case XIR__VM_COS: r = body_cos(&e, x); break;
     case XIR__VM_POW: r = body_pow(&e, x, LLVMGetParam(f, 1)); break;

@@ -47,7 +47,8 @@ typedef struct LLVMOpaqueBuilder *LLVMBuilderRef;
   X(POW, pow, 2)         \
   X(SQRT, sqrt, 1)       \
   X(RSQRT, rsqrt, 1)     \
-  X(SIGMOID16, sigmoid16, 1)
+  X(SIGMOID16, sigmoid16, 1) \
+  X(EXPNP, exp_nonpos, 1)
 
 typedef enum xir__vm_fn {
 #define XIR__VM_ENUM(e, n, a) XIR__VM_##e,
