@@ -409,6 +409,43 @@ static void test_rope_pow_uses_uniform_base(void **state) {
  * stays a vector one (the lanes hold several rows); a row of one chunk (C ≤ ℓ) has no chunk loop;
  * a row max at ℓ ≥ W folds with vrangeps only (no llvm.maximum) where the target has it. Every
  * candidate of these shapes is checked against the oracle. */
+/* exp(z - S) with S the row max of z (softmax) is computed without exp's clamp at 89 (vmath's
+ * exp_nonpos, the same bits as exp there); an exp of any other value keeps it. */
+static void test_softmax_exp_nonpos(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "softmax_mask") != 0) return;
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  static const char kExp[] =
+      "kernel exp_row[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  z = load x[r, :]\n"
+      "  store y[r, :] = exp(z - reduce.min(z))\n"
+      "}\n";
+  for (int k = 0; k < 3; k++) {
+    xir_program *p;
+    if (k < 2 ? xir_kernel_load(k ? "softmax_causal" : "softmax_mask", &p, &d)
+              : xir_program_parse(kExp, strlen(kExp), "exp_row", &p, &d))
+      die(&d);
+    xir_shape s;
+    if (xir_shape_parse(p, "R=5,C=100", &s, &d)) die(&d);
+    uint8_t perm[1] = {0};
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, 2 * W, 2 * W, perm, &c, &d)) die(&d);
+    const xir_kernel *kn;
+    if (xir_compile(cc, p, &s, &c, &kn, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(kn, &info);
+    int clamp = strstr(info.ir_text, "8.900000e+01") != NULL;
+    if (clamp != (k == 2)) fail_msg("kernel %d: exp's clamp at 89 %s", k, clamp ? "kept" : "left out");
+    xir_program_free(p);
+  }
+  xir_compiler_destroy(cc);
+}
+
 static void test_uniform_row_values(void **state) {
   (void)state;
   if (strcmp(g_kernel, "rmsnorm") != 0) return;
@@ -725,7 +762,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_block_coords_once_per_block),
       cmocka_unit_test(test_whole_block_path),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
-      cmocka_unit_test(test_uniform_row_values),
+      cmocka_unit_test(test_uniform_row_values), cmocka_unit_test(test_softmax_exp_nonpos),
       cmocka_unit_test(test_sum_of_products_fuses),
       cmocka_unit_test(test_add_of_product_fuses),
       cmocka_unit_test(test_rope_cache_clamps_positions),
