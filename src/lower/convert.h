@@ -19,7 +19,7 @@ typedef struct xir__cvt_target {
   int f16c;        /* vcvtph2ps / vcvtps2ph */
   int avx512bf16;  /* vcvtneps2bf16 */
   int fma;         /* vfmadd: the vector math's FMA variant (xir__vm_set_fma) */
-  int avx512;      /* AVX-512F + VL: vscalefps in the vector math (xir__vm_set_avx512) */
+  int avx512;      /* AVX-512F + VL; with avx512dq the vector math's x512 variant (xir__vm_set_avx512) */
   int avx512dq;    /* vfpclassps: the bf16 store's subnormal test in one instruction */
 } xir__cvt_target;
 

@@ -83,7 +83,7 @@ int xir__vm_fma(const xir__vm *vm);
  * as well, tanh and sigmoid use vpermi2ps tables / vrcp14ps, and sin, cos and sincos run in fp32
  * lanes (a 32-entry table by vpermi2ps) for |x| ≤ 2^19, the fp64 code for the other lanes (one
  * branch per vector); these change bits within the documented bounds (docs/vmath.md). Only turn
- * it on when the code's target has both features (the lowering asks the JIT's target). */
+ * it on when the code's target has all three (the lowering asks the JIT's target). */
 void xir__vm_set_avx512(xir__vm *vm, int on);
 /* 1 when the host CPU has AVX-512F, AVX-512VL and AVX-512DQ (LLVM's host feature list; x86 only), else 0. */
 int xir__vm_host_has_avx512(void);
