@@ -454,9 +454,13 @@ static void test_uniform_row_values(void **state) {
   xir_diag d;
   if (xir_compiler_create(&o, &cc, &d)) die(&d);
   uint32_t W = xir_compiler_width(cc);
-  const char *shapes[] = {"R=7,C=16", "R=7,C=48"};
-  int heads[2] = {0, 0};
-  for (int i = 0; i < 2; i++) {
+  /* C = 80: five chunks of W = 16, more than lower.c emits straight-line (XIR__UNROLL_CHUNKS);
+   * C = 4W: four, emitted one after the other with no loop */
+  char four[32];
+  snprintf(four, sizeof four, "R=7,C=%u", 4 * W);
+  const char *shapes[] = {"R=7,C=16", "R=7,C=80", four};
+  int heads[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++) {
     for (int k = 0; k < 2; k++) {
       const char *name = k ? "softmax_mask" : "rmsnorm";
       xir_program *p;
@@ -485,6 +489,7 @@ static void test_uniform_row_values(void **state) {
     }
   }
   if (W > 1) assert_true(heads[0] < heads[1]); /* C = 16 ≤ ℓ = W: no chunk loops */
+  if (W > 1) assert_int_equal(heads[2], heads[0]); /* four chunks: no chunk loops either */
   xir_compiler_destroy(cc);
 }
 

@@ -480,15 +480,15 @@ static void test_tail_chunk_counts_live_packets(void **state) {
   xir_program_free(p80);
 }
 
-/* A compile-time row of one chunk has no chunk loop (lower.c, loop_begin_chunks), so it pays no
- * loop overhead: rmsnorm at ℓ = 64 over rows of 64, 128 and 192 (one, two and three chunks).
- * Each further chunk adds its packets and one iteration of the two consumer loops, but the
- * second chunk also adds the first one's iteration (the loops appear): arith(128) − arith(64)
- * exceeds arith(192) − arith(128) by two iterations of overhead a row (equal when every row
- * paid for a loop). */
+/* A compile-time row of at most XIR__UNROLL_CHUNKS (4) full chunks has no chunk loop (lower.c,
+ * tile_loops_at: straight-line chunks), so it pays no loop overhead: rmsnorm at ℓ = 64 over rows
+ * of 256, 320 and 384 (four, five and six chunks). Each further chunk adds its packets and one
+ * iteration of the two consumer loops, but the fifth chunk also adds the first four's iterations
+ * (the loops appear): arith(320) − arith(256) exceeds arith(384) − arith(320) by eight iterations
+ * of overhead a row (equal when every row paid for a loop). */
 static void test_one_chunk_row_has_no_loop(void **state) {
   (void)state;
-  const char *shapes[3] = {"R=50,C=64", "R=50,C=128", "R=50,C=192"};
+  const char *shapes[3] = {"R=50,C=256", "R=50,C=320", "R=50,C=384"};
   double total[3];
   for (int i = 0; i < 3; i++) {
     xir_shape s;

@@ -407,20 +407,41 @@ static const char *ir_def(const char *ir, const char *name, char *line, size_t c
   return NULL;
 }
 
+/* 1 when i1 value `cond` is an icmp slt, or a conjunction (`and i1`, or `select i1 a, i1 b, i1
+ * false`) with one (at most depth steps down): the select it drives keeps its first operand only
+ * where that comparison holds (next_row_prefetch: inside the buffer and inside this call). */
+static int cond_has_slt(const char *ir, const char *cond, int depth) {
+  char cl[1024];
+  if (depth < 0 || !ir_def(ir, cond, cl, sizeof cl)) return 0;
+  if (strstr(cl, "icmp slt")) return 1;
+  if (!strstr(cl, " = and i1 ") && !(strstr(cl, " = select i1 ") && strstr(cl, "i1 false")))
+    return 0;
+  for (const char *q = strchr(cl, '=') + 1; (q = strchr(q, '%')); q++) {
+    char op[96];
+    size_t m = strcspn(q, ", )");
+    if (m >= sizeof op) continue;
+    memcpy(op, q, m);
+    op[m] = 0;
+    if (cond_has_slt(ir, op, depth - 1)) return 1;
+  }
+  return 0;
+}
+
 /* 1 when IR value `name` is, or is computed through getelementptr and add (at most depth
- * steps) from, a select whose condition is an icmp slt: an address bounded by a comparison. */
+ * steps) from, a select whose condition is (or requires) an icmp slt: an address bounded by a
+ * comparison. */
 static int bounded(const char *ir, const char *name, int depth) {
   char line[1024];
   if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
   const char *sel = strstr(line, " = select i1 ");
   if (sel) {
-    char cond[96], cl[1024];
+    char cond[96];
     const char *c = sel + strlen(" = select i1 ");
     size_t cm = strcspn(c, ", ");
     if (cm == 0 || cm >= sizeof cond) return 0;
     memcpy(cond, c, cm);
     cond[cm] = 0;
-    return ir_def(ir, cond, cl, sizeof cl) && strstr(cl, "icmp slt") != NULL;
+    return cond_has_slt(ir, cond, 2);
   }
   if (!strstr(line, " = getelementptr ") && !strstr(line, " = add ")) return 0;
   for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
@@ -471,6 +492,115 @@ static void test_prefetch_stays_inside(void **state) {
           xir_candidate_name(p, &cands[i], nm, sizeof nm);
           fail_msg("%s %s %s: a prefetch whose address is not bounded by the buffer's end: %.80s",
                    kernels[kk][0], kernels[kk][1], nm, q);
+        }
+        checked++;
+      }
+    }
+    xir_free(cands);
+    xir_program_free(p);
+  }
+  assert_true(checked > 0);
+  xir_compiler_destroy(cc);
+}
+
+/* 1 when IR value `name` is `param` or computed from it (at most depth steps). */
+static int depends_on(const char *ir, const char *name, const char *param, int depth) {
+  if (!strcmp(name, param)) return 1;
+  char line[1024];
+  if (depth <= 0 || !ir_def(ir, name, line, sizeof line)) return 0;
+  for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
+    char op[96];
+    size_t m = strcspn(q, ", )");
+    if (m >= sizeof op) continue;
+    memcpy(op, q, m);
+    op[m] = 0;
+    if (depends_on(ir, op, param, depth - 1)) return 1;
+  }
+  return 0;
+}
+
+/* 1 when i1 value `cond` is, or is a conjunction with (at most depth steps down), an icmp slt
+ * whose operands come from `param`. */
+static int cond_bounds_by(const char *ir, const char *cond, const char *param, int depth) {
+  char cl[1024];
+  if (depth < 0 || !ir_def(ir, cond, cl, sizeof cl)) return 0;
+  int slt = strstr(cl, "icmp slt") != NULL;
+  if (!slt && !strstr(cl, " = and i1 ") && !(strstr(cl, " = select i1 ") && strstr(cl, "i1 false")))
+    return 0;
+  for (const char *q = strchr(cl, '=') + 1; (q = strchr(q, '%')); q++) {
+    char op[96];
+    size_t m = strcspn(q, ", )");
+    if (m >= sizeof op) continue;
+    memcpy(op, q, m);
+    op[m] = 0;
+    if (slt ? depends_on(ir, op, param, 2) : cond_bounds_by(ir, op, param, depth - 1)) return 1;
+  }
+  return 0;
+}
+
+/* The next-row prefetch stays inside the call's root programs: the runtime deals tasks
+ * round-robin, so the row after a task's last is another worker's, and prefetching it cost this
+ * core its fill buffers and pulled that row away from the core that reads it (next_row_prefetch).
+ * Every prefetch of the row kernels' l >= W candidates selects its address on a comparison with
+ * the entry's block_end (its third parameter). */
+static void test_prefetch_stays_in_call(void **state) {
+  (void)state;
+  static const char *const kernels[][2] = {
+      {"rmsnorm", "R=3,C=1500"}, {"layernorm", "R=5,C=700"}, {"softmax_mask", "R=3,C=333"}};
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  size_t checked = 0;
+  for (size_t kk = 0; kk < sizeof kernels / sizeof *kernels; kk++) {
+    xir_program *p = builtin(kernels[kk][0]);
+    xir_shape shape;
+    xir_candidate *cands;
+    size_t n = candidates_at(p, kernels[kk][1], cc, &shape, &cands);
+    for (size_t i = 0; i < n; i++) {
+      if (cands[i].local < cands[i].W) continue;
+      const char *ir = ir_of(cc, p, &shape, &cands[i]);
+      /* the entry's third parameter: the last %name of the define line */
+      const char *def = strstr(ir, "\ndefine ");
+      assert_non_null(def);
+      const char *close = strchr(def, ')');
+      assert_non_null(close);
+      const char *pc = close;
+      while (pc > def && *pc != '%') pc--;
+      char param[32];
+      size_t pm = (size_t)(close - pc);
+      assert_true(*pc == '%' && pm < sizeof param);
+      memcpy(param, pc, pm);
+      param[pm] = 0;
+      for (const char *q = ir; (q = strstr(q, "call void @llvm.prefetch")); q++) {
+        char name[96], line[1024], cond[96];
+        const char *a = strstr(q, "(ptr ");
+        assert_non_null(a);
+        size_t m = strcspn(a + 5, ", ");
+        assert_true(m > 0 && m < sizeof name);
+        memcpy(name, a + 5, m);
+        name[m] = 0;
+        /* through getelementptr to the select of the offset */
+        const char *sel = NULL;
+        for (int depth = 0; depth < 4 && !sel && ir_def(ir, name, line, sizeof line); depth++) {
+          if ((sel = strstr(line, " = select i1 "))) break;
+          const char *o = strrchr(line, '%');
+          if (!o) break;
+          size_t om = strcspn(o, ", )");
+          if (om >= sizeof name) break;
+          memmove(name, o, om);
+          name[om] = 0;
+        }
+        assert_non_null(sel);
+        const char *c = sel + strlen(" = select i1 ");
+        size_t cm = strcspn(c, ", ");
+        assert_true(cm > 0 && cm < sizeof cond);
+        memcpy(cond, c, cm);
+        cond[cm] = 0;
+        if (!cond_bounds_by(ir, cond, param, 2)) {
+          char nm[96];
+          xir_candidate_name(p, &cands[i], nm, sizeof nm);
+          fail_msg("%s %s %s: a prefetch not bounded by the call's block_end (%s): %.80s",
+                   kernels[kk][0], kernels[kk][1], nm, param, q);
         }
         checked++;
       }
@@ -630,6 +760,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch_in_ir),
       cmocka_unit_test(test_prefetch_past_the_end),
       cmocka_unit_test(test_prefetch_stays_inside),
+      cmocka_unit_test(test_prefetch_stays_in_call),
       cmocka_unit_test(test_fill_loop_does_not_prefetch),
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),

@@ -387,8 +387,9 @@ static xir_status chunk_invariant_tiles(wctx *w, uint8_t **out) {
 
 /* The iterations of t's loop nest, the inner axis X in chunks of ℓ (ℓ > 1). loops = 1: only
  * those that run as loop iterations (their counter, compare and branch: kLoopOverhead each) —
- * a compile-time X loops over its full chunks only, and not at all when there is one (lower.c,
- * loop_begin_chunks: a row of one chunk is straight-line code, as is the tail chunk). */
+ * a compile-time X loops over its full chunks only, and not at all when there are at most
+ * XIR__UNROLL_CHUNKS (lower.c, tile_loops_at: such a row's chunks are straight-line code, as is
+ * the tail chunk). */
 static double count_iterations(const wctx *w, const xir_type *t, int loops) {
   double it = 1;
   for (int i = 0; i < t->rank; i++) {
@@ -396,7 +397,7 @@ static double count_iterations(const wctx *w, const xir_type *t, int loops) {
     int64_t N = w->s->dims[X], ell = (int64_t)w->c->local;
     if (ell > 1 && X == w->c->inner_dim) {
       int64_t full = N / ell;
-      it *= loops && (w->c->fixed_dims >> X & 1) ? (double)(full >= 2 ? full : 0)
+      it *= loops && (w->c->fixed_dims >> X & 1) ? (double)(full > XIR__UNROLL_CHUNKS ? full : 0)
                                                   : (double)((N + ell - 1) / ell);
     } else {
       it *= (double)N;

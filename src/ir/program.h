@@ -181,6 +181,11 @@ int xir__direct_uses(const xir_program *p, const xir__pbuf *pbuf, uint8_t *reach
 int64_t xir__hoist_extent(const xir_program *p, int id, int64_t N, int64_t M, int x_is_inner,
                           unsigned ell, unsigned W, const xir__pbuf *pbuf, const uint8_t *direct);
 
+/* The most full chunks of a compile-time extent that a consumer's chunk loop emits one after the
+ * other, straight-line, instead of as a loop (lower.c tile_loops_at; the cost model charges them
+ * no loop overhead: work.c count_iterations). */
+enum { XIR__UNROLL_CHUNKS = 4 };
+
 enum { XIR_LPAT_MAXP = 256 };
 /* How an integer index depends on the element index c along an axis X: u + A·c + tab[c mod P],
  * with u the same for every element (its value known only for constant expressions). */

@@ -82,6 +82,8 @@ typedef struct lw {
   int full;
   LLVMValueRef p0;         /* first root program of the unit (i64) */
   LLVMValueRef p0_blk, p0_unit; /* p0 = p0_blk (the block's first) + p0_unit (within it) */
+  LLVMValueRef p_call_end;      /* block_end · root programs a block: this call's root programs
+                                   end there (next_row_prefetch) */
   val coord[XIR_MAX_ROOT]; /* root coordinates (clamped in the masked path) */
   val active;              /* lanes whose root program exists (masked path), as a bool val */
   val jlane;               /* ℓ > 1: the lane's index j within its root program */
@@ -254,7 +256,9 @@ static int const_of(LLVMValueRef v, int64_t *out);
 
 /* A loop over chunks [from, to): when both are constants one apart (a row of one chunk: C ≤ ℓ)
  * the body is emitted once, straight-line — the light pipeline has no loop passes to remove a
- * one-trip loop's counter, compare and branches, which short rows pay in every loop nest. */
+ * one-trip loop's counter, compare and branches, which short rows pay in every loop nest.
+ * (tile_loops_at emits up to XIR__UNROLL_CHUNKS constant chunks one after the other the same
+ * way, each through this with [t, t + 1).) */
 static void loop_begin_chunks(lw *L, loop *lp, LLVMValueRef from, LLVMValueRef to) {
   int64_t a, b;
   memset(lp, 0, sizeof *lp);
@@ -1322,10 +1326,17 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
         to = smin(L, L->rng_hi, to);
         if (nseg == 2) mid = smax(L, from, smin(L, L->rng_live, to));
       }
-      for (int seg = 0; seg < nseg; seg++) {
+      /* a compile-time run of 2..XIR__UNROLL_CHUNKS full chunks: each chunk straight-line, its
+       * offsets constants (rope_cache 8192x48 at l = 16: the three chunks' c mod HD fold) */
+      int64_t ua = 0, ub = 0;
+      int unroll = part == 0 && nseg == 1 && const_of(from, &ua) && const_of(to, &ub) &&
+                   ub - ua >= 2 && ub - ua <= XIR__UNROLL_CHUNKS;
+      for (int seg = 0; seg < (unroll ? (int)(ub - ua) : nseg); seg++) {
         loop lp;
         LLVMBasicBlockRef tail_done = NULL;
-        if (part == 0) {
+        if (unroll) {
+          loop_begin_chunks(L, &lp, ci64(L, ua + seg), ci64(L, ua + seg + 1));
+        } else if (part == 0) {
           loop_begin_chunks(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
         } else if (ranged) {
           /* the tail chunk (index full_chunks), when it lies in the range */
@@ -1386,8 +1397,13 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
  * the current row is prefetched instead (it is in L1): memory past a buffer's end may belong to
  * another buffer that another core is writing — the output of the same launch, in the caller's
  * heap — and a read prefetch of its lines takes them from that core, which must fetch them back
- * to write (measured: rmsnorm 3×1500 on 2 workers, the pool path 0.68 → 0.50 µs). A prefetch
- * never faults and changes no value, so outputs, and the code for every grain, stay the same. */
+ * to write (measured: rmsnorm 3×1500 on 2 workers, the pool path 0.68 → 0.50 µs). The same when
+ * the next root program is not this call's (p0 + 1 reaches block_end's): the runtime deals tasks
+ * round-robin, so the next row belongs to another worker's task, and the prefetch both wasted this
+ * core's fill buffers and pulled the other core's row here (2 workers, one row a task: rmsnorm
+ * 10×50000 74–78 → 51–52 µs, softmax_mask 100×10000 367–381 → 283–288). A prefetch never faults
+ * and changes no value, and the call's range is a run-time argument, so outputs, and the code for
+ * every grain, stay the same. */
 static void next_row_prefetch(lw *L) {
   const xir_program *p = L->p;
   int fast = L->c->perm[p->nroot - 1];
@@ -1404,6 +1420,8 @@ static void next_row_prefetch(lw *L) {
     }
     LLVMValueRef end = L->use_cstride ? L->cend[n->ref] : L->bend[n->ref];
     LLVMValueRef inside = LLVMBuildICmp(L->b, LLVMIntSLT, o, end, "");
+    inside = LLVMBuildAnd(L->b, inside, LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildAdd(L->b, L->p0, ci64(L, 1), ""),
+                                                      L->p_call_end, ""), "");
     o = LLVMBuildSelect(L->b, inside, o, off.u, "");
     int elem = p->params[n->ref].elem;
     LLVMTypeRef t = mem_type(L, elem);
@@ -2775,6 +2793,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   stream_tests(&L);
   emit_hoisted(&L);
   /* blocks */
+  L.p_call_end = LLVMBuildMul(L.b, LLVMGetParam(L.fn, 2), ci64(&L, (int64_t)rp_per_block), "");
   loop blk;
   loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
   /* ℓ = 1, several units a block: a block whose root programs all exist (and, on the lin path,
