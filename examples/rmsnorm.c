@@ -49,6 +49,10 @@ int main(void) {
   xir_arg args[4] = {{.in = x}, {.in = w}, {.out = y}, {.use_default = 1}}; /* x, w, y, eps */
   void *slots = malloc(xir_kernel_args_size(k));
   CHECK(xir_kernel_pack_args(k, args, slots, &d));
+  /* the task split, so that a task's last row prefetches this thread's next task's first row */
+  uint64_t stride = xir_launch_task_stride(xir_runtime_workers(rt), xir_kernel_blocks(k),
+                                           pl->entries[0].work.grain, 2);
+  CHECK(xir_kernel_set_task_stride(k, slots, stride, &d));
   CHECK(xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, xir_kernel_blocks(k),
                            pl->entries[0].work.grain, 2, NULL, &d));
 

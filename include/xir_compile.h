@@ -112,6 +112,16 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
 xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *slots,
                                 xir_diag *d);
 xir_entry_fn xir_kernel_entry(const xir_kernel *k);
+/* Tells packed `slots` where the thread that runs a task goes next: `stride` blocks from the
+ * task's first block to the first of the next task the same thread runs — h·G for the runtime's
+ * round-robin over h ≥ 2 workers (xir_launch_task_stride gives it), 0 for none, which packing
+ * leaves. A row kernel's last root program of a call then prefetches that task's first row
+ * instead of the next row, which another worker runs (docs/lowering.md, "Next-row prefetch").
+ * Only the prefetch depends on it: results are the same bits with any stride. Call it after
+ * xir_kernel_pack_launch / _pack_args and before each launch whose split differs. A stride of
+ * 2^32 or more is stored as 0. XIR_ERR_INVALID_ARG for a NULL kernel or slots. */
+xir_status xir_kernel_set_task_stride(const xir_kernel *k, void *slots, uint64_t stride,
+                                      xir_diag *d);
 /* The block count for the kernel's own shape (xir_kernel_check_shape gives it for others). */
 uint64_t xir_kernel_blocks(const xir_kernel *k);
 /* The candidate, for the kernel's own shape; its fixed_dims are the compile-time dims. */

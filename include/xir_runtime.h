@@ -158,6 +158,12 @@ void xir_runtime_get_wait(const xir_runtime *rt, xir_wait_policy *policy, uint32
 xir_status xir_launch_resolve(uint32_t pool_workers, uint64_t blocks, uint32_t grain,
                               uint32_t workers, xir_launch_shape *out, xir_diag *d);
 
+/* The blocks from a task's first block to the first block of the next task its home worker runs:
+ * h·G' of the launch xir_launch_resolve gives for these arguments, 0 when h < 2 (one call runs the
+ * whole range) or the arguments are bad. What xir_kernel_set_task_stride wants (xir_compile.h). */
+uint64_t xir_launch_task_stride(uint32_t pool_workers, uint64_t blocks, uint32_t grain,
+                                uint32_t workers);
+
 /* Worker w's home share: the number of tasks c < C with c mod h = w, i.e. ceil((C − w) / h) for
  * w < min(C, h), else 0. Worker 0's share is the critical task count ceil(C / h). */
 uint64_t xir_launch_home_share(uint64_t tasks, uint32_t active, uint32_t worker);

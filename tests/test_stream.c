@@ -28,6 +28,7 @@
 #include "ir/program.h"
 #include "lower/stream.h"
 #include "xir_compile.h"
+#include "xir_runtime.h"
 
 static void die(const xir_diag *d) {
   char b[2048];
@@ -538,11 +539,43 @@ static int cond_bounds_by(const char *ir, const char *cond, const char *param, i
   return 0;
 }
 
+/* 1 when IR value `name` is, or is computed from (at most depth steps, each value visited once),
+ * a select whose condition bounds by `param` (cond_bounds_by). */
+static int reaches_call_bound(const char *ir, const char *name, const char *param, int depth,
+                              char seen[][48], int *nseen) {
+  for (int i = 0; i < *nseen; i++)
+    if (!strcmp(seen[i], name)) return 0;
+  if (*nseen < 256 && strlen(name) < 48) strcpy(seen[(*nseen)++], name);
+  char line[1024];
+  if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
+  const char *sel = strstr(line, " = select i1 ");
+  if (sel) {
+    char cond[96];
+    const char *c = sel + strlen(" = select i1 ");
+    size_t cm = strcspn(c, ", ");
+    if (cm > 0 && cm < sizeof cond) {
+      memcpy(cond, c, cm);
+      cond[cm] = 0;
+      if (cond_bounds_by(ir, cond, param, 2)) return 1;
+    }
+  }
+  for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
+    char op[96];
+    size_t m = strcspn(q, ", )");
+    if (m >= sizeof op) continue;
+    memcpy(op, q, m);
+    op[m] = 0;
+    if (reaches_call_bound(ir, op, param, depth - 1, seen, nseen)) return 1;
+  }
+  return 0;
+}
+
 /* The next-row prefetch stays inside the call's root programs: the runtime deals tasks
  * round-robin, so the row after a task's last is another worker's, and prefetching it cost this
  * core its fill buffers and pulled that row away from the core that reads it (next_row_prefetch).
- * Every prefetch of the row kernels' l >= W candidates selects its address on a comparison with
- * the entry's block_end (its third parameter). */
+ * Every prefetch of the row kernels' l >= W candidates computes its address through a select on
+ * a comparison with the entry's block_end (its third parameter): the rows ahead, 1 inside the
+ * call. */
 static void test_prefetch_stays_in_call(void **state) {
   (void)state;
   static const char *const kernels[][2] = {
@@ -572,31 +605,17 @@ static void test_prefetch_stays_in_call(void **state) {
       memcpy(param, pc, pm);
       param[pm] = 0;
       for (const char *q = ir; (q = strstr(q, "call void @llvm.prefetch")); q++) {
-        char name[96], line[1024], cond[96];
+        char name[96];
         const char *a = strstr(q, "(ptr ");
         assert_non_null(a);
         size_t m = strcspn(a + 5, ", ");
         assert_true(m > 0 && m < sizeof name);
         memcpy(name, a + 5, m);
         name[m] = 0;
-        /* through getelementptr to the select of the offset */
-        const char *sel = NULL;
-        for (int depth = 0; depth < 4 && !sel && ir_def(ir, name, line, sizeof line); depth++) {
-          if ((sel = strstr(line, " = select i1 "))) break;
-          const char *o = strrchr(line, '%');
-          if (!o) break;
-          size_t om = strcspn(o, ", )");
-          if (om >= sizeof name) break;
-          memmove(name, o, om);
-          name[om] = 0;
-        }
-        assert_non_null(sel);
-        const char *c = sel + strlen(" = select i1 ");
-        size_t cm = strcspn(c, ", ");
-        assert_true(cm > 0 && cm < sizeof cond);
-        memcpy(cond, c, cm);
-        cond[cm] = 0;
-        if (!cond_bounds_by(ir, cond, param, 2)) {
+        /* on the way to the address, a select chosen by a comparison with the call's end */
+        char seen[256][48];
+        int nseen = 0;
+        if (!reaches_call_bound(ir, name, param, 10, seen, &nseen)) {
           char nm[96];
           xir_candidate_name(p, &cands[i], nm, sizeof nm);
           fail_msg("%s %s %s: a prefetch not bounded by the call's block_end (%s): %.80s",
@@ -610,6 +629,108 @@ static void test_prefetch_stays_in_call(void **state) {
   }
   assert_true(checked > 0);
   xir_compiler_destroy(cc);
+}
+
+/* 1 when IR value `name` is, or is computed from (at most depth steps, each value visited once:
+ * seen/nseen), an `lshr i64 …, 32`. */
+static int reaches_lshr32(const char *ir, const char *name, int depth, char seen[][48], int *nseen) {
+  for (int i = 0; i < *nseen; i++)
+    if (!strcmp(seen[i], name)) return 0;
+  if (*nseen < 256 && strlen(name) < 48) strcpy(seen[(*nseen)++], name);
+  char line[1024];
+  if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
+  if (strstr(line, " = lshr i64 ") && strstr(line, ", 32")) return 1;
+  for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
+    char op[96];
+    size_t m = strcspn(q, ", )");
+    if (m >= sizeof op) continue;
+    memcpy(op, q, m);
+    op[m] = 0;
+    if (reaches_lshr32(ir, op, depth - 1, seen, nseen)) return 1;
+  }
+  return 0;
+}
+
+/* xir_launch_task_stride is h·G (0 when one worker runs the launch, or for a bad pool), and
+ * xir_kernel_set_task_stride writes it into the flags slot's high half, keeps the low flags and
+ * refuses NULL; every prefetch
+ * of an l >= W row candidate takes its address through it (an lshr by 32 of the flags); and
+ * the outputs are the same bits with the stride set, run task by task as the runtime deals them. */
+static void test_launch_tasks_home_stride(void **state) {
+  (void)state;
+  xir_program *p = builtin("softmax_mask");
+  xir_diag d;
+  xir_shape shape;
+  if (xir_shape_parse(p, "R=10,C=333", &shape, &d)) die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  uint8_t perm[1] = {0};
+  xir_candidate cand;
+  if (xir_candidate_make(p, &shape, W, 2 * W, 2 * W, perm, &cand, &d)) die(&d);
+  const xir_kernel *k;
+  if (xir_compile(cc, p, &shape, &cand, &k, &d)) die(&d);
+  xir_kernel_info info;
+  xir_kernel_get_info(k, &info);
+  assert_non_null(strstr(info.ir_text, "lshr i64"));
+  int found = 0;
+  for (const char *q = info.ir_text; (q = strstr(q, "call void @llvm.prefetch")); q++) {
+    char name[96];
+    const char *a = strstr(q, "(ptr ");
+    size_t m = strcspn(a + 5, ", ");
+    assert_true(m > 0 && m < sizeof name);
+    memcpy(name, a + 5, m);
+    name[m] = 0;
+    /* the address reaches the flags' high half: some value on the way is an lshr by 32 */
+    char seen[256][48];
+    int nseen = 0;
+    if (!reaches_lshr32(info.ir_text, name, 12, seen, &nseen))
+      fail_msg("a prefetch address that does not use the home stride: %.80s", q);
+    found++;
+  }
+  assert_true(found > 0);
+  xir_case c;
+  if (xir__case_init(&c, p, &shape, 9, &d)) die(&d);
+  size_t nslots = xir_kernel_args_size(k) / 8;
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+  uint64_t low = slots[nslots - 1];
+  assert_int_equal(low >> 32, 0);
+  uint64_t L = xir_kernel_blocks(k);
+  assert_int_equal(L, 10);
+  assert_int_equal(xir_kernel_set_task_stride(k, slots, xir_launch_task_stride(2, L, 1, 2), &d), XIR_OK);
+  assert_int_equal(slots[nslots - 1] >> 32, 2);
+  assert_int_equal(slots[nslots - 1] & 0xffffffffu, low);
+  assert_int_equal(xir_kernel_set_task_stride(k, slots, xir_launch_task_stride(2, L, 3, 2), &d), XIR_OK);
+  assert_int_equal(slots[nslots - 1] >> 32, 6);
+  assert_int_equal(xir_kernel_set_task_stride(k, slots, xir_launch_task_stride(2, L, 1, 1), &d), XIR_OK);
+  assert_int_equal(slots[nslots - 1] >> 32, 0); /* one worker */
+  assert_int_equal(xir_kernel_set_task_stride(k, slots, xir_launch_task_stride(2, L, UINT32_MAX, 2), &d), XIR_OK);
+  assert_int_equal(slots[nslots - 1] >> 32, 0); /* one task */
+  assert_int_equal(slots[nslots - 1] & 0xffffffffu, low);
+  assert_int_equal(xir_launch_task_stride(0, L, 1, 2), 0); /* no pool */
+  assert_int_equal(xir_kernel_set_task_stride(k, slots, (uint64_t)1 << 32, &d), XIR_OK);
+  assert_int_equal(slots[nslots - 1] >> 32, 0); /* too far: none */
+  assert_int_equal(xir_kernel_set_task_stride(NULL, slots, 2, &d), XIR_ERR_INVALID_ARG);
+  assert_int_equal(xir_kernel_set_task_stride(k, NULL, 2, &d), XIR_ERR_INVALID_ARG);
+  /* the same bits with and without the stride: tasks of one block dealt to 2 workers, run in
+   * the order worker 0's, then worker 1's */
+  int y = param_named(p, "y");
+  float *ref = malloc(c.numel[y] * sizeof(float));
+  assert_non_null(ref);
+  xir__case_reset_outputs(&c);
+  assert_int_equal(xir_kernel_entry(k)(slots, 0, L), 0);
+  memcpy(ref, c.data[y], c.numel[y] * sizeof(float));
+  assert_int_equal(xir_kernel_set_task_stride(k, slots, 2, &d), XIR_OK);
+  xir__case_reset_outputs(&c);
+  for (uint64_t w = 0; w < 2; w++)
+    for (uint64_t t = w; t < L; t += 2) assert_int_equal(xir_kernel_entry(k)(slots, t, t + 1), 0);
+  assert_true(xir__case_sentinels_ok(&c));
+  assert_memory_equal(ref, c.data[y], c.numel[y] * sizeof(float));
+  free(ref);
+  xir__case_free(&c);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
 }
 
 /* The input ends at an inaccessible page right after the last row: the next-row prefetch of the
@@ -761,6 +882,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch_past_the_end),
       cmocka_unit_test(test_prefetch_stays_inside),
       cmocka_unit_test(test_prefetch_stays_in_call),
+      cmocka_unit_test(test_launch_tasks_home_stride),
       cmocka_unit_test(test_fill_loop_does_not_prefetch),
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),

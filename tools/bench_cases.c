@@ -339,11 +339,15 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
     uint64_t L = xir_kernel_blocks(c->k);
     double t0 = xir__now_ns();
     for (uint64_t i = 0; i < n && !st; i++)
-      st = xir__choice_launch(&c->choice, e->rt, fn, c->slots, L, c->workers, d);
+      st = xir__choice_launch(&c->choice, e->rt, c->k, fn, c->slots, L, c->workers, d);
     *ns = xir__now_ns() - t0;
     return st;
   }
   if (c->kind == BC_XIR) {
+    uint64_t stride = xir_launch_task_stride(xir_runtime_workers(e->rt), xir_kernel_blocks(c->k),
+                                             c->grain, c->workers);
+    st = xir_kernel_set_task_stride(c->k, c->slots, stride, d);
+    if (st) return st;
     xir_batch_reset(c->batch);
     for (uint64_t i = 0; i < n && !st; i++)
       st = xir_batch_record(c->batch, (xir_block_fn)xir_kernel_entry(c->k), c->slots,

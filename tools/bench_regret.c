@@ -76,6 +76,10 @@ static double time_entry(xir_runtime *rt, xir_batch *b, slot *s, const xir_plan_
                          int use_min) {
   int n = *n_io;
   double best[3];
+  uint64_t stride =
+      xir_launch_task_stride(xir_runtime_workers(rt), e->cand.blocks, e->work.grain, e->work.workers);
+  if (xir_kernel_set_task_stride(s->k, s->args, stride, NULL))
+    return NAN;
   for (int r = 0; r < 3; r++) {
     xir_batch_reset(b);
     for (int i = 0; i < n; i++)

@@ -91,6 +91,10 @@ xir_status run_native(const xir_program *p, const xir_shape *s, xir_case *c,
     uint64_t slots[XIR_MAX_ARG_SLOTS];
     uint64_t blocks;
     if ((st = xir_kernel_pack_launch(k, s, c->args, slots, &blocks, d))) goto done;
+    uint64_t stride =
+        xir_launch_task_stride(xir_runtime_workers(rt), blocks, grain, o->workers ? o->workers : 1);
+    if ((st = xir_kernel_set_task_stride(k, slots, stride, d)))
+      goto done;
     xir_launch_stats ls;
     double t0 = (xir__now_ns() / 1e6);
     st = xir_runtime_launch(rt, (xir_block_fn)xir_kernel_entry(k), slots, blocks,

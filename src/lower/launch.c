@@ -5,6 +5,7 @@
  * written into the argument block (lower.h gives the layout), and the block count comes from the
  * launch shape. Overlapping buffers are refused unless the program allows that output to alias
  * that input exactly (xir_program_alias_ok). */
+#include <stdint.h>
 #include <string.h>
 
 #include "ir/program.h"
@@ -191,6 +192,20 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
   if (xir__stream_launch(footprint, half_out)) flags |= XIR__ARGS_STREAM;
   memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
   if (blocks) *blocks = nb;
+  return XIR_OK;
+}
+
+xir_status xir_kernel_set_task_stride(const xir_kernel *k, void *slots, uint64_t stride,
+                                      xir_diag *d) {
+  if (!k || !slots)
+    return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_set_task_stride: %s is NULL",
+                    !k ? "the kernel" : "slots");
+  if (stride > UINT32_MAX) stride = 0; /* past any launch's blocks: no next task to prefetch */
+  unsigned char *p = (unsigned char *)slots + 8 * k->lay.flags_slot;
+  uint64_t flags;
+  memcpy(&flags, p, 8);
+  flags = (flags & (((uint64_t)1 << XIR__ARGS_HOME_SHIFT) - 1)) | stride << XIR__ARGS_HOME_SHIFT;
+  memcpy(p, &flags, 8);
   return XIR_OK;
 }
 

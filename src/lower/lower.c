@@ -84,6 +84,10 @@ typedef struct lw {
   LLVMValueRef p0_blk, p0_unit; /* p0 = p0_blk (the block's first) + p0_unit (within it) */
   LLVMValueRef p_call_end;      /* block_end · root programs a block: this call's root programs
                                    end there (next_row_prefetch) */
+  LLVMValueRef p_home_next;     /* (block_begin + home stride) · root programs a block: the first
+                                   root program of this worker's next task, when the launcher set
+                                   the stride (flags slot, XIR__ARGS_HOME_SHIFT), else -1 */
+  LLVMValueRef home_stride;     /* that stride, in blocks (0: not set) */
   val coord[XIR_MAX_ROOT]; /* root coordinates (clamped in the masked path) */
   val active;              /* lanes whose root program exists (masked path), as a bool val */
   val jlane;               /* ℓ > 1: the lane's index j within its root program */
@@ -1412,16 +1416,25 @@ static void next_row_prefetch(lw *L) {
     const xir_node *n = &p->nodes[i];
     val off = access_offset(L, n, n->nargs);
     if (!off.aff || off.s != 1) continue;
+    /* the root programs ahead: 1 inside the call; past its end, with one root axis, this
+     * worker's next task's first (p_home_next − p0) when the launcher set the stride, else 0 */
+    LLVMValueRef ahead = ci64(L, 0);
+    if (p->nroot == 1) {
+      LLVMValueRef later = LLVMBuildICmp(L->b, LLVMIntSGT, L->p_home_next, L->p0, "");
+      ahead = LLVMBuildSelect(L->b, later, LLVMBuildSub(L->b, L->p_home_next, L->p0, ""), ci64(L, 0), "");
+    }
+    LLVMValueRef in_call =
+        LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildAdd(L->b, L->p0, ci64(L, 1), ""), L->p_call_end, "");
+    ahead = LLVMBuildSelect(L->b, in_call, ci64(L, 1), ahead, "ahead");
     LLVMValueRef o = off.u;
     for (int kd = 0; kd < n->nargs - 1; kd++) {
       const xir_node *ix = &p->nodes[n->args[kd]];
       if (ix->op != XIR_OP_ROOT || ix->ref != fast) continue;
-      o = LLVMBuildAdd(L->b, o, L->use_cstride ? L->cstride[n->ref][kd] : L->bstride[n->ref][kd], "");
+      LLVMValueRef st = L->use_cstride ? L->cstride[n->ref][kd] : L->bstride[n->ref][kd];
+      o = LLVMBuildAdd(L->b, o, LLVMBuildMul(L->b, ahead, st, ""), "");
     }
     LLVMValueRef end = L->use_cstride ? L->cend[n->ref] : L->bend[n->ref];
     LLVMValueRef inside = LLVMBuildICmp(L->b, LLVMIntSLT, o, end, "");
-    inside = LLVMBuildAnd(L->b, inside, LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildAdd(L->b, L->p0, ci64(L, 1), ""),
-                                                      L->p_call_end, ""), "");
     o = LLVMBuildSelect(L->b, inside, o, off.u, "");
     int elem = p->params[n->ref].elem;
     LLVMTypeRef t = mem_type(L, elem);
@@ -2441,6 +2454,7 @@ static void load_dims(lw *L, LLVMValueRef args) {
   L->contig_flag = LLVMBuildICmp(L->b, LLVMIntNE,
                                  LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_CONTIGUOUS), ""),
                                  ci64(L, 0), "contiguous");
+  L->home_stride = LLVMBuildLShr(L->b, fl, ci64(L, XIR__ARGS_HOME_SHIFT), "homestride");
   L->stream_flag = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_STREAM), ""),
                                  ci64(L, 0), "streamflag");
 }
@@ -2794,6 +2808,11 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   emit_hoisted(&L);
   /* blocks */
   L.p_call_end = LLVMBuildMul(L.b, LLVMGetParam(L.fn, 2), ci64(&L, (int64_t)rp_per_block), "");
+  L.p_home_next = LLVMBuildSelect(
+      L.b, LLVMBuildICmp(L.b, LLVMIntNE, L.home_stride, ci64(&L, 0), ""),
+      LLVMBuildMul(L.b, LLVMBuildAdd(L.b, LLVMGetParam(L.fn, 1), L.home_stride, ""),
+                   ci64(&L, (int64_t)rp_per_block), ""),
+      ci64(&L, -1), "homenext");
   loop blk;
   loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
   /* ℓ = 1, several units a block: a block whose root programs all exist (and, on the lin path,

@@ -13,7 +13,9 @@
  * then one i64 per launch-time dim (dims whose bit in fixed_dims is clear, in dim order); then,
  * for every buffer of rank ≥ 2, the strides (in elements) of its dims 0 … rank−2 (the innermost
  * stride is always 1); then one flags slot (bit 0: every buffer is contiguous row-major; bit 1:
- * write the outputs with non-temporal stores where they are aligned, xir__stream_launch). */
+ * write the outputs with non-temporal stores where they are aligned, xir__stream_launch; bits 32
+ * to 63: the home stride h·G, the blocks from a task's first to the first of the next task the
+ * same worker is dealt (round-robin), 0 when unknown: xir_kernel_set_task_stride). */
 typedef struct xir__arg_layout {
   int nslots;
   int dim_slot[XIR_MAX_DIMS];      /* -1 for a compile-time dim */
@@ -21,6 +23,7 @@ typedef struct xir__arg_layout {
   int flags_slot;
 } xir__arg_layout;
 enum { XIR__ARGS_CONTIGUOUS = 1 }; /* XIR__ARGS_STREAM = 2: lower/stream.h */
+enum { XIR__ARGS_HOME_SHIFT = 32 };
 
 void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l);
 

@@ -109,6 +109,14 @@ static void futex_wake(_Atomic uint32_t *addr, int n) {
   syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+uint64_t xir_launch_task_stride(uint32_t pool_workers, uint64_t blocks, uint32_t grain,
+                                uint32_t workers) {
+  xir_launch_shape ls;
+  if (xir_launch_resolve(pool_workers, blocks, grain, workers, &ls, NULL) || ls.active < 2)
+    return 0;
+  return (uint64_t)ls.active * ls.grain;
+}
+
 uint64_t xir_launch_home_share(uint64_t tasks, uint32_t active, uint32_t worker) {
   if (active == 0 || worker >= active || worker >= tasks) return 0;
   return (tasks - worker - 1) / active + 1;

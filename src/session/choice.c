@@ -71,10 +71,15 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
   return c->grain[s];
 }
 
-xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, xir_block_fn fn, void *ctx,
-                              uint64_t L, uint32_t workers, xir_diag *d) {
+xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k, xir_block_fn fn,
+                              void *ctx, uint64_t L, uint32_t workers, xir_diag *d) {
   int service, timed;
   uint32_t g = xir__choice_next(c, &service, &timed);
+  if (k) {
+    uint64_t stride = xir_launch_task_stride(xir_runtime_workers(rt), L, g, workers);
+    xir_status s = xir_kernel_set_task_stride(k, ctx, stride, d);
+    if (s) return s;
+  }
   double t0 = timed ? xir__now_ns() : 0;
   xir_status st = xir_runtime_launch(rt, fn, ctx, L, g, workers, NULL, d);
   if (timed && !st) xir__choice_note(c, service, xir__now_ns() - t0);

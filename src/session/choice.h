@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "xir_plan.h"
+#include "xir_compile.h"
 #include "xir_runtime.h"
 
 typedef struct xir__choice {
@@ -48,8 +49,10 @@ void xir__choice_note(xir__choice *c, int service, double ns);
 double xir__choice_average(const xir__choice *c, int service);
 
 /* One launch of fn over L blocks on `workers` with the grain xir__choice_next gives, timed and
- * noted when it says so: what xir_session_launch and the bench's `default` configuration run. */
-xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, xir_block_fn fn, void *ctx,
-                              uint64_t L, uint32_t workers, xir_diag *d);
+ * noted when it says so: what xir_session_launch and the bench's `default` configuration run.
+ * With k (else NULL) ctx is k's packed slots, told that launch's split first
+ * (xir_kernel_set_task_stride). */
+xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k, xir_block_fn fn,
+                              void *ctx, uint64_t L, uint32_t workers, xir_diag *d);
 
 #endif

@@ -412,8 +412,8 @@ xir_status xir_session_launch(xir_session *s, const xir_prepared *k, const xir_a
     return xir__err(d, XIR_ERR_NOMEM, "out of memory (argument slots)");
   xir_status st = xir_kernel_pack_args(k->kernel, args, slots, d);
   if (!st) {
-    st = xir__choice_launch((xir__choice *)&k->choice, s->rt, (xir_block_fn)k->entry, slots,
-                            k->blocks, k->workers, d);
+    st = xir__choice_launch((xir__choice *)&k->choice, s->rt, k->kernel, (xir_block_fn)k->entry,
+                            slots, k->blocks, k->workers, d);
     atomic_fetch_add_explicit(&s->launches, 1, memory_order_relaxed);
   }
   if (slots != local) xir__free(slots);

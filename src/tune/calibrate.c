@@ -37,11 +37,15 @@ static int empty_blocks(void *ctx, uint64_t b0, uint64_t b1) {
 }
 
 /* Median ns of one launch (fn, ctx, L, G, H) over `reps` batches of `n` launches. */
-static xir_status time_launch(xir_runtime *rt, xir_batch *b, xir_block_fn fn, void *ctx,
-                              uint64_t L, uint32_t G, uint32_t H, int n, int reps, double *out,
-                              xir_diag *d) {
+static xir_status time_launch(xir_runtime *rt, xir_batch *b, const xir_kernel *k, xir_block_fn fn,
+                              void *ctx, uint64_t L, uint32_t G, uint32_t H, int n, int reps,
+                              double *out, xir_diag *d) {
   double t[64];
   xir_status st;
+  /* a kernel's slots are told the split, as xir_session_launch does (xir_kernel_set_task_stride) */
+  if (k && (st = xir_kernel_set_task_stride(
+                k, ctx, xir_launch_task_stride(xir_runtime_workers(rt), L, G, H), d)))
+    return st;
   if (reps > 64) reps = 64;
   for (int r = 0; r < reps; r++) {
     xir_batch_reset(b);
@@ -145,13 +149,13 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   if ((st = xir_execution_work_make(p, &s, &cand, UINT32_MAX, 1, w, d))) goto out;
   /* about 2 ms per batch */
   double one;
-  if ((st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, cand.blocks, UINT32_MAX,
+  if ((st = time_launch(rt, b, k, (xir_block_fn)xir_kernel_entry(k), slots, cand.blocks, UINT32_MAX,
                         1, 1, 3, &one, d)))
     goto out;
   int n = one > 0 ? (int)(2e6 / one) : 1;
   if (n < 1) n = 1;
   if (n > 4096) n = 4096;
-  st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, cand.blocks, UINT32_MAX, 1, n,
+  st = time_launch(rt, b, k, (xir_block_fn)xir_kernel_entry(k), slots, cand.blocks, UINT32_MAX, 1, n,
                    9, ns, d);
   if (!st && task_pair) {
     /* on 2 workers, one row a task (R tasks, R/2 critical) against two tasks (1 critical): the
@@ -162,9 +166,9 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
      * the repetition whose fine run was lucky or whose coarse run was slowed: 3.5–78 ns in
      * three calibrations in a row, 2026-12-02) */
     uint64_t L = cand.blocks, per_row = L / (uint64_t)s.dims[0];
-    if ((st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)per_row, 2,
+    if ((st = time_launch(rt, b, k, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)per_row, 2,
                           n, 9, &task_pair[0], d)) ||
-        (st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)(L / 2), 2,
+        (st = time_launch(rt, b, k, (xir_block_fn)xir_kernel_entry(k), slots, L, (uint32_t)(L / 2), 2,
                           n, 9, &task_pair[1], d)))
       goto out;
   }
@@ -223,7 +227,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
         double x;
         /* about 2 ms a batch: a 64 MiB copy takes about 1 ms at 60 GB/s */
         int n = (int)(2e6 / (F[f] / 30.0)) + 1;
-        st = time_launch(rt, b, (xir_block_fn)xir_kernel_entry(k), slots[m], L,
+        st = time_launch(rt, b, k, (xir_block_fn)xir_kernel_entry(k), slots[m], L,
                          (uint32_t)((L + 1) / 2), 2, n, 5, &x, d);
         if (!st && x < t_out[f][m]) t_out[f][m] = x;
       }
@@ -254,7 +258,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * then keep the smallest of three medians: the figure is a cost of waking a spinning worker,
    * and interference only ever adds to it. */
   double warm;
-  if ((st = time_launch(rt, b, empty_blocks, NULL, 2, 1, 2, 256, 8, &warm, d))) goto out;
+  if ((st = time_launch(rt, b, NULL, empty_blocks, NULL, 2, 1, 2, 256, 8, &warm, d))) goto out;
   out->ns_activation = INFINITY;
   for (int rep = 0; rep < 3; rep++) {
     xir_wake_cost wc;
@@ -262,7 +266,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
     if (wc.spin_wake_ns < out->ns_activation) out->ns_activation = wc.spin_wake_ns;
   }
   double t_pool;
-  if ((st = time_launch(rt, b, empty_blocks, NULL, 256, 1, 2, 64, 15, &t_pool, d))) goto out;
+  if ((st = time_launch(rt, b, NULL, empty_blocks, NULL, 256, 1, 2, 64, 15, &t_pool, d))) goto out;
   if ((st = stream_probe(cc, rt, b, &out->stream_bytes, d))) goto out;
   out->ns_per_task = (t_pool - out->ns_activation) / 128.0;
   if (out->ns_per_task < 0) out->ns_per_task = 0;
