@@ -408,6 +408,31 @@ static const char *ir_def(const char *ir, const char *name, char *line, size_t c
   return NULL;
 }
 
+/* The %operands after the '=' of IR line `line` (at most 16, each under 96 characters). */
+static int ir_operands(const char *line, char ops[16][96]) {
+  int n = 0;
+  const char *q = strchr(line, '=');
+  for (q = q ? q + 1 : line + strlen(line); n < 16 && (q = strchr(q, '%')); q++) {
+    size_t m = strcspn(q, ", )");
+    if (m >= 96) continue;
+    memcpy(ops[n], q, m);
+    ops[n++][m] = 0;
+  }
+  return n;
+}
+
+/* The condition of IR line `line` when it is a `select i1`, into cond (96 bytes); 0 if not. */
+static int select_cond(const char *line, char cond[96]) {
+  const char *sel = strstr(line, " = select i1 ");
+  if (!sel) return 0;
+  const char *c = sel + strlen(" = select i1 ");
+  size_t cm = strcspn(c, ", ");
+  if (cm == 0 || cm >= 96) return 0;
+  memcpy(cond, c, cm);
+  cond[cm] = 0;
+  return 1;
+}
+
 /* 1 when i1 value `cond` is an icmp slt, or a conjunction (`and i1`, or `select i1 a, i1 b, i1
  * false`) with one (at most depth steps down): the select it drives keeps its first operand only
  * where that comparison holds (next_row_prefetch: inside the buffer and inside this call). */
@@ -417,14 +442,10 @@ static int cond_has_slt(const char *ir, const char *cond, int depth) {
   if (strstr(cl, "icmp slt")) return 1;
   if (!strstr(cl, " = and i1 ") && !(strstr(cl, " = select i1 ") && strstr(cl, "i1 false")))
     return 0;
-  for (const char *q = strchr(cl, '=') + 1; (q = strchr(q, '%')); q++) {
-    char op[96];
-    size_t m = strcspn(q, ", )");
-    if (m >= sizeof op) continue;
-    memcpy(op, q, m);
-    op[m] = 0;
-    if (cond_has_slt(ir, op, depth - 1)) return 1;
-  }
+  char ops[16][96];
+  int nops = ir_operands(cl, ops);
+  for (int i = 0; i < nops; i++)
+    if (cond_has_slt(ir, ops[i], depth - 1)) return 1;
   return 0;
 }
 
@@ -434,25 +455,13 @@ static int cond_has_slt(const char *ir, const char *cond, int depth) {
 static int bounded(const char *ir, const char *name, int depth) {
   char line[1024];
   if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
-  const char *sel = strstr(line, " = select i1 ");
-  if (sel) {
-    char cond[96];
-    const char *c = sel + strlen(" = select i1 ");
-    size_t cm = strcspn(c, ", ");
-    if (cm == 0 || cm >= sizeof cond) return 0;
-    memcpy(cond, c, cm);
-    cond[cm] = 0;
-    return cond_has_slt(ir, cond, 2);
-  }
+  char cond[96];
+  if (strstr(line, " = select i1 ")) return select_cond(line, cond) && cond_has_slt(ir, cond, 2);
   if (!strstr(line, " = getelementptr ") && !strstr(line, " = add ")) return 0;
-  for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
-    char op[96];
-    size_t m = strcspn(q, ", )");
-    if (m >= sizeof op) continue;
-    memcpy(op, q, m);
-    op[m] = 0;
-    if (bounded(ir, op, depth - 1)) return 1;
-  }
+  char ops[16][96];
+  int nops = ir_operands(line, ops);
+  for (int i = 0; i < nops; i++)
+    if (bounded(ir, ops[i], depth - 1)) return 1;
   return 0;
 }
 
@@ -509,14 +518,10 @@ static int depends_on(const char *ir, const char *name, const char *param, int d
   if (!strcmp(name, param)) return 1;
   char line[1024];
   if (depth <= 0 || !ir_def(ir, name, line, sizeof line)) return 0;
-  for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
-    char op[96];
-    size_t m = strcspn(q, ", )");
-    if (m >= sizeof op) continue;
-    memcpy(op, q, m);
-    op[m] = 0;
-    if (depends_on(ir, op, param, depth - 1)) return 1;
-  }
+  char ops[16][96];
+  int nops = ir_operands(line, ops);
+  for (int i = 0; i < nops; i++)
+    if (depends_on(ir, ops[i], param, depth - 1)) return 1;
   return 0;
 }
 
@@ -528,14 +533,10 @@ static int cond_bounds_by(const char *ir, const char *cond, const char *param, i
   int slt = strstr(cl, "icmp slt") != NULL;
   if (!slt && !strstr(cl, " = and i1 ") && !(strstr(cl, " = select i1 ") && strstr(cl, "i1 false")))
     return 0;
-  for (const char *q = strchr(cl, '=') + 1; (q = strchr(q, '%')); q++) {
-    char op[96];
-    size_t m = strcspn(q, ", )");
-    if (m >= sizeof op) continue;
-    memcpy(op, q, m);
-    op[m] = 0;
-    if (slt ? depends_on(ir, op, param, 2) : cond_bounds_by(ir, op, param, depth - 1)) return 1;
-  }
+  char ops[16][96];
+  int nops = ir_operands(cl, ops);
+  for (int i = 0; i < nops; i++)
+    if (slt ? depends_on(ir, ops[i], param, 2) : cond_bounds_by(ir, ops[i], param, depth - 1)) return 1;
   return 0;
 }
 
@@ -548,25 +549,12 @@ static int reaches_call_bound(const char *ir, const char *name, const char *para
   if (*nseen < 256 && strlen(name) < 48) strcpy(seen[(*nseen)++], name);
   char line[1024];
   if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
-  const char *sel = strstr(line, " = select i1 ");
-  if (sel) {
-    char cond[96];
-    const char *c = sel + strlen(" = select i1 ");
-    size_t cm = strcspn(c, ", ");
-    if (cm > 0 && cm < sizeof cond) {
-      memcpy(cond, c, cm);
-      cond[cm] = 0;
-      if (cond_bounds_by(ir, cond, param, 2)) return 1;
-    }
-  }
-  for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
-    char op[96];
-    size_t m = strcspn(q, ", )");
-    if (m >= sizeof op) continue;
-    memcpy(op, q, m);
-    op[m] = 0;
-    if (reaches_call_bound(ir, op, param, depth - 1, seen, nseen)) return 1;
-  }
+  char cond[96];
+  if (select_cond(line, cond) && cond_bounds_by(ir, cond, param, 2)) return 1;
+  char ops[16][96];
+  int nops = ir_operands(line, ops);
+  for (int i = 0; i < nops; i++)
+    if (reaches_call_bound(ir, ops[i], param, depth - 1, seen, nseen)) return 1;
   return 0;
 }
 
@@ -640,14 +628,10 @@ static int reaches_lshr32(const char *ir, const char *name, int depth, char seen
   char line[1024];
   if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
   if (strstr(line, " = lshr i64 ") && strstr(line, ", 32")) return 1;
-  for (const char *q = strchr(line, '=') + 1; (q = strchr(q, '%')); q++) {
-    char op[96];
-    size_t m = strcspn(q, ", )");
-    if (m >= sizeof op) continue;
-    memcpy(op, q, m);
-    op[m] = 0;
-    if (reaches_lshr32(ir, op, depth - 1, seen, nseen)) return 1;
-  }
+  char ops[16][96];
+  int nops = ir_operands(line, ops);
+  for (int i = 0; i < nops; i++)
+    if (reaches_lshr32(ir, ops[i], depth - 1, seen, nseen)) return 1;
   return 0;
 }
 
