@@ -433,6 +433,17 @@ static int select_cond(const char *line, char cond[96]) {
   return 1;
 }
 
+/* The pointer operand's name of the prefetch call at `q` ("call void @llvm.prefetch…(ptr %x, …"),
+ * into name (96 bytes). */
+static void prefetch_ptr(const char *q, char name[96]) {
+  const char *a = strstr(q, "(ptr ");
+  assert_non_null(a);
+  size_t m = strcspn(a + 5, ", ");
+  assert_true(m > 0 && m < 96);
+  memcpy(name, a + 5, m);
+  name[m] = 0;
+}
+
 /* 1 when i1 value `cond` is an icmp slt, or a conjunction (`and i1`, or `select i1 a, i1 b, i1
  * false`) with one (at most depth steps down): the select it drives keeps its first operand only
  * where that comparison holds (next_row_prefetch: inside the buffer and inside this call). */
@@ -490,13 +501,8 @@ static void test_prefetch_stays_inside(void **state) {
       if (!attn && cands[i].local < cands[i].W) continue;
       const char *ir = ir_of(cc, p, &shape, &cands[i]);
       for (const char *q = ir; (q = strstr(q, "call void @llvm.prefetch")); q++) {
-        const char *a = strstr(q, "(ptr ");
-        assert_non_null(a);
         char name[96];
-        size_t m = strcspn(a + 5, ", ");
-        assert_true(m > 0 && m < sizeof name);
-        memcpy(name, a + 5, m);
-        name[m] = 0;
+        prefetch_ptr(q, name);
         if (!bounded(ir, name, 4)) {
           char nm[96];
           xir_candidate_name(p, &cands[i], nm, sizeof nm);
@@ -540,22 +546,34 @@ static int cond_bounds_by(const char *ir, const char *cond, const char *param, i
   return 0;
 }
 
-/* 1 when IR value `name` is, or is computed from (at most depth steps, each value visited once),
- * a select whose condition bounds by `param` (cond_bounds_by). */
-static int reaches_call_bound(const char *ir, const char *name, const char *param, int depth,
-                              char seen[][48], int *nseen) {
+/* 1 when some IR value among `name` and what it is computed from (at most depth steps, each
+ * value visited once) has a definition line for which hit(ir, line, ctx) holds. */
+typedef int (*line_pred)(const char *ir, const char *line, const void *ctx);
+static int reaches_line(const char *ir, const char *name, int depth, line_pred hit, const void *ctx,
+                        char seen[][48], int *nseen) {
   for (int i = 0; i < *nseen; i++)
     if (!strcmp(seen[i], name)) return 0;
   if (*nseen < 256 && strlen(name) < 48) strcpy(seen[(*nseen)++], name);
   char line[1024];
   if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
-  char cond[96];
-  if (select_cond(line, cond) && cond_bounds_by(ir, cond, param, 2)) return 1;
+  if (hit(ir, line, ctx)) return 1;
   char ops[16][96];
   int nops = ir_operands(line, ops);
   for (int i = 0; i < nops; i++)
-    if (reaches_call_bound(ir, ops[i], param, depth - 1, seen, nseen)) return 1;
+    if (reaches_line(ir, ops[i], depth - 1, hit, ctx, seen, nseen)) return 1;
   return 0;
+}
+
+/* a select whose condition bounds by the parameter named ctx (cond_bounds_by) */
+static int is_call_bound(const char *ir, const char *line, const void *ctx) {
+  char cond[96];
+  return select_cond(line, cond) && cond_bounds_by(ir, cond, ctx, 2);
+}
+
+/* an `lshr i64 …, 32`: the flags slot's high half */
+static int is_lshr32(const char *ir, const char *line, const void *ctx) {
+  (void)ir, (void)ctx;
+  return strstr(line, " = lshr i64 ") && strstr(line, ", 32");
 }
 
 /* The next-row prefetch stays inside the call's root programs: the runtime deals tasks
@@ -594,16 +612,11 @@ static void test_prefetch_stays_in_call(void **state) {
       param[pm] = 0;
       for (const char *q = ir; (q = strstr(q, "call void @llvm.prefetch")); q++) {
         char name[96];
-        const char *a = strstr(q, "(ptr ");
-        assert_non_null(a);
-        size_t m = strcspn(a + 5, ", ");
-        assert_true(m > 0 && m < sizeof name);
-        memcpy(name, a + 5, m);
-        name[m] = 0;
+        prefetch_ptr(q, name);
         /* on the way to the address, a select chosen by a comparison with the call's end */
         char seen[256][48];
         int nseen = 0;
-        if (!reaches_call_bound(ir, name, param, 10, seen, &nseen)) {
+        if (!reaches_line(ir, name, 10, is_call_bound, param, seen, &nseen)) {
           char nm[96];
           xir_candidate_name(p, &cands[i], nm, sizeof nm);
           fail_msg("%s %s %s: a prefetch not bounded by the call's block_end (%s): %.80s",
@@ -617,22 +630,6 @@ static void test_prefetch_stays_in_call(void **state) {
   }
   assert_true(checked > 0);
   xir_compiler_destroy(cc);
-}
-
-/* 1 when IR value `name` is, or is computed from (at most depth steps, each value visited once:
- * seen/nseen), an `lshr i64 …, 32`. */
-static int reaches_lshr32(const char *ir, const char *name, int depth, char seen[][48], int *nseen) {
-  for (int i = 0; i < *nseen; i++)
-    if (!strcmp(seen[i], name)) return 0;
-  if (*nseen < 256 && strlen(name) < 48) strcpy(seen[(*nseen)++], name);
-  char line[1024];
-  if (depth < 0 || !ir_def(ir, name, line, sizeof line)) return 0;
-  if (strstr(line, " = lshr i64 ") && strstr(line, ", 32")) return 1;
-  char ops[16][96];
-  int nops = ir_operands(line, ops);
-  for (int i = 0; i < nops; i++)
-    if (reaches_lshr32(ir, ops[i], depth - 1, seen, nseen)) return 1;
-  return 0;
 }
 
 /* xir_launch_task_stride is h·G (0 when one worker runs the launch, or for a bad pool), and
@@ -660,15 +657,11 @@ static void test_launch_tasks_home_stride(void **state) {
   int found = 0;
   for (const char *q = info.ir_text; (q = strstr(q, "call void @llvm.prefetch")); q++) {
     char name[96];
-    const char *a = strstr(q, "(ptr ");
-    size_t m = strcspn(a + 5, ", ");
-    assert_true(m > 0 && m < sizeof name);
-    memcpy(name, a + 5, m);
-    name[m] = 0;
+    prefetch_ptr(q, name);
     /* the address reaches the flags' high half: some value on the way is an lshr by 32 */
     char seen[256][48];
     int nseen = 0;
-    if (!reaches_lshr32(info.ir_text, name, 12, seen, &nseen))
+    if (!reaches_line(info.ir_text, name, 12, is_lshr32, NULL, seen, &nseen))
       fail_msg("a prefetch address that does not use the home stride: %.80s", q);
     found++;
   }

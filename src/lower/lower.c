@@ -85,9 +85,10 @@ typedef struct lw {
   LLVMValueRef p_call_end;      /* block_end · root programs a block: this call's root programs
                                    end there (next_row_prefetch) */
   LLVMValueRef p_home_next;     /* (block_begin + home stride) · root programs a block: the first
-                                   root program of this worker's next task, when the launcher set
-                                   the stride (flags slot, XIR__ARGS_HOME_SHIFT), else -1 */
-  LLVMValueRef home_stride;     /* that stride, in blocks (0: not set) */
+                                   root program of this worker's next task (the stride from the
+                                   flags slot, XIR__ARGS_HOME_SHIFT; 0 when the launcher did not
+                                   set it, and then it is the call's first, never ahead of p0) */
+  LLVMValueRef home_stride;     /* that stride, in blocks */
   val coord[XIR_MAX_ROOT]; /* root coordinates (clamped in the masked path) */
   val active;              /* lanes whose root program exists (masked path), as a bool val */
   val jlane;               /* ℓ > 1: the lane's index j within its root program */
@@ -1417,7 +1418,7 @@ static void next_row_prefetch(lw *L) {
     val off = access_offset(L, n, n->nargs);
     if (!off.aff || off.s != 1) continue;
     /* the root programs ahead: 1 inside the call; past its end, with one root axis, this
-     * worker's next task's first (p_home_next − p0) when the launcher set the stride, else 0 */
+     * worker's next task's first (p_home_next − p0) when that lies ahead, else 0 */
     LLVMValueRef ahead = ci64(L, 0);
     if (p->nroot == 1) {
       LLVMValueRef later = LLVMBuildICmp(L->b, LLVMIntSGT, L->p_home_next, L->p0, "");
@@ -2808,11 +2809,8 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   emit_hoisted(&L);
   /* blocks */
   L.p_call_end = LLVMBuildMul(L.b, LLVMGetParam(L.fn, 2), ci64(&L, (int64_t)rp_per_block), "");
-  L.p_home_next = LLVMBuildSelect(
-      L.b, LLVMBuildICmp(L.b, LLVMIntNE, L.home_stride, ci64(&L, 0), ""),
-      LLVMBuildMul(L.b, LLVMBuildAdd(L.b, LLVMGetParam(L.fn, 1), L.home_stride, ""),
-                   ci64(&L, (int64_t)rp_per_block), ""),
-      ci64(&L, -1), "homenext");
+  L.p_home_next = LLVMBuildMul(L.b, LLVMBuildAdd(L.b, LLVMGetParam(L.fn, 1), L.home_stride, ""),
+                               ci64(&L, (int64_t)rp_per_block), "homenext");
   loop blk;
   loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
   /* ℓ = 1, several units a block: a block whose root programs all exist (and, on the lin path,
