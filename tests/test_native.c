@@ -43,13 +43,12 @@ static void die(const xir_diag *d) {
   fail_msg("%s", xir_diag_format(d, b, sizeof b));
 }
 
-/* Runs the candidates first, first + step, ... of one kernel × shape at width W (step 1: every
- * candidate); returns the number run. */
-static size_t check_all(xir_compiler *cc, const char *kernel, const char *spec, size_t first,
-                        size_t step) {
-  xir_program *p;
+/* Runs the candidates first, first + step, ... of program p × shape at width W (step 1: every
+ * candidate) against the oracle with tolerance tol; returns the number run. */
+static size_t check_program(xir_compiler *cc, const xir_program *p, const char *spec, size_t first,
+                            size_t step, xir_tolerance tol) {
+  const char *kernel = xir_program_name(p);
   xir_diag d;
-  if (xir_kernel_load(kernel, &p, &d)) die(&d);
   xir_shape shape;
   if (xir_shape_parse(p, spec, &shape, &d)) die(&d);
   xir_case c;
@@ -59,7 +58,6 @@ static size_t check_all(xir_compiler *cc, const char *kernel, const char *spec, 
   size_t n;
   if (xir_candidates(p, &shape, W, &cands, &n, &d)) die(&d);
   assert_true(n > 0);
-  xir_tolerance tol = xir__kernel_tolerance(kernel);
   size_t ran = 0;
   for (size_t i = thin_start(n, first, step); i < n; i += step, ran++) {
     char name[128];
@@ -82,6 +80,16 @@ static size_t check_all(xir_compiler *cc, const char *kernel, const char *spec, 
   }
   xir_free(cands);
   xir__case_free(&c);
+  return ran;
+}
+
+/* check_program for built-in kernel `kernel` with its stated tolerance. */
+static size_t check_all(xir_compiler *cc, const char *kernel, const char *spec, size_t first,
+                        size_t step) {
+  xir_program *p;
+  xir_diag d;
+  if (xir_kernel_load(kernel, &p, &d)) die(&d);
+  size_t ran = check_program(cc, p, spec, first, step, xir__kernel_tolerance(kernel));
   xir_program_free(p);
   return ran;
 }
@@ -759,6 +767,66 @@ static void test_rope_cache_whole_head_chunks(void **state) {
   xir_compiler_destroy(cc);
 }
 
+/* The lines of ir that allocate a materialized slot (lower.c mat_slot: "%mat…  = alloca"). */
+static int mat_slots(const char *ir) {
+  int n = 0;
+  for (const char *q = ir; (q = strstr(q, "\n  %mat")) != NULL; q++) {
+    const char *eol = strchr(q + 1, '\n');
+    const char *a = strstr(q, " = alloca ");
+    n += a && (!eol || a < eol);
+  }
+  return n;
+}
+
+/* A row value computed from two loads and read by two consumer loops (softmax_mask's z = x·scale
+ * + mask, read by the max and by the sum of exp) is kept in a slot by the first loop, so that the
+ * second reads one slot instead of both rows; and exp(z − m), first stored by the loop that reads
+ * z last, is written over z's slot (lower.c cheap_mats): one slot. Where z is read again after
+ * that loop (the store adds it), z and exp keep a slot each; a value of one load is not kept
+ * (exp's slot alone). Every candidate of the three forms matches the oracle (ℓ = 1 keeps its slots
+ * too, one vector per element). */
+static void test_row_value_slot(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "softmax_mask") != 0) return;
+  static const char *const kForms[3] = {
+      "kernel zs[R, C](x: f32[R, C], b: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n  z = load x[r, :] * 0.5 + load b[r, :]\n  m = reduce.max(z)\n"
+      "  e = exp(z - m)\n  s = reduce.sum(e)\n  store y[r, :] = e * (1.0 / s)\n}\n",
+      "kernel zl[R, C](x: f32[R, C], b: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n  z = load x[r, :] * 0.5 + load b[r, :]\n  m = reduce.max(z)\n"
+      "  e = exp(z - m)\n  s = reduce.sum(e)\n  store y[r, :] = e * (1.0 / s) + z\n}\n",
+      "kernel z1[R, C](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n  z = load x[r, :] * 0.5\n  m = reduce.max(z)\n"
+      "  e = exp(z - m)\n  s = reduce.sum(e)\n  store y[r, :] = e * (1.0 / s)\n}\n"};
+  static const int kSlots[3] = {1, 2, 1};
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  xir_tolerance tol = {1e-5, 1e-6};
+  for (int f = 0; f < 3; f++) {
+    xir_program *p;
+    xir_shape s;
+    if (xir_program_parse(kForms[f], strlen(kForms[f]), "slot.xir", &p, &d) ||
+        xir_shape_parse(p, "R=9,C=200", &s, &d))
+      die(&d);
+    uint8_t perm[1] = {0};
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, W, W, perm, &c, &d)) die(&d);
+    const xir_kernel *kn;
+    if (xir_compile(cc, p, &s, &c, &kn, &d)) die(&d);
+    xir_kernel_info info;
+    xir_kernel_get_info(kn, &info);
+    if (mat_slots(info.ir_text) != kSlots[f])
+      fail_msg("%s: %d slots, expected %d", xir_program_name(p), mat_slots(info.ir_text), kSlots[f]);
+    for (int w = 0; w < 2; w++)
+      if (g_cc[w]) assert_true(check_program(g_cc[w], p, "R=9,C=200", 0, 1, tol) > 0);
+    xir_program_free(p);
+  }
+  xir_compiler_destroy(cc);
+}
+
 /* Compiling the same candidate twice returns the first kernel. */
 static void test_compile_twice_reuses_result(void **state) {
   (void)state;
@@ -810,6 +878,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_rope_cache_clamps_positions),
       cmocka_unit_test(test_rope_cache_sign_fold_same_bits),
       cmocka_unit_test(test_rope_cache_whole_head_chunks),
+      cmocka_unit_test(test_row_value_slot),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
   xir_compiler_destroy(g_cc[0]);

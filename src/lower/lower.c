@@ -111,6 +111,8 @@ typedef struct lw {
    * consumer loop stores them (one vector per chunk and packet), the later ones load them. */
   int *mat_uses;           /* per node: how many consumer loops evaluate it */
   LLVMValueRef *mat_buf;   /* per node: its buffer (allocated on first use) */
+  int *mat_share;          /* per node: the materialized node whose buffer it takes over (its
+                            * last reader is the loop that first stores this one), or -1 */
   uint8_t *mat_state;      /* per node, per unit: 0 not stored, 1 being stored, 2 stored */
   int nest_dim;            /* the axis of the current consumer loop nest when it is 1-D, or -1 */
   LLVMValueRef mat_index;  /* the chunk (ℓ > 1) or element (ℓ = 1) index of the current point */
@@ -1194,8 +1196,13 @@ static LLVMValueRef mat_slot(lw *L, int id, unsigned q) {
       L->mat_uses[id] = 0; /* too large for a stack buffer: recompute instead */
       return NULL;
     }
-    if (is_fixed(L, ax)) L->mat_buf[id] = entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)vectors), "mat");
-    else L->mat_buf[id] = entry_array(L, L->vf, n->type.axes, 1, (int64_t)L->k, "mat");
+    int owner = id;
+    while (L->mat_share && L->mat_share[owner] >= 0) owner = L->mat_share[owner];
+    if (!L->mat_buf[owner]) {
+      if (is_fixed(L, ax)) L->mat_buf[owner] = entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)vectors), "mat");
+      else L->mat_buf[owner] = entry_array(L, L->vf, n->type.axes, 1, (int64_t)L->k, "mat");
+    }
+    L->mat_buf[id] = L->mat_buf[owner];
   }
   LLVMValueRef ix = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->mat_index, ci64(L, L->k), ""),
                                  ci64(L, q), "");
@@ -2339,6 +2346,149 @@ static int count_mat_uses(lw *L) {
   return 0;
 }
 
+/* The axis of consumer i's loop nest when it is 1-D (what tile_loops sets as nest_dim), -1 when
+ * it is not, -2 when i is not a consumer. */
+static int consumer_dim(const xir_program *p, int i) {
+  const xir_node *n = &p->nodes[i];
+  if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
+    const xir_type *in = &p->nodes[n->args[0]].type;
+    return in->rank == 1 ? in->axes[0] : -1;
+  }
+  if (n->op != XIR_OP_STORE) return -2;
+  int rank = 0, dim = -1;
+  for (int kd = 0; kd < n->nargs - 1; kd++)
+    if (n->args[kd] < 0) rank++, dim = p->params[n->ref].dims[kd];
+  return rank == 1 ? dim : -1;
+}
+
+/* Whether node id is kept in a materialized slot wherever a 1-D loop over its axis reaches it. */
+static int is_mat(lw *L, int id) {
+  return L->mat_uses[id] >= 2 && L->p->nodes[id].type.rank == 1 && mat_fits(L, id, NULL);
+}
+
+/* The consumer loops in body order, as the unit will emit them: per node, the loop that first
+ * stores it (first[], materialized nodes; -1: none), the last loop that reaches it (last[]: a
+ * load from its slot or its computation), how many loops compute it (evals[]), and bad[] when a
+ * loop that is not 1-D over its axis reaches a materialized node (computed there, not loaded). */
+static void mat_sim(lw *L, int *stack, unsigned *seen, int *first, int *last, int *evals,
+                    uint8_t *bad) {
+  const xir_program *p = L->p;
+  size_t nn = (size_t)p->nnodes;
+  for (size_t i = 0; i < nn; i++) first[i] = last[i] = -1, evals[i] = 0, bad[i] = 0;
+  memset(seen, 0, sizeof(unsigned) * (nn + 1));
+  unsigned mark = 0;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    int D = consumer_dim(p, i);
+    if (D == -2) continue;
+    const xir_node *n = &p->nodes[i];
+    mark++;
+    int sp = 0;
+    stack[sp++] = n->op == XIR_OP_STORE ? n->args[n->nargs - 1] : n->args[0];
+    while (sp) {
+      int id = stack[--sp];
+      if (id < 0 || seen[id] == mark) continue;
+      const xir_node *m = &p->nodes[id];
+      if (m->type.rank == 0 || xir__is_inline_leaf(m->op) ||
+          m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
+        continue;
+      seen[id] = mark;
+      if (L->hoist[id]) continue;
+      last[id] = i;
+      if (is_mat(L, id)) {
+        if (D != m->type.axes[0]) bad[id] = 1;
+        else if (first[id] >= 0) continue; /* loaded from its slot */
+        else first[id] = i;
+      }
+      evals[id]++;
+      for (int a = 0; a < m->nargs; a++)
+        if (m->args[a] >= 0) stack[sp++] = m->args[a];
+    }
+  }
+}
+
+/* The number of distinct loads of tiles (not hoisted) in node id's pointwise expression. */
+static int tile_loads_in(lw *L, int id, int *stack, unsigned *seen, unsigned mark) {
+  const xir_program *p = L->p;
+  int sp = 0, count = 0;
+  stack[sp++] = id;
+  while (sp) {
+    int a = stack[--sp];
+    if (a < 0 || seen[a] == mark) continue;
+    seen[a] = mark;
+    const xir_node *m = &p->nodes[a];
+    if (m->type.rank == 0 || xir__is_inline_leaf(m->op) || L->hoist[a] ||
+        m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
+      continue;
+    if (m->op == XIR_OP_LOAD) {
+      count++;
+      continue;
+    }
+    for (int k = 0; k < m->nargs; k++)
+      if (m->args[k] >= 0) stack[sp++] = m->args[k];
+  }
+  return count;
+}
+
+/* Row values computed from two or more loads (softmax_mask's z = x·scale + mask, read by the max
+ * and by the sum of exp) are materialized too when two or more consumer loops compute them: the
+ * later loop reads one slot instead of both rows. And a materialized node whose last reader is
+ * the loop that first stores another one of the same axis gives that one its slot (mat_share:
+ * softmax_mask's e = exp(z − m) is written over z, chunk by chunk, after z is read): the row's
+ * scratch stays one row, and the input rows are touched once. 1 C worker, same harness
+ * (/tmp microbenchmark, 2026-12-05): 2 threads, 1024×4096 1064 → 1013 µs with the slot alone,
+ * and → 943 with the next-row prefetch split over the first two loops (next_row_prefetch); a
+ * separate slot for e instead of the shared one 1020. Returns -1 on OOM. */
+enum { XIR__CHEAP_MAT_BYTES = 16384 };
+static int cheap_mats(lw *L) {
+  const xir_program *p = L->p;
+  size_t nn = (size_t)p->nnodes;
+  int *stack = xir__malloc(sizeof(int) * (nn * (XIR_MAX_RANK + 2) + 1));
+  unsigned *seen = xir__calloc(nn + 1, sizeof(unsigned));
+  int *first = xir__malloc(sizeof(int) * (nn + 1)), *last = xir__malloc(sizeof(int) * (nn + 1));
+  int *evals = xir__malloc(sizeof(int) * (nn + 1));
+  uint8_t *bad = xir__malloc(nn + 1);
+  int rc = -1;
+  if (!stack || !seen || !first || !last || !evals || !bad) goto out;
+  for (int id = p->nnodes - 1; id >= p->body_begin; id--) {
+    const xir_node *n = &p->nodes[id];
+    if (n->type.rank != 1 || n->op == XIR_OP_LOAD || xir__is_inline_leaf(n->op) || L->hoist[id] ||
+        L->mat_uses[id] >= 2 || n->type.elem != XIR_F32)
+      continue;
+    mat_sim(L, stack, seen, first, last, evals, bad);
+    if (evals[id] < 2 || bad[id]) continue;
+    memset(seen, 0, sizeof(unsigned) * (nn + 1));
+    if (tile_loads_in(L, id, stack, seen, 1) < 2) continue;
+    int64_t vectors;
+    L->mat_uses[id] = evals[id];
+    if (!mat_fits(L, id, &vectors) || vectors * 4 * (int64_t)L->W > XIR__CHEAP_MAT_BYTES)
+      L->mat_uses[id] = 0;
+  }
+  mat_sim(L, stack, seen, first, last, evals, bad);
+  uint8_t *taken = (uint8_t *)evals; /* reused: evals is not read again */
+  memset(taken, 0, sizeof(int) * (nn + 1));
+  for (int e = p->body_begin; e < p->nnodes; e++) {
+    if (!is_mat(L, e) || bad[e] || first[e] < 0) continue;
+    for (int z = p->body_begin; z < p->nnodes; z++) {
+      if (z == e || taken[z] || !is_mat(L, z) || bad[z] || first[z] < 0 ||
+          first[z] >= first[e] || last[z] != first[e] ||
+          p->nodes[z].type.axes[0] != p->nodes[e].type.axes[0])
+        continue;
+      L->mat_share[e] = z;
+      taken[z] = 1;
+      break;
+    }
+  }
+  rc = 0;
+out:
+  xir__free(stack);
+  xir__free(seen);
+  xir__free(first);
+  xir__free(last);
+  xir__free(evals);
+  xir__free(bad);
+  return rc;
+}
+
 /* At the entry: every hoisted tile, W elements at a time (c = t·W + lane, clamped into the
  * extent), into a buffer padded to a multiple of W. */
 static void emit_hoisted(lw *L) {
@@ -2705,6 +2855,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.scratch = xir__calloc(nn, sizeof(LLVMValueRef));
   L.mat_uses = xir__calloc(nn, sizeof(int));
   L.mat_buf = xir__calloc(nn, sizeof(LLVMValueRef));
+  L.mat_share = xir__malloc(nn * sizeof(int));
   L.mat_state = xir__calloc(nn, 1);
   L.hoist = xir__calloc(nn, 1);
   L.hoist_buf = xir__calloc(nn, sizeof(LLVMValueRef));
@@ -2718,7 +2869,10 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.nest_dim = -1;
   L.ugen = 1u << 31;
   xir_status st = XIR_OK;
+  if (L.mat_share)
+    for (size_t i = 0; i < nn; i++) L.mat_share[i] = -1;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
+      !L.mat_share ||
       !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || !L.narrow || !L.uni ||
       (c->local > 1 && !L.period)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
@@ -2743,7 +2897,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     L.mask_id = -1;
   }
   L.early_fill = early_fill_ok(&L);
-  if (L.mask_id < -1 || count_mat_uses(&L)) {
+  if (L.mask_id < -1 || count_mat_uses(&L) || cheap_mats(&L)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
   }
@@ -2944,6 +3098,7 @@ done:
   xir__free(L.scratch);
   xir__free(L.mat_uses);
   xir__free(L.mat_buf);
+  xir__free(L.mat_share);
   xir__free(L.mat_state);
   xir__free(L.hoist);
   xir__free(L.narrow);
