@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <math.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +322,62 @@ static void test_outputs_identical_across_every_grain_and_worker_count(void **st
   xir_runtime_destroy(rt);
 }
 
+/* ---- a joined owner keeps its last task -------------------------------------------------- */
+
+/* Which worker ran each block: the thread's own id, set once per thread (0 is the caller). */
+typedef struct who_ctx {
+  _Atomic int who[8];
+  pthread_t caller;
+  int slow_ms; /* block 0 sleeps this long: the caller's first home task */
+} who_ctx;
+
+static int who_fn(void *vctx, uint64_t b, uint64_t e) {
+  who_ctx *c = vctx;
+  if (b == 0 && c->slow_ms > 0) {
+    struct timespec ts = {0, (long)c->slow_ms * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  for (uint64_t i = b; i < e && i < 8; i++)
+    atomic_store(&c->who[i], pthread_equal(pthread_self(), c->caller) ? 0 : 1);
+  return 0;
+}
+
+/* L = 7, G = 1, 2 workers: the caller's home tasks are 0, 2, 4, 6 and worker 1's 1, 3, 5. Task 0
+ * sleeps, the others return at once, so worker 1 drains its queue and turns thief while the caller
+ * still runs task 0 with 2, 4 and 6 left: it takes 2 and 4 and leaves 6, the caller's last, to
+ * the caller (run_tasks: a thief leaves a joined owner its last task, so that a task's rows do
+ * not move to the other core in launches that repeat; before, worker 1 also took 6). A launch in
+ * which worker 1 did not join in time (it ran nothing) says nothing and is repeated. */
+static void test_thief_leaves_a_joined_owner_its_last_task(void **state) {
+  (void)state;
+  xir_runtime_options o;
+  xir_runtime_options_default(&o);
+  o.workers = 2;
+  o.wait = XIR_WAIT_SPIN;
+  xir_runtime *rt;
+  xir_diag d;
+  assert_int_equal(xir_runtime_create(&o, &rt, &d), XIR_OK);
+  int checked = 0;
+  for (int attempt = 0; attempt < 50 && checked < 3; attempt++) {
+    who_ctx c;
+    for (int i = 0; i < 8; i++) atomic_init(&c.who[i], -1);
+    c.caller = pthread_self();
+    c.slow_ms = 20;
+    xir_launch_stats st;
+    assert_int_equal(xir_runtime_launch(rt, who_fn, &c, 7, 1, 2, &st, &d), XIR_OK);
+    for (int i = 0; i < 7; i++) assert_true(atomic_load(&c.who[i]) >= 0);
+    if (st.tasks_per_worker[1] == 0 || atomic_load(&c.who[1]) != 1) continue; /* not joined in time */
+    assert_int_equal(atomic_load(&c.who[0]), 0);
+    assert_int_equal(atomic_load(&c.who[6]), 0); /* the caller's last task stays with it */
+    assert_int_equal(atomic_load(&c.who[2]), 1); /* while two or more were left: stolen */
+    assert_int_equal(atomic_load(&c.who[4]), 1);
+    assert_int_equal(st.steals, 2);
+    checked++;
+  }
+  assert_int_equal(checked, 3);
+  xir_runtime_destroy(rt);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_resolve_follows_documented_formulas),
@@ -327,6 +385,7 @@ int main(void) {
       cmocka_unit_test(test_every_block_runs_exactly_once_with_consistent_counters),
       cmocka_unit_test(test_guarded_output_written_once_and_sentinels_intact),
       cmocka_unit_test(test_outputs_identical_across_every_grain_and_worker_count),
+      cmocka_unit_test(test_thief_leaves_a_joined_owner_its_last_task),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

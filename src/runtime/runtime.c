@@ -46,8 +46,10 @@ typedef struct rt_worker {
   _Atomic uint32_t sleeping;
   /* home queue: the next index into this worker's round-robin share (owner and thieves) */
   _Alignas(CACHE_LINE) _Atomic uint64_t next;
-  /* counters of the last launch this worker joined, written only by it while joined */
+  /* counters of the last launch this worker joined, written only by it while joined; and
+   * joined, the epoch it last joined (written at the join, read by thieves: run_tasks) */
   _Alignas(CACHE_LINE) uint32_t epoch;
+  _Atomic uint32_t joined;
   int fail_code;
   uint64_t tasks, steals, fail_task;
   /* cold */
@@ -273,7 +275,13 @@ static void run_tasks(xir_runtime *rt, uint32_t id, uint32_t epoch) {
     _Atomic uint64_t *q = &rt->w[v].next;
     uint64_t n = xir_launch_home_share(C, h, v);
     if (i > 0 && atomic_load_explicit(q, memory_order_relaxed) >= n) continue;
+    /* A thief leaves a joined owner its last task: the owner drains its own queue before it
+     * leaves, and a task that moves to another core takes its rows out of this core's cache
+     * (the same rows move back and forth between launches that repeat on the same buffers).
+     * A worker that has not joined (asleep, descheduled) loses every task, as before. */
+    int owner_in = i > 0 && (v == 0 || atomic_load_explicit(&rt->w[v].joined, memory_order_acquire) == epoch);
     for (;;) {
+      if (owner_in && atomic_load_explicit(q, memory_order_relaxed) + 2 > n) break;
       uint64_t k = atomic_fetch_add_explicit(q, 1, memory_order_relaxed);
       if (k >= n) break;
       uint64_t c = v + k * h;
@@ -316,6 +324,7 @@ static void *worker_main(void *arg) {
       }
     }
     if (!joined) continue;
+    atomic_store_explicit(&w->joined, g, memory_order_release);
     wake_children(rt, w->id, rt->active);
     run_tasks(rt, w->id, g);
     uint64_t old = atomic_fetch_sub_explicit(&rt->gate, 1, memory_order_seq_cst);
@@ -324,6 +333,16 @@ static void *worker_main(void *arg) {
       atomic_fetch_add_explicit(&rt->caller_seq, 1, memory_order_seq_cst);
       futex_wake(&rt->caller_seq, 1);
     }
+    /* While the launch is still open (the caller runs its last tasks), stay awake: the spin
+     * window counts from the launch's end, not from this worker's, so that a launch whose
+     * caller finishes more than a window after this worker does not find it asleep next time
+     * (a futex wake costs the caller 16-27 us on the 2026-12-05 Xeon VM, and the worker 35-40 us
+     * more before it joins). Not under XIR_WAIT_SLEEP. */
+    if (old & GATE_OPEN && atomic_load_explicit(&rt->policy, memory_order_relaxed) != XIR_WAIT_SLEEP)
+      while (atomic_load_explicit(&rt->gate, memory_order_acquire) >> 32 == g &&
+             (atomic_load_explicit(&rt->gate, memory_order_acquire) & GATE_OPEN) &&
+             !atomic_load_explicit(&rt->stop, memory_order_acquire))
+        cpu_relax();
   }
   return NULL;
 }
