@@ -2434,10 +2434,11 @@ static int tile_loads_in(lw *L, int id, int *stack, unsigned *seen, unsigned mar
  * later loop reads one slot instead of both rows. And a materialized node whose last reader is
  * the loop that first stores another one of the same axis gives that one its slot (mat_share:
  * softmax_mask's e = exp(z − m) is written over z, chunk by chunk, after z is read): the row's
- * scratch stays one row, and the input rows are touched once. 1 C worker, same harness
- * (/tmp microbenchmark, 2026-12-05): 2 threads, 1024×4096 1064 → 1013 µs with the slot alone,
- * and → 943 with the next-row prefetch split over the first two loops (next_row_prefetch); a
- * separate slot for e instead of the shared one 1020. Returns -1 on OOM. */
+ * scratch stays one row, and the input rows are touched once. Both objects of softmax_mask in
+ * one C harness (same candidate, 2 threads, min of 15, 2026-12-05): 1024×4096 1090 → 1037 µs,
+ * 4096×1024 955 → 920, 129×768 18.4 → 15.6, bf16 1024×4096 743 → 620; in a C model of the kernel
+ * a separate slot for e cost 7 % against the shared one. Slots over 16 KiB are left out (C =
+ * 16384: 2.6 % slower, the slot itself no longer in L1). Returns -1 on OOM. */
 enum { XIR__CHEAP_MAT_BYTES = 16384 };
 static int cheap_mats(lw *L) {
   const xir_program *p = L->p;
