@@ -2304,6 +2304,13 @@ static void emit_unit(lw *L) {
   }
 }
 
+/* Where a walk of a consumer's pointwise expression stops: a rank-0 value (computed once per
+ * unit), an inline leaf, or another reduction (its result is a value, not a tile). */
+static int walk_stops(const xir_node *m) {
+  return m->type.rank == 0 || xir__is_inline_leaf(m->op) || m->op == XIR_OP_REDUCE_SUM ||
+         m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN;
+}
+
 /* For each expensive tile node: the number of consumers (reductions, stores) whose pointwise
  * expression contains it. Iterative (no recursion on program depth). Returns -1 on OOM. */
 static int count_mat_uses(lw *L) {
@@ -2328,9 +2335,7 @@ static int count_mat_uses(lw *L) {
       int id = stack[--sp];
       if (id < 0 || seen[id] == mark) continue;
       const xir_node *m = &p->nodes[id];
-      if (m->type.rank == 0 || xir__is_inline_leaf(m->op) ||
-          m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
-        continue;
+      if (walk_stops(m)) continue;
       seen[id] = mark;
       if (L->hoist[id]) continue; /* loaded from its buffer */
       /* a bf16/f16 load is expensive too: its conversion is a shuffle and a shift (bf16) or
@@ -2388,9 +2393,7 @@ static void mat_sim(lw *L, int *stack, unsigned *seen, int *first, int *last, in
       int id = stack[--sp];
       if (id < 0 || seen[id] == mark) continue;
       const xir_node *m = &p->nodes[id];
-      if (m->type.rank == 0 || xir__is_inline_leaf(m->op) ||
-          m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
-        continue;
+      if (walk_stops(m)) continue;
       seen[id] = mark;
       if (L->hoist[id]) continue;
       last[id] = i;
@@ -2416,9 +2419,7 @@ static int tile_loads_in(lw *L, int id, int *stack, unsigned *seen, unsigned mar
     if (a < 0 || seen[a] == mark) continue;
     seen[a] = mark;
     const xir_node *m = &p->nodes[a];
-    if (m->type.rank == 0 || xir__is_inline_leaf(m->op) || L->hoist[a] ||
-        m->op == XIR_OP_REDUCE_SUM || m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN)
-      continue;
+    if (walk_stops(m) || L->hoist[a]) continue;
     if (m->op == XIR_OP_LOAD) {
       count++;
       continue;
