@@ -783,7 +783,8 @@ static int mat_slots(const char *ir) {
  * second reads one slot instead of both rows; and exp(z − m), first stored by the loop that reads
  * z last, is written over z's slot (lower.c cheap_mats): one slot. Where z is read again after
  * that loop (the store adds it), z and exp keep a slot each; a value of one load is not kept
- * (exp's slot alone). Every candidate of the three forms matches the oracle (ℓ = 1 keeps its slots
+ * (exp's slot alone); a causal two-load form, whose loops masked-work skipping bounds, keeps the
+ * one shared slot. Every candidate of the four forms matches the oracle (ℓ = 1 keeps its slots
  * too, one vector per element). */
 static void test_row_value_slot(void **state) {
   (void)state;

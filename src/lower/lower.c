@@ -2311,46 +2311,6 @@ static int walk_stops(const xir_node *m) {
          m->op == XIR_OP_REDUCE_MAX || m->op == XIR_OP_REDUCE_MIN;
 }
 
-/* For each expensive tile node: the number of consumers (reductions, stores) whose pointwise
- * expression contains it. Iterative (no recursion on program depth). Returns -1 on OOM. */
-static int count_mat_uses(lw *L) {
-  const xir_program *p = L->p;
-  /* a node is pushed once per user at most: nnodes × (max operands + 1) bounds the stack */
-  int *stack = xir__malloc(sizeof(int) * ((size_t)p->nnodes * (XIR_MAX_RANK + 2) + 1));
-  unsigned *seen = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
-  if (!stack || !seen) {
-    xir__free(stack);
-    xir__free(seen);
-    return -1;
-  }
-  unsigned mark = 0;
-  for (int i = p->body_begin; i < p->nnodes; i++) {
-    const xir_node *n = &p->nodes[i];
-    int is_red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
-    if (n->op != XIR_OP_STORE && !is_red) continue;
-    mark++;
-    int sp = 0;
-    stack[sp++] = n->op == XIR_OP_STORE ? n->args[n->nargs - 1] : n->args[0];
-    while (sp) {
-      int id = stack[--sp];
-      if (id < 0 || seen[id] == mark) continue;
-      const xir_node *m = &p->nodes[id];
-      if (walk_stops(m)) continue;
-      seen[id] = mark;
-      if (L->hoist[id]) continue; /* loaded from its buffer */
-      /* a bf16/f16 load is expensive too: its conversion is a shuffle and a shift (bf16) or
-       * vcvtph2ps, where an f32 reload from L1 folds into the consumer's instruction */
-      if (xir__is_vector_math(m->op) || (m->op == XIR_OP_LOAD && is_half(p->params[m->ref].elem)))
-        L->mat_uses[id]++;
-      for (int a = 0; a < m->nargs; a++)
-        if (m->args[a] >= 0) stack[sp++] = m->args[a];
-    }
-  }
-  xir__free(stack);
-  xir__free(seen);
-  return 0;
-}
-
 /* The axis of consumer i's loop nest when it is 1-D (what tile_loops sets as nest_dim), -1 when
  * it is not, -2 when i is not a consumer. */
 static int consumer_dim(const xir_program *p, int i) {
@@ -2366,25 +2326,18 @@ static int consumer_dim(const xir_program *p, int i) {
   return rank == 1 ? dim : -1;
 }
 
-/* Whether node id is kept in a materialized slot wherever a 1-D loop over its axis reaches it. */
-static int is_mat(lw *L, int id) {
-  return L->mat_uses[id] >= 2 && L->p->nodes[id].type.rank == 1 && mat_fits(L, id, NULL);
-}
-
-/* The consumer loops in body order, as the unit will emit them: per node, the loop that first
- * stores it (first[], materialized nodes; -1: none), the last loop that reaches it (last[]: a
- * load from its slot or its computation), how many loops compute it (evals[]), and bad[] when a
- * loop that is not 1-D over its axis reaches a materialized node (computed there, not loaded). */
-static void mat_sim(lw *L, int *stack, unsigned *seen, int *first, int *last, int *evals,
-                    uint8_t *bad) {
+/* Visits, for each consumer (store, reduction) in body order, every tile node of its pointwise
+ * expression once (not hoisted tiles, nor what walk_stops stops at): visit(L, consumer, id, ud),
+ * whose operands are walked next when it returns 1. Iterative (no recursion on program depth);
+ * stack holds nnodes × (XIR_MAX_RANK + 2) + 1 ints (a node is pushed once per user at most),
+ * seen nnodes + 1 marks (cleared here). */
+typedef int (*tile_visit)(lw *L, int consumer, int id, void *ud);
+static void walk_consumers(lw *L, int *stack, unsigned *seen, tile_visit visit, void *ud) {
   const xir_program *p = L->p;
-  size_t nn = (size_t)p->nnodes;
-  for (size_t i = 0; i < nn; i++) first[i] = last[i] = -1, evals[i] = 0, bad[i] = 0;
-  memset(seen, 0, sizeof(unsigned) * (nn + 1));
+  memset(seen, 0, sizeof(unsigned) * ((size_t)p->nnodes + 1));
   unsigned mark = 0;
   for (int i = p->body_begin; i < p->nnodes; i++) {
-    int D = consumer_dim(p, i);
-    if (D == -2) continue;
+    if (consumer_dim(p, i) == -2) continue;
     const xir_node *n = &p->nodes[i];
     mark++;
     int sp = 0;
@@ -2395,18 +2348,71 @@ static void mat_sim(lw *L, int *stack, unsigned *seen, int *first, int *last, in
       const xir_node *m = &p->nodes[id];
       if (walk_stops(m)) continue;
       seen[id] = mark;
-      if (L->hoist[id]) continue;
-      last[id] = i;
-      if (is_mat(L, id)) {
-        if (D != m->type.axes[0]) bad[id] = 1;
-        else if (first[id] >= 0) continue; /* loaded from its slot */
-        else first[id] = i;
-      }
-      evals[id]++;
+      if (L->hoist[id] || !visit(L, i, id, ud)) continue; /* a hoisted tile: loaded from its buffer */
       for (int a = 0; a < m->nargs; a++)
         if (m->args[a] >= 0) stack[sp++] = m->args[a];
     }
   }
+}
+
+/* The scratch of walk_consumers for program p (NULL on OOM). */
+static int *walk_stack(const xir_program *p) {
+  return xir__malloc(sizeof(int) * ((size_t)p->nnodes * (XIR_MAX_RANK + 2) + 1));
+}
+
+static int count_visit(lw *L, int consumer, int id, void *ud) {
+  (void)consumer, (void)ud;
+  const xir_node *m = &L->p->nodes[id];
+  /* a bf16/f16 load is expensive too: its conversion is a shuffle and a shift (bf16) or
+   * vcvtph2ps, where an f32 reload from L1 folds into the consumer's instruction */
+  if (xir__is_vector_math(m->op) || (m->op == XIR_OP_LOAD && is_half(L->p->params[m->ref].elem)))
+    L->mat_uses[id]++;
+  return 1;
+}
+
+/* For each expensive tile node: the number of consumers (reductions, stores) whose pointwise
+ * expression contains it. Returns -1 on OOM. */
+static int count_mat_uses(lw *L) {
+  int *stack = walk_stack(L->p);
+  unsigned *seen = xir__malloc(sizeof(unsigned) * ((size_t)L->p->nnodes + 1));
+  if (stack && seen) walk_consumers(L, stack, seen, count_visit, NULL);
+  int rc = stack && seen ? 0 : -1;
+  xir__free(stack);
+  xir__free(seen);
+  return rc;
+}
+
+/* Whether node id is kept in a materialized slot wherever a 1-D loop over its axis reaches it. */
+static int is_mat(lw *L, int id) {
+  return L->mat_uses[id] >= 2 && L->p->nodes[id].type.rank == 1 && mat_fits(L, id, NULL);
+}
+
+/* mat_sim's results, per node. */
+typedef struct mat_flow {
+  int *first, *last, *evals;
+  uint8_t *bad;
+} mat_flow;
+
+static int sim_visit(lw *L, int i, int id, void *ud) {
+  mat_flow *f = ud;
+  const xir_node *m = &L->p->nodes[id];
+  f->last[id] = i;
+  if (is_mat(L, id)) {
+    if (consumer_dim(L->p, i) != m->type.axes[0]) f->bad[id] = 1;
+    else if (f->first[id] >= 0) return 0; /* loaded from its slot */
+    else f->first[id] = i;
+  }
+  f->evals[id]++;
+  return 1;
+}
+
+/* The consumer loops in body order, as the unit will emit them: per node, the loop that first
+ * stores it (first[], materialized nodes; -1: none), the last loop that reaches it (last[]: a
+ * load from its slot or its computation), how many loops compute it (evals[]), and bad[] when a
+ * loop that is not 1-D over its axis reaches a materialized node (computed there, not loaded). */
+static void mat_sim(lw *L, int *stack, unsigned *seen, mat_flow *f) {
+  for (int i = 0; i < L->p->nnodes; i++) f->first[i] = f->last[i] = -1, f->evals[i] = 0, f->bad[i] = 0;
+  walk_consumers(L, stack, seen, sim_visit, f);
 }
 
 /* The number of distinct loads of tiles (not hoisted) in node id's pointwise expression. */
@@ -2444,39 +2450,35 @@ enum { XIR__CHEAP_MAT_BYTES = 16384 };
 static int cheap_mats(lw *L) {
   const xir_program *p = L->p;
   size_t nn = (size_t)p->nnodes;
-  int *stack = xir__malloc(sizeof(int) * (nn * (XIR_MAX_RANK + 2) + 1));
-  unsigned *seen = xir__calloc(nn + 1, sizeof(unsigned));
-  int *first = xir__malloc(sizeof(int) * (nn + 1)), *last = xir__malloc(sizeof(int) * (nn + 1));
-  int *evals = xir__malloc(sizeof(int) * (nn + 1));
-  uint8_t *bad = xir__malloc(nn + 1);
+  int *stack = walk_stack(p);
+  unsigned *seen = xir__malloc(sizeof(unsigned) * (nn + 1));
+  mat_flow f = {xir__malloc(sizeof(int) * (nn + 1)), xir__malloc(sizeof(int) * (nn + 1)),
+                xir__malloc(sizeof(int) * (nn + 1)), xir__malloc(nn + 1)};
   int rc = -1;
-  if (!stack || !seen || !first || !last || !evals || !bad) goto out;
+  if (!stack || !seen || !f.first || !f.last || !f.evals || !f.bad) goto out;
   for (int id = p->nnodes - 1; id >= p->body_begin; id--) {
     const xir_node *n = &p->nodes[id];
     if (n->type.rank != 1 || n->op == XIR_OP_LOAD || xir__is_inline_leaf(n->op) || L->hoist[id] ||
         L->mat_uses[id] >= 2 || n->type.elem != XIR_F32)
       continue;
-    mat_sim(L, stack, seen, first, last, evals, bad);
-    if (evals[id] < 2 || bad[id]) continue;
+    mat_sim(L, stack, seen, &f);
+    if (f.evals[id] < 2 || f.bad[id]) continue;
     memset(seen, 0, sizeof(unsigned) * (nn + 1));
     if (tile_loads_in(L, id, stack, seen, 1) < 2) continue;
     int64_t vectors;
-    L->mat_uses[id] = evals[id];
+    L->mat_uses[id] = f.evals[id];
     if (!mat_fits(L, id, &vectors) || vectors * 4 * (int64_t)L->W > XIR__CHEAP_MAT_BYTES)
       L->mat_uses[id] = 0;
   }
-  mat_sim(L, stack, seen, first, last, evals, bad);
-  uint8_t *taken = (uint8_t *)evals; /* reused: evals is not read again */
-  memset(taken, 0, sizeof(int) * (nn + 1));
+  mat_sim(L, stack, seen, &f);
   for (int e = p->body_begin; e < p->nnodes; e++) {
-    if (!is_mat(L, e) || bad[e] || first[e] < 0) continue;
+    if (!is_mat(L, e) || f.bad[e] || f.first[e] < 0) continue;
     for (int z = p->body_begin; z < p->nnodes; z++) {
-      if (z == e || taken[z] || !is_mat(L, z) || bad[z] || first[z] < 0 ||
-          first[z] >= first[e] || last[z] != first[e] ||
-          p->nodes[z].type.axes[0] != p->nodes[e].type.axes[0])
+      if (z == e || !is_mat(L, z) || f.bad[z] || f.first[z] < 0 || f.first[z] >= f.first[e] ||
+          f.last[z] != f.first[e] || p->nodes[z].type.axes[0] != p->nodes[e].type.axes[0])
         continue;
       L->mat_share[e] = z;
-      taken[z] = 1;
+      f.last[z] = -1; /* its slot is taken: no other value gets it */
       break;
     }
   }
@@ -2484,10 +2486,10 @@ static int cheap_mats(lw *L) {
 out:
   xir__free(stack);
   xir__free(seen);
-  xir__free(first);
-  xir__free(last);
-  xir__free(evals);
-  xir__free(bad);
+  xir__free(f.first);
+  xir__free(f.last);
+  xir__free(f.evals);
+  xir__free(f.bad);
   return rc;
 }
 

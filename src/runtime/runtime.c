@@ -178,11 +178,17 @@ void xir__rt_resolve(const xir_runtime *rt, xir_block_fn fn, void *ctx, uint64_t
 /* Spins according to the policy until done(arg) or the window closes. Returns 1 when done. */
 typedef int (*done_fn)(const void *arg);
 
-static int spin_phase(xir_runtime *rt, done_fn done, const void *arg) {
+/* Whether the wait policy lets a thread spin at all (not XIR_WAIT_SLEEP, nor a window of 0). */
+static int may_spin(xir_runtime *rt) {
   uint32_t pol = atomic_load_explicit(&rt->policy, memory_order_relaxed);
-  if (pol == XIR_WAIT_SLEEP) return 0;
+  return pol == XIR_WAIT_SPIN ||
+         (pol == XIR_WAIT_SPIN_THEN_SLEEP && atomic_load_explicit(&rt->spin_ns, memory_order_relaxed) > 0);
+}
+
+static int spin_phase(xir_runtime *rt, done_fn done, const void *arg) {
+  if (!may_spin(rt)) return 0;
+  uint32_t pol = atomic_load_explicit(&rt->policy, memory_order_relaxed);
   uint64_t window = atomic_load_explicit(&rt->spin_ns, memory_order_relaxed);
-  if (pol == XIR_WAIT_SPIN_THEN_SLEEP && window == 0) return 0;
   uint64_t t0 = pol == XIR_WAIT_SPIN_THEN_SLEEP ? now_ns() : 0;
   for (uint32_t i = 1;; i++) {
     if (done(arg)) return 1;
@@ -337,11 +343,11 @@ static void *worker_main(void *arg) {
      * window counts from the launch's end, not from this worker's, so that a launch whose
      * caller finishes more than a window after this worker does not find it asleep next time
      * (a futex wake costs the caller 16-27 us on the 2026-12-05 Xeon VM, and the worker 35-40 us
-     * more before it joins). Not under XIR_WAIT_SLEEP. */
-    if (old & GATE_OPEN && atomic_load_explicit(&rt->policy, memory_order_relaxed) != XIR_WAIT_SLEEP)
-      while (atomic_load_explicit(&rt->gate, memory_order_acquire) >> 32 == g &&
-             (atomic_load_explicit(&rt->gate, memory_order_acquire) & GATE_OPEN) &&
-             !atomic_load_explicit(&rt->stop, memory_order_acquire))
+     * more before it joins). Only where the policy spins at all. */
+    if ((old & GATE_OPEN) && may_spin(rt))
+      for (uint64_t gt = atomic_load_explicit(&rt->gate, memory_order_acquire);
+           gt >> 32 == g && (gt & GATE_OPEN) && !atomic_load_explicit(&rt->stop, memory_order_acquire);
+           gt = atomic_load_explicit(&rt->gate, memory_order_acquire))
         cpu_relax();
   }
   return NULL;
