@@ -139,6 +139,39 @@ static void test_next_row_loads(void **state) {
   xir_program_free(p);
 }
 
+/* The next-row prefetches of a chunk (xir__prefetch_offsets): one per 64 bytes of packets, at the
+ * group's last existing element — on a row that starts 16 bytes into a line each 64-byte load
+ * touches two lines, and the prefetch takes the later one; never past the chunk's last element
+ * (the tail's packets beyond the row prefetch nothing). */
+static void test_prefetch_offsets(void **state) {
+  (void)state;
+  int64_t at[8];
+  /* f32, W = 16, ℓ = 128: the last element of every packet */
+  assert_int_equal(xir__prefetch_offsets(16, 8, 128, 4, at), 8);
+  for (int q = 0; q < 8; q++) assert_int_equal(at[q], 16 * q + 15);
+  /* the tail of ℓ = 32 at C = 52 (20 elements): the second packet's group ends at element 19 */
+  assert_int_equal(xir__prefetch_offsets(16, 2, 20, 4, at), 2);
+  assert_int_equal(at[0], 15);
+  assert_int_equal(at[1], 19);
+  /* a tail of 8 at ℓ = 128: one prefetch, at its last element; the other packets lie past it */
+  assert_int_equal(xir__prefetch_offsets(16, 8, 8, 4, at), 1);
+  assert_int_equal(at[0], 7);
+  /* 17 elements: the second packet holds one */
+  assert_int_equal(xir__prefetch_offsets(16, 4, 17, 4, at), 2);
+  assert_int_equal(at[1], 16);
+  /* bf16, W = 16 (32-byte packets): one prefetch per two packets, at the pair's last element */
+  assert_int_equal(xir__prefetch_offsets(16, 8, 128, 2, at), 4);
+  for (int q = 0; q < 4; q++) assert_int_equal(at[q], 32 * q + 31);
+  /* bf16 at ℓ = 16: a 32-byte chunk, prefetched at its own last element */
+  assert_int_equal(xir__prefetch_offsets(16, 1, 16, 2, at), 1);
+  assert_int_equal(at[0], 15);
+  /* f32 at W = 8 (32-byte packets) */
+  assert_int_equal(xir__prefetch_offsets(8, 4, 32, 4, at), 2);
+  assert_int_equal(at[0], 15);
+  assert_int_equal(at[1], 31);
+  assert_int_equal(xir__prefetch_offsets(16, 8, 0, 4, at), 0);
+}
+
 static void test_prefetch_in_ir(void **state) {
   (void)state;
   xir_program *p = builtin("layernorm");
@@ -855,6 +888,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_next_row_loads),
       cmocka_unit_test(test_stream_measured_threshold),
+      cmocka_unit_test(test_prefetch_offsets),
       cmocka_unit_test(test_prefetch_in_ir),
       cmocka_unit_test(test_prefetch_past_the_end),
       cmocka_unit_test(test_prefetch_stays_inside),

@@ -104,3 +104,15 @@ int xir__stream_launch(uint64_t footprint, int half_out) {
   int64_t t = xir__stream_threshold(half_out);
   return t > 0 && footprint > (uint64_t)t;
 }
+
+int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, int64_t *out) {
+  int n = 0;
+  if (W == 0 || esize <= 0) return 0;
+  int64_t bytes = (int64_t)W * esize, group = (bytes < 64 ? 64 : bytes) / esize;
+  for (unsigned q = 0; q < k && (int64_t)q * W < len; q++) {
+    if (q > 0 && ((int64_t)q * bytes) % 64 != 0) continue;
+    int64_t e = (int64_t)q * W + group - 1;
+    out[n++] = e < len - 1 ? e : len - 1;
+  }
+  return n;
+}

@@ -32,4 +32,12 @@ void xir__stream_stores_set(int mode);
 /* The current mode (-1, 0 or 1), the environment's until xir__stream_stores_set. */
 int xir__stream_stores_mode(void);
 
+/* The next-row prefetches of one chunk of a row loop (lower.c next_row_prefetch): of its k
+ * packets of W elements of esize bytes, len of whose elements exist (ℓ = k·W, or the tail's
+ * N mod ℓ), one prefetch per 64 bytes of packets, each at the element offset (from the chunk's
+ * start) of its group's last existing element: the line where a packet's load ends, the later of
+ * the two it touches on a row that is not 64-byte aligned. Writes the offsets in ascending order
+ * to out (room for k) and returns how many. */
+int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, int64_t *out);
+
 #endif
