@@ -291,6 +291,9 @@ static void test_tamper_list_every_field_rejected_with_its_reason(void **state) 
       {"top-rounds", ROOT, "rounds", 0, NULL, -7, "declaration field rounds is -7"},
       {"top-seed", ROOT, "seed", 0, NULL, -7, "declaration field seed is -7"},
       {"top-seed-other", ROOT, "seed", 0, NULL, 2, "changed input fingerprint"},
+      {"top-input-offset", ROOT, "input_offset", 0, NULL, 12, "declaration field input_offset is 12"},
+      {"top-input-offset-big", ROOT, "input_offset", 0, NULL, 64, "declaration field input_offset is 64"},
+      {"top-input-offset-str", ROOT, "input_offset", 1, "16", 0, "declaration field input_offset is \"16\""},
       {"prov-workers", RUNTIME, "workers", 0, NULL, pool + 1, "the runtime's provenance says"},
       {"prov-width", PROV, "simd_width", 0, NULL, 3, "provenance field simd_width is 3"},
       /* a visit's own numbers */

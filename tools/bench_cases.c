@@ -300,6 +300,7 @@ xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
   if ((st = xir_shape_parse(c->p, c->decl.shape, &c->shape, d))) return st;
   if ((st = xir__case_init(&c->cs, c->p, &c->shape, e->seed, d))) return st;
   c->cs_ok = 1;
+  if (e->input_offset >= 0 && (st = xir__case_place_inputs(&c->cs, e->input_offset, d))) return st;
   xir__case_input_fingerprint(&c->cs, c->input_sha);
   if (!strncmp(c->decl.config, "probe:", 6)) {
     c->kind = BC_PROBE; /* checked against its own exact result, not the kernel's oracle */

@@ -102,6 +102,9 @@ static void grain_name(uint32_t G, char *out, size_t cap) {
   snprintf(out, cap, G == UINT32_MAX ? "max" : "%u", G);
 }
 
+/* --input-offset: where the case's inputs start past a 64-byte boundary (-1: malloc's) */
+static int g_input_offset = 0;
+
 /* One shape: 0 and *regret, or 1 after printing the error. */
 static double entry_time(slot *s, int rounds, int use_min) {
   if (!use_min) return xir__median(s->t, (size_t)rounds);
@@ -123,7 +126,9 @@ static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const
   int *reps = NULL, rc = 1;
   xir_batch *b = NULL;
   if (cli_load_program(kname, &p, &d) || xir_shape_parse(p, spec, &s, &d) ||
-      xir__case_init(&c, p, &s, 1, &d) || xir_plan_make(p, &s, po, &pl, &d) ||
+      xir__case_init(&c, p, &s, 1, &d) ||
+      (g_input_offset >= 0 && xir__case_place_inputs(&c, g_input_offset, &d)) ||
+      xir_plan_make(p, &s, po, &pl, &d) ||
       xir_batch_create(rt, &b, &d))
     goto fail;
   sl = calloc(pl->count, sizeof *sl);
@@ -261,7 +266,9 @@ static void help(void) {
       "                    rounds: on a shared machine interference only adds)\n"
       "  --confirm N       re-time the choice and the sweep's three fastest entries side by side,\n"
       "                    N alternating rounds (default 5, at most 64; 0: the sweep's times)\n"
-      "  --all             also print every entry: model vs measured ns and the model's terms\n");
+      "  --all             also print every entry: model vs measured ns and the model's terms\n"
+      "  --input-offset N  the case's inputs N bytes past a 64-byte boundary (0..56, a multiple\n"
+      "                    of 8; default 0); malloc: where malloc puts them\n");
 }
 
 static int in_list(const char *list, const char *name) {
@@ -285,7 +292,8 @@ int bench_regret_main(int argc, char **argv) {
       {"cases", required_argument, 0, 'c'},   {"kernels", required_argument, 0, 'k'},
       {"workers", required_argument, 0, 'w'}, {"rounds", required_argument, 0, 'r'},
       {"all", no_argument, 0, 'a'},           {"stat", required_argument, 0, 't'},
-      {"confirm", required_argument, 0, 'C'}, {0, 0, 0, 0}};
+      {"confirm", required_argument, 0, 'C'}, {"input-offset", required_argument, 0, 'I'},
+      {0, 0, 0, 0}};
   const char *set = "report", *cases = NULL, *kernels = NULL;
   uint64_t H = 2, rounds = 5, confirm = 5;
   int all = 0, use_min = 0, c;
@@ -316,6 +324,15 @@ int bench_regret_main(int argc, char **argv) {
         }
         break;
       case 'a': all = 1; break;
+      case 'I': {
+        uint64_t u;
+        if (!strcmp(optarg, "malloc")) g_input_offset = -1;
+        else if (cli_parse_u64(optarg, &u) || u >= 64 || u % 8) {
+          fprintf(stderr, "xir bench: --input-offset needs a multiple of 8 below 64, or malloc\n");
+          return 2;
+        } else g_input_offset = (int)u;
+        break;
+      }
       case 't':
         if (strcmp(optarg, "median") && strcmp(optarg, "min")) {
           fprintf(stderr, "xir bench: --stat is median or min\n");

@@ -64,6 +64,9 @@ static void help(void) {
       "  --settle-ms X         idle time before each visit (default 250 for the peers suite,\n"
       "                        0 otherwise): peer thread pools stop spinning first\n"
       "  --seed N              input seed (default 1)\n"
+      "  --input-offset N      every input buffer N bytes past a 64-byte boundary (0..56, a\n"
+      "                        multiple of 8; default 0), the same for every configuration;\n"
+      "                        malloc: where malloc puts each (16 past a page when large)\n"
       "  --peers-dir DIR       external peers set up by scripts/setup_peers.sh DIR\n"
       "  --peer NAME=COMMAND   an external peer server (repeatable; docs/peers.md)\n"
       "  --out DIR             output folder (default results/SUITE-YYYYmmdd-HHMMSS)\n"
@@ -525,7 +528,8 @@ int cmd_bench(int argc, char **argv) {
       {"peers-dir", required_argument, 0, 'P'}, {"peer", required_argument, 0, 'p'},
       {"out", required_argument, 0, 'o'},       {"no-plot", no_argument, 0, 'x'},
       {"settle-ms", required_argument, 0, 'T'}, {"list", no_argument, 0, 'L'},
-      {"extra-shapes", required_argument, 0, 'X'}, {0, 0, 0, 0}};
+      {"extra-shapes", required_argument, 0, 'X'}, {"input-offset", required_argument, 0, 'I'},
+      {0, 0, 0, 0}};
   bench_opts o;
   memset(&o, 0, sizeof o);
   o.warmup_ms = 75;
@@ -537,6 +541,7 @@ int cmd_bench(int argc, char **argv) {
   memset(&e, 0, sizeof e);
   e.workers = 2;
   e.seed = 1;
+  e.input_offset = 0;
   uint32_t u;
   int c;
   optind = 1;
@@ -552,6 +557,12 @@ int cmd_bench(int argc, char **argv) {
       case 'P': o.peers_dir = optarg; break;
       case 'x': o.plot = 0; break;
       case 'L': o.list = 1; break;
+      case 'I':
+        if (!strcmp(optarg, "malloc")) e.input_offset = -1;
+        else if (cli_parse_u32(optarg, 0, &u) || u >= 64 || u % 8)
+          return cli_usage_error("bench", "--input-offset needs a multiple of 8 below 64, or malloc");
+        else e.input_offset = (int)u;
+        break;
       case 'p': {
         const char *eq = strchr(optarg, '=');
         if (!eq || eq == optarg || o.next >= 4) return cli_usage_error("bench", "--peer needs NAME=COMMAND (at most 4)");
@@ -731,6 +742,7 @@ int cmd_bench(int argc, char **argv) {
   cJSON_AddNumberToObject(rec, "sample_ms", o.sample_ms);
   cJSON_AddNumberToObject(rec, "settle_ms", o.settle_ms);
   cJSON_AddNumberToObject(rec, "seed", (double)e.seed);
+  cJSON_AddNumberToObject(rec, "input_offset", e.input_offset);
   cJSON_AddNumberToObject(rec, "workers", e.workers);
   cJSON_AddItemToObject(rec, "unsupported", uns);
   cJSON *jc = cJSON_AddArrayToObject(rec, "cases");

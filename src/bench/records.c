@@ -297,6 +297,14 @@ static xir_status check_declaration(const cJSON *r, xir_diag *d) {
                       f[i].key, describe(v, b, sizeof b), f[i].integer ? "an integer" : "a number",
                       f[i].open_lo ? "(" : "[", f[i].lo, f[i].hi);
   }
+  /* input_offset (since 2026-12-05): -1 (malloc's placement) or a multiple of 8 below 64 */
+  const cJSON *io = cJSON_GetObjectItemCaseSensitive(r, "input_offset");
+  if (io && !(cJSON_IsNumber(io) && (io->valuedouble == -1 ||
+                                     (io->valuedouble >= 0 && io->valuedouble < 64 &&
+                                      io->valuedouble == floor(io->valuedouble) &&
+                                      (int)io->valuedouble % 8 == 0))))
+    return xir__err(d, XIR_ERR_FORMAT, "declaration field input_offset is %s: it must be -1 or a "
+                    "multiple of 8 in [0, 64)", describe(io, b, sizeof b));
   const cJSON *prov = cJSON_GetObjectItemCaseSensitive(r, "provenance");
   const cJSON *pw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(prov, "runtime"), "workers");
   if (!cJSON_IsNumber(pw) || pw->valuedouble != num(r, "workers"))
