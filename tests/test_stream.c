@@ -169,6 +169,11 @@ static void test_prefetch_offsets(void **state) {
   assert_int_equal(xir__prefetch_offsets(8, 4, 32, 4, at), 2);
   assert_int_equal(at[0], 15);
   assert_int_equal(at[1], 31);
+  /* i64 at W = 16 (128-byte packets): two groups a packet */
+  assert_int_equal(xir__prefetch_offsets(16, 2, 32, 8, at), 4);
+  for (int g = 0; g < 4; g++) assert_int_equal(at[g], 8 * g + 7);
+  assert_int_equal(xir__prefetch_offsets(16, 2, 20, 8, at), 3);
+  assert_int_equal(at[2], 19);
   assert_int_equal(xir__prefetch_offsets(16, 8, 0, 4, at), 0);
 }
 
@@ -422,12 +427,11 @@ static void test_streaming_stores(void **state) {
   xir_program_free(p);
 }
 
-/* Inputs placed at a chosen offset past a 64-byte boundary (xir__case_place_inputs, what the
+/* Inputs placed at a chosen offset past a page boundary (xir__case_place_inputs, what the
  * benchmark does for every configuration alike): every input array moves there with the same
  * bytes (the input fingerprint is unchanged), and every row candidate of f32, bf16 and i64-input
- * kernels still matches the oracle on them — rows that start inside a cache line, loads that
- * straddle two, and the next-row prefetch of the line where a packet ends. Bad offsets are
- * refused and leave the case as it was. */
+ * kernels still matches the oracle on them (rows that start inside a cache line, loads that
+ * straddle two). Bad offsets are refused and leave the case as it was. */
 static void test_placed_inputs(void **state) {
   (void)state;
   xir_diag d;
@@ -465,8 +469,8 @@ static void test_placed_inputs(void **state) {
       if (xir__case_place_inputs(&c, offsets[o], &d)) die(&d);
       for (int i = 0; i < p->nparams; i++) {
         if (p->params[i].kind != XIR_PARAM_BUFFER || p->params[i].is_output) continue;
-        assert_int_equal((uintptr_t)c.args[i].in % 64, (uintptr_t)offsets[o]);
-        if (c.data[i]) assert_int_equal((uintptr_t)c.data[i] % 64, (uintptr_t)offsets[o]);
+        assert_int_equal((uintptr_t)c.args[i].in % 4096, (uintptr_t)offsets[o]);
+        if (c.data[i]) assert_int_equal((uintptr_t)c.data[i] % 4096, (uintptr_t)offsets[o]);
       }
       xir__case_input_fingerprint(&c, fp);
       assert_string_equal(fp, fp0);
@@ -492,6 +496,14 @@ static void test_placed_inputs(void **state) {
           fail_msg("%s %s %s: a sentinel was overwritten", p->name, cases[kc].spec, name);
         ran++;
       }
+    }
+    if (kc == 0) {
+      /* an input with a strided view is not moved (its view would keep the old rows) */
+      if (xir__case_set_row_stride(&c, 0, shape.dims[p->params[0].dims[1]] + 3, &d)) die(&d);
+      const void *view = c.args[0].in;
+      assert_int_equal(xir__case_place_inputs(&c, 16, &d), XIR_ERR_INVALID_ARG);
+      assert_non_null(strstr(d.msg, "strided view"));
+      assert_ptr_equal(c.args[0].in, view);
     }
     xir__case_free(&c);
     xir_free(cands);
@@ -687,6 +699,64 @@ static int is_call_bound(const char *ir, const char *line, const void *ctx) {
 static int is_lshr32(const char *ir, const char *line, const void *ctx) {
   (void)ir, (void)ctx;
   return strstr(line, " = lshr i64 ") && strstr(line, ", 32");
+}
+
+/* The constant K of the `add i64 %o, K` that the comparison guarding prefetch call q (its
+ * pointer's select, icmp slt against the buffer's end) adds to the row offset; -1 if none. */
+static long long guard_const(const char *ir, const char *q) {
+  char name[96], line[1024], cond[96], ops[16][96];
+  prefetch_ptr(q, name);
+  /* from the pointer down to the select (a gep, an add or two on the way) */
+  for (int depth = 0; depth < 4; depth++) {
+    if (!ir_def(ir, name, line, sizeof line)) return -1;
+    if (select_cond(line, cond)) break;
+    int n = ir_operands(line, ops), next = -1;
+    for (int i = 0; i < n; i++) {
+      char l2[1024];
+      if (ir_def(ir, ops[i], l2, sizeof l2) &&
+          (strstr(l2, " = select i1 ") || strstr(l2, " = getelementptr ") || strstr(l2, " = add ")))
+        next = i;
+    }
+    if (next < 0) return -1;
+    snprintf(name, sizeof name, "%s", ops[next]);
+  }
+  if (!select_cond(line, cond) || !ir_def(ir, cond, line, sizeof line) || !strstr(line, "icmp slt"))
+    return -1;
+  if (ir_operands(line, ops) < 1 || !ir_def(ir, ops[0], line, sizeof line) || !strstr(line, " = add "))
+    return -1;
+  const char *k = strrchr(line, ',');
+  return k ? strtoll(k + 1, NULL, 10) : -1;
+}
+
+/* The next row's chunk is prefetched only while the last element prefetched lies inside the
+ * buffer: rmsnorm at C = 1500 and ℓ = 128 compares offset + 127 (a full chunk: the line of its
+ * last element) and offset + 91 (the tail of 92) with the buffer's end. */
+static void test_prefetch_guard_is_the_last_element(void **state) {
+  (void)state;
+  xir_program *p = builtin("rmsnorm");
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_shape shape;
+  xir_candidate *cands;
+  size_t n = candidates_at(p, "R=3,C=1500", cc, &shape, &cands), checked = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (cands[i].W != 16 || cands[i].local != 128 || cands[i].B != 128) continue;
+    const char *ir = ir_of(cc, p, &shape, &cands[i]);
+    int full = 0, tail = 0;
+    for (const char *q = ir; (q = strstr(q, "call void @llvm.prefetch")); q++) {
+      long long k = guard_const(ir, q);
+      if (k != 127 && k != 91) fail_msg("a prefetch guarded by offset + %lld (want 127 or 91)", k);
+      full += k == 127;
+      tail += k == 91;
+    }
+    assert_true(full > 0 && tail > 0);
+    checked++;
+  }
+  assert_int_equal(checked, 1);
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
 }
 
 /* The next-row prefetch stays inside the call's root programs: the runtime deals tasks
@@ -973,6 +1043,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch_in_ir),
       cmocka_unit_test(test_prefetch_past_the_end),
       cmocka_unit_test(test_prefetch_stays_inside),
+      cmocka_unit_test(test_prefetch_guard_is_the_last_element),
       cmocka_unit_test(test_prefetch_stays_in_call),
       cmocka_unit_test(test_launch_tasks_home_stride),
       cmocka_unit_test(test_fill_loop_does_not_prefetch),

@@ -102,9 +102,6 @@ static void grain_name(uint32_t G, char *out, size_t cap) {
   snprintf(out, cap, G == UINT32_MAX ? "max" : "%u", G);
 }
 
-/* --input-offset: where the case's inputs start past a 64-byte boundary (-1: malloc's) */
-static int g_input_offset = 0;
-
 /* One shape: 0 and *regret, or 1 after printing the error. */
 static double entry_time(slot *s, int rounds, int use_min) {
   if (!use_min) return xir__median(s->t, (size_t)rounds);
@@ -113,9 +110,10 @@ static double entry_time(slot *s, int rounds, int use_min) {
   return m;
 }
 
+/* input_offset: where the case's inputs start past a page boundary (-1: malloc's placement). */
 static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const char *spec,
                      const xir_plan_options *po, int rounds, int use_min, int all, int confirm,
-                     double *regret, double *sweep) {
+                     int input_offset, double *regret, double *sweep) {
   xir_diag d;
   xir_program *p = NULL;
   xir_shape s;
@@ -127,7 +125,7 @@ static int run_shape(xir_compiler *cc, xir_runtime *rt, const char *kname, const
   xir_batch *b = NULL;
   if (cli_load_program(kname, &p, &d) || xir_shape_parse(p, spec, &s, &d) ||
       xir__case_init(&c, p, &s, 1, &d) ||
-      (g_input_offset >= 0 && xir__case_place_inputs(&c, g_input_offset, &d)) ||
+      (input_offset >= 0 && xir__case_place_inputs(&c, input_offset, &d)) ||
       xir_plan_make(p, &s, po, &pl, &d) ||
       xir_batch_create(rt, &b, &d))
     goto fail;
@@ -267,7 +265,7 @@ static void help(void) {
       "  --confirm N       re-time the choice and the sweep's three fastest entries side by side,\n"
       "                    N alternating rounds (default 5, at most 64; 0: the sweep's times)\n"
       "  --all             also print every entry: model vs measured ns and the model's terms\n"
-      "  --input-offset N  the case's inputs N bytes past a 64-byte boundary (0..56, a multiple\n"
+      "  --input-offset N  the case's inputs N bytes past a page boundary (0..56, a multiple\n"
       "                    of 8; default 0); malloc: where malloc puts them\n");
 }
 
@@ -296,7 +294,7 @@ int bench_regret_main(int argc, char **argv) {
       {0, 0, 0, 0}};
   const char *set = "report", *cases = NULL, *kernels = NULL;
   uint64_t H = 2, rounds = 5, confirm = 5;
-  int all = 0, use_min = 0, c;
+  int all = 0, use_min = 0, input_offset = 0, c;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -326,11 +324,12 @@ int bench_regret_main(int argc, char **argv) {
       case 'a': all = 1; break;
       case 'I': {
         uint64_t u;
-        if (!strcmp(optarg, "malloc")) g_input_offset = -1;
+        if (!strcmp(optarg, "malloc")) input_offset = -1;
         else if (cli_parse_u64(optarg, &u) || u >= 64 || u % 8) {
-          fprintf(stderr, "xir bench: --input-offset needs a multiple of 8 below 64, or malloc\n");
+          fprintf(stderr, "xir bench: --input-offset '%s': needs a multiple of 8 below 64, or malloc\n",
+                  optarg);
           return 2;
-        } else g_input_offset = (int)u;
+        } else input_offset = (int)u;
         break;
       }
       case 't':
@@ -389,7 +388,7 @@ int bench_regret_main(int argc, char **argv) {
     *colon = 0;
     if (kernels && !in_list(kernels, t)) continue;
     double r = 1, sw = 1;
-    if (run_shape(cc, rt, t, colon + 1, &po, (int)rounds, use_min, all, (int)confirm, &r, &sw)) {
+    if (run_shape(cc, rt, t, colon + 1, &po, (int)rounds, use_min, all, (int)confirm, input_offset, &r, &sw)) {
       bad++;
       continue;
     }

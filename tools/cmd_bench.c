@@ -64,7 +64,7 @@ static void help(void) {
       "  --settle-ms X         idle time before each visit (default 250 for the peers suite,\n"
       "                        0 otherwise): peer thread pools stop spinning first\n"
       "  --seed N              input seed (default 1)\n"
-      "  --input-offset N      every input buffer N bytes past a 64-byte boundary (0..56, a\n"
+      "  --input-offset N      every input buffer N bytes past a page boundary (0..56, a\n"
       "                        multiple of 8; default 0), the same for every configuration;\n"
       "                        malloc: where malloc puts each (16 past a page when large)\n"
       "  --peers-dir DIR       external peers set up by scripts/setup_peers.sh DIR\n"
@@ -369,6 +369,13 @@ static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) 
           cJSON_GetStringValue(cJSON_GetObjectItem(prov, "cpu_model")),
           cJSON_GetStringValue(cJSON_GetObjectItem(prov, "cpu")), jnum(prov, "simd_width"),
           jnum(cJSON_GetObjectItem(prov, "runtime"), "workers"), rounds, jnum(rec, "samples"));
+  const cJSON *io = cJSON_GetObjectItem(rec, "input_offset");
+  if (cJSON_IsNumber(io) && io->valuedouble >= 0)
+    fprintf(f, "Every input buffer starts %g bytes past a page boundary (`--input-offset`).\n\n",
+            io->valuedouble);
+  else
+    fprintf(f, "Input buffers lie where malloc put them (`--input-offset malloc`, or a record from "
+               "before 2026-12-05).\n\n");
   fprintf(f, "Times are host wall µs per launch (batch of n launches + wait, divided by n; "
              "`default` with a launch-time service choice: n launches in a loop): the "
              "median over rounds of each round's p50. A ratio is variant / baseline, the median "
@@ -560,7 +567,7 @@ int cmd_bench(int argc, char **argv) {
       case 'I':
         if (!strcmp(optarg, "malloc")) e.input_offset = -1;
         else if (cli_parse_u32(optarg, 0, &u) || u >= 64 || u % 8)
-          return cli_usage_error("bench", "--input-offset needs a multiple of 8 below 64, or malloc");
+          return cli_usage_error("bench", "--input-offset '%s': needs a multiple of 8 below 64, or malloc", optarg);
         else e.input_offset = (int)u;
         break;
       case 'p': {

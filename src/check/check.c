@@ -159,25 +159,47 @@ oom:
   return xir__err(d, XIR_ERR_NOMEM, "out of memory allocating the buffers of '%s'", p->name);
 }
 
+/* Frees input array a (0 data, 1 hdata, 2 idata) of parameter i, placed or not. */
+static void free_input(xir_case *c, int i, int a) {
+  void *arr = a == 0 ? (void *)c->data[i] : a == 1 ? (void *)c->hdata[i] : (void *)c->idata[i];
+  xir__free(c->iraw[i][a] ? c->iraw[i][a] : arr);
+  c->iraw[i][a] = NULL;
+}
+
 xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d) {
   if (offset < 0 || offset >= 64 || offset % 8)
     return xir__err(d, XIR_ERR_INVALID_ARG,
                     "input offset %d: must be a multiple of 8 bytes in [0, 64)", offset);
   const xir_program *p = c->p;
+  enum { PAGE = 4096 };
+  size_t es[3] = {sizeof(float), sizeof(uint16_t), sizeof(int64_t)};
+  uint64_t need = 0;
+  for (int i = 0; i < p->nparams; i++) {
+    if (p->params[i].kind != XIR_PARAM_BUFFER || p->params[i].is_output) continue;
+    if (c->sview[i])
+      return xir__err(d, XIR_ERR_INVALID_ARG, "input '%s' already has a strided view: place the "
+                      "inputs before xir__case_set_row_stride", p->params[i].name);
+    void *arr[3] = {c->data[i], c->hdata[i], c->idata[i]};
+    for (int a = 0; a < 3; a++)
+      if (arr[a]) need += c->numel[i] * es[a] + PAGE + (uint64_t)offset;
+  }
+  char what[128];
+  snprintf(what, sizeof what, "a second copy of the inputs of '%s' (placing them)", p->name);
+  xir_status st = xir__mem_check(need, what, d);
+  if (st) return st;
   void *raw[XIR_MAX_PARAMS][3] = {{NULL}}, *moved[XIR_MAX_PARAMS][3] = {{NULL}};
   for (int i = 0; i < p->nparams; i++) {
     if (p->params[i].kind != XIR_PARAM_BUFFER || p->params[i].is_output) continue;
     void *arr[3] = {c->data[i], c->hdata[i], c->idata[i]};
-    size_t es[3] = {sizeof(float), sizeof(uint16_t), sizeof(int64_t)};
     for (int a = 0; a < 3; a++) {
       if (!arr[a]) continue;
       size_t bytes = c->numel[i] * es[a];
-      if (!(raw[i][a] = xir__malloc(bytes + 64 + (size_t)offset))) {
+      if (!(raw[i][a] = xir__malloc(bytes + PAGE + (size_t)offset))) {
         for (int j = 0; j <= i; j++)
           for (int b = 0; b < 3; b++) xir__free(raw[j][b]);
         return xir__err(d, XIR_ERR_NOMEM, "out of memory placing the inputs of '%s'", p->name);
       }
-      moved[i][a] = (char *)(((uintptr_t)raw[i][a] + 63) & ~(uintptr_t)63) + offset;
+      moved[i][a] = (char *)(((uintptr_t)raw[i][a] + PAGE - 1) & ~(uintptr_t)(PAGE - 1)) + offset;
       memcpy(moved[i][a], arr[a], bytes);
     }
   }
@@ -187,7 +209,7 @@ xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d) {
     for (int a = 0; a < 3; a++) {
       if (!arr[a]) continue;
       if (c->args[i].in == arr[a]) c->args[i].in = moved[i][a];
-      xir__free(c->iraw[i][a] ? c->iraw[i][a] : arr[a]);
+      free_input(c, i, a);
       c->iraw[i][a] = raw[i][a];
     }
     if (c->data[i]) c->data[i] = moved[i][0];
@@ -219,13 +241,6 @@ xir_status xir__case_set_scalar(xir_case *c, const char *name, double value, xir
   c->args[i].scalar = value;
   c->args[i].use_default = 0;
   return XIR_OK;
-}
-
-/* Frees input array a (0 data, 1 hdata, 2 idata) of parameter i, placed or not. */
-static void free_input(xir_case *c, int i, int a) {
-  void *arr = a == 0 ? (void *)c->data[i] : a == 1 ? (void *)c->hdata[i] : (void *)c->idata[i];
-  xir__free(c->iraw[i][a] ? c->iraw[i][a] : arr);
-  c->iraw[i][a] = NULL;
 }
 
 xir_status xir__case_load_inputs(xir_case *c, const char *dir, xir_diag *d) {
@@ -441,11 +456,11 @@ void xir__case_input_fingerprint(const xir_case *c, char hex[65]) {
 void xir__case_free(xir_case *c) {
   if (!c->p) return;
   for (int i = 0; i < c->p->nparams; i++) {
-    if (!c->guard[i]) xir__free(c->iraw[i][0] ? c->iraw[i][0] : (void *)c->data[i]);
+    if (!c->guard[i]) free_input(c, i, 0);
     xir__free(c->sview[i]);
-    if (!c->hguard[i]) xir__free(c->iraw[i][1] ? c->iraw[i][1] : (void *)c->hdata[i]);
+    if (!c->hguard[i]) free_input(c, i, 1);
     xir__free(c->graw[i]);
-    xir__free(c->iraw[i][2] ? c->iraw[i][2] : (void *)c->idata[i]);
+    free_input(c, i, 2);
     xir__free(c->ref[i]);
   }
   memset(c, 0, sizeof *c);

@@ -56,13 +56,15 @@ void xir__case_input_range_i64(const xir_program *p, const xir_shape *shape, int
  * so that an element nobody writes never passes. */
 xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *shape,
                           uint64_t seed, xir_diag *d);
-/* Moves every input array (data, hdata, idata of each input buffer) to `offset` bytes past a
- * 64-byte boundary (0 <= offset < 64, a multiple of 8: every element type stays aligned to its
- * size) and points args[] at the moved copies: the benchmark places the inputs of every
+/* Moves every input array (data, hdata, idata of each input buffer) to `offset` bytes past a page
+ * (4096-byte) boundary (0 <= offset < 64, a multiple of 8: every element type stays aligned to
+ * its size) and points args[] at the moved copies: the benchmark places the inputs of every
  * configuration alike, where malloc's own placement (16 bytes past a page for large buffers, or
- * wherever the heap is) differs from one allocation to the next and moved the compiled kernels
- * by up to 10 %. Call after xir__case_init and before xir__case_set_row_stride. XIR_ERR_INVALID_ARG
- * for a bad offset, XIR_ERR_NOMEM (the case unchanged). */
+ * anywhere on the heap) differs from one allocation to the next and moved the compiled kernels by
+ * up to 10 %. Call after xir__case_init (or xir__case_load_inputs, which allocates anew) and
+ * before xir__case_set_row_stride and before packing arguments from args[] (packed slots keep the
+ * old, freed addresses). XIR_ERR_INVALID_ARG for a bad offset or an input that already has a
+ * strided view, XIR_ERR_NOMEM (the case unchanged). */
 xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d);
 /* Sets scalar parameter `name` (overrides its default). The value must be finite; for an f32
  * scalar within the f32 range, for an i64 scalar an integer of magnitude at most 2^53 (scalars

@@ -1425,7 +1425,7 @@ static void next_row_prefetch(lw *L) {
   /* the chunk's elements: ℓ, or the tail's N mod ℓ (its packets past the row's end prefetch
    * nothing) */
   int64_t N = dimc(L, L->c->inner_dim);
-  int64_t len = L->tail && N % L->ell ? N % L->ell : L->ell, at[MAXK];
+  int64_t len = L->tail && N % L->ell ? N % L->ell : L->ell, at[XIR__PREFETCH_MAX];
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (!L->pf[i]) continue;
     const xir_node *n = &p->nodes[i];

@@ -107,11 +107,12 @@ int xir__stream_launch(uint64_t footprint, int half_out) {
 
 int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, int64_t *out) {
   int n = 0;
-  if (W == 0 || esize <= 0) return 0;
-  int64_t bytes = (int64_t)W * esize, group = (bytes < 64 ? 64 : bytes) / esize;
-  for (unsigned q = 0; q < k && (int64_t)q * W < len; q++) {
-    if (q > 0 && ((int64_t)q * bytes) % 64 != 0) continue;
-    int64_t e = (int64_t)q * W + group - 1;
+  if (W == 0 || esize <= 0 || esize > 64) return 0;
+  /* 64-byte groups of the chunk's elements: several packets a group (bf16 at W = 16), or several
+   * groups a packet (i64 at W = 16) */
+  int64_t line = 64 / esize, total = (int64_t)k * W;
+  for (int64_t s = 0; s < total && s < len; s += line) {
+    int64_t e = s + line - 1;
     out[n++] = e < len - 1 ? e : len - 1;
   }
   return n;

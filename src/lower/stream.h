@@ -1,5 +1,6 @@
-/* stream.h — streaming (non-temporal) stores of large launches (internal; stream.c,
- * docs/lowering.md "Streaming stores"). No LLVM types: the tests include it. */
+/* stream.h — streaming (non-temporal) stores of large launches and the lines the next-row
+ * prefetch takes (internal; stream.c, docs/lowering.md "Streaming stores", "Which line"). No
+ * LLVM types: the tests include it. */
 #ifndef XIR_LOWER_STREAM_H
 #define XIR_LOWER_STREAM_H
 
@@ -32,12 +33,14 @@ void xir__stream_stores_set(int mode);
 /* The current mode (-1, 0 or 1), the environment's until xir__stream_stores_set. */
 int xir__stream_stores_mode(void);
 
-/* The next-row prefetches of one chunk of a row loop (lower.c next_row_prefetch): of its k
- * packets of W elements of esize bytes, len of whose elements exist (ℓ = k·W, or the tail's
- * N mod ℓ), one prefetch per 64 bytes of packets, each at the element offset (from the chunk's
- * start) of its group's last existing element: the line where a packet's load ends, the later of
- * the two it touches on a row that is not 64-byte aligned. Writes the offsets in ascending order
- * to out (room for k) and returns how many. */
+/* The next-row prefetches of one chunk of a row loop (lower.c next_row_prefetch; here with the
+ * other memory-side decisions of the row kernels): the chunk's k packets of W elements of esize
+ * bytes, len of whose elements exist (ℓ = k·W, or the tail's N mod ℓ), in 64-byte groups from
+ * its start (several packets a group for bf16 at W = 16, several groups a packet for i64), one
+ * prefetch a group at the element offset of its last existing element: the line where a load
+ * ends, the later of the two it touches on a row that is not 64-byte aligned. Writes the offsets
+ * in ascending order to out (room for XIR__PREFETCH_MAX) and returns how many. */
+enum { XIR__PREFETCH_MAX = 64 };
 int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, int64_t *out);
 
 #endif
