@@ -59,7 +59,7 @@ typedef struct bench_env {
   xir_calibration calibration;
   uint32_t workers;
   uint64_t seed;
-  int input_offset; /* every case's inputs at this many bytes past a 64-byte boundary
+  int input_offset; /* every case's inputs at this many bytes past a page boundary
                      * (xir__case_place_inputs); -1: where malloc puts them */
   const char *peers_dir;
   ext_peer *peers[8];

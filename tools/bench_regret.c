@@ -322,16 +322,13 @@ int bench_regret_main(int argc, char **argv) {
         }
         break;
       case 'a': all = 1; break;
-      case 'I': {
-        uint64_t u;
-        if (!strcmp(optarg, "malloc")) input_offset = -1;
-        else if (cli_parse_u64(optarg, &u) || u >= 64 || u % 8) {
+      case 'I':
+        if (cli_parse_input_offset(optarg, &input_offset)) {
           fprintf(stderr, "xir bench: --input-offset '%s': needs a multiple of 8 below 64, or malloc\n",
                   optarg);
           return 2;
-        } else input_offset = (int)u;
+        }
         break;
-      }
       case 't':
         if (strcmp(optarg, "median") && strcmp(optarg, "min")) {
           fprintf(stderr, "xir bench: --stat is median or min\n");

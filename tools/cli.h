@@ -50,6 +50,10 @@ int cli_parse_u32(const char *s, int allow_max, uint32_t *out);
 /* Parses a decimal integer in [0, 2^64) (digits only: no sign, no blank). 0 on success. */
 int cli_parse_u64(const char *s, uint64_t *out);
 
+/* Parses --input-offset's value: `malloc` (-1: where malloc puts the inputs) or a byte offset
+ * past a page boundary that xir__case_offset_ok takes. 0 on success. */
+int cli_parse_input_offset(const char *s, int *out);
+
 /* 1 when argv[i] is --help or -h anywhere in argv. */
 int cli_wants_help(int argc, char **argv);
 

@@ -565,10 +565,8 @@ int cmd_bench(int argc, char **argv) {
       case 'x': o.plot = 0; break;
       case 'L': o.list = 1; break;
       case 'I':
-        if (!strcmp(optarg, "malloc")) e.input_offset = -1;
-        else if (cli_parse_u32(optarg, 0, &u) || u >= 64 || u % 8)
+        if (cli_parse_input_offset(optarg, &e.input_offset))
           return cli_usage_error("bench", "--input-offset '%s': needs a multiple of 8 below 64, or malloc", optarg);
-        else e.input_offset = (int)u;
         break;
       case 'p': {
         const char *eq = strchr(optarg, '=');

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "check/check.h"
 #include "cli.h"
 
 typedef struct cli_cmd {
@@ -102,6 +103,14 @@ int cli_parse_u64(const char *s, uint64_t *out) {
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end) return -1;
   *out = (uint64_t)v;
+  return 0;
+}
+
+int cli_parse_input_offset(const char *s, int *out) {
+  uint64_t u;
+  if (s && !strcmp(s, "malloc")) *out = -1;
+  else if (!cli_parse_u64(s, &u) && u < 64 && xir__case_offset_ok((double)u)) *out = (int)u;
+  else return -1;
   return 0;
 }
 

@@ -297,12 +297,11 @@ static xir_status check_declaration(const cJSON *r, xir_diag *d) {
                       f[i].key, describe(v, b, sizeof b), f[i].integer ? "an integer" : "a number",
                       f[i].open_lo ? "(" : "[", f[i].lo, f[i].hi);
   }
-  /* input_offset (since 2026-12-05): -1 (malloc's placement) or a multiple of 8 below 64 */
+  /* input_offset (since 2026-12-05): -1 (malloc's placement) or a multiple of 8 below 64 — the
+   * rule of xir__case_offset_ok, restated: src/bench may not include src/check (architecture.md) */
   const cJSON *io = cJSON_GetObjectItemCaseSensitive(r, "input_offset");
-  if (io && !(cJSON_IsNumber(io) && (io->valuedouble == -1 ||
-                                     (io->valuedouble >= 0 && io->valuedouble < 64 &&
-                                      io->valuedouble == floor(io->valuedouble) &&
-                                      (int)io->valuedouble % 8 == 0))))
+  double iv = cJSON_IsNumber(io) ? io->valuedouble : -2;
+  if (io && !(iv == -1 || (iv >= 0 && iv < 64 && iv == floor(iv) && fmod(iv, 8) == 0)))
     return xir__err(d, XIR_ERR_FORMAT, "declaration field input_offset is %s: it must be -1 or a "
                     "multiple of 8 in [0, 64)", describe(io, b, sizeof b));
   const cJSON *prov = cJSON_GetObjectItemCaseSensitive(r, "provenance");

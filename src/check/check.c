@@ -159,15 +159,23 @@ oom:
   return xir__err(d, XIR_ERR_NOMEM, "out of memory allocating the buffers of '%s'", p->name);
 }
 
-/* Frees input array a (0 data, 1 hdata, 2 idata) of parameter i, placed or not. */
+/* Input array a of parameter i: 0 data, 1 hdata, 2 idata (NULL when it has none). */
+static void *input_array(const xir_case *c, int i, int a) {
+  return a == 0 ? (void *)c->data[i] : a == 1 ? (void *)c->hdata[i] : (void *)c->idata[i];
+}
+
+/* Frees input array a of parameter i, placed or not. */
 static void free_input(xir_case *c, int i, int a) {
-  void *arr = a == 0 ? (void *)c->data[i] : a == 1 ? (void *)c->hdata[i] : (void *)c->idata[i];
-  xir__free(c->iraw[i][a] ? c->iraw[i][a] : arr);
+  xir__free(c->iraw[i][a] ? c->iraw[i][a] : input_array(c, i, a));
   c->iraw[i][a] = NULL;
 }
 
+int xir__case_offset_ok(double offset) {
+  return offset >= 0 && offset < 64 && offset == floor(offset) && fmod(offset, 8) == 0;
+}
+
 xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d) {
-  if (offset < 0 || offset >= 64 || offset % 8)
+  if (!xir__case_offset_ok(offset))
     return xir__err(d, XIR_ERR_INVALID_ARG,
                     "input offset %d: must be a multiple of 8 bytes in [0, 64)", offset);
   const xir_program *p = c->p;
@@ -179,9 +187,8 @@ xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d) {
     if (c->sview[i])
       return xir__err(d, XIR_ERR_INVALID_ARG, "input '%s' already has a strided view: place the "
                       "inputs before xir__case_set_row_stride", p->params[i].name);
-    void *arr[3] = {c->data[i], c->hdata[i], c->idata[i]};
     for (int a = 0; a < 3; a++)
-      if (arr[a]) need += c->numel[i] * es[a] + PAGE + (uint64_t)offset;
+      if (input_array(c, i, a)) need += c->numel[i] * es[a] + PAGE + (uint64_t)offset;
   }
   char what[128];
   snprintf(what, sizeof what, "a second copy of the inputs of '%s' (placing them)", p->name);
@@ -190,9 +197,9 @@ xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d) {
   void *raw[XIR_MAX_PARAMS][3] = {{NULL}}, *moved[XIR_MAX_PARAMS][3] = {{NULL}};
   for (int i = 0; i < p->nparams; i++) {
     if (p->params[i].kind != XIR_PARAM_BUFFER || p->params[i].is_output) continue;
-    void *arr[3] = {c->data[i], c->hdata[i], c->idata[i]};
     for (int a = 0; a < 3; a++) {
-      if (!arr[a]) continue;
+      void *arr = input_array(c, i, a);
+      if (!arr) continue;
       size_t bytes = c->numel[i] * es[a];
       if (!(raw[i][a] = xir__malloc(bytes + PAGE + (size_t)offset))) {
         for (int j = 0; j <= i; j++)
@@ -200,15 +207,14 @@ xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d) {
         return xir__err(d, XIR_ERR_NOMEM, "out of memory placing the inputs of '%s'", p->name);
       }
       moved[i][a] = (char *)(((uintptr_t)raw[i][a] + PAGE - 1) & ~(uintptr_t)(PAGE - 1)) + offset;
-      memcpy(moved[i][a], arr[a], bytes);
+      memcpy(moved[i][a], arr, bytes);
     }
   }
   for (int i = 0; i < p->nparams; i++) {
     if (p->params[i].kind != XIR_PARAM_BUFFER || p->params[i].is_output) continue;
-    void *arr[3] = {c->data[i], c->hdata[i], c->idata[i]};
     for (int a = 0; a < 3; a++) {
-      if (!arr[a]) continue;
-      if (c->args[i].in == arr[a]) c->args[i].in = moved[i][a];
+      if (!moved[i][a]) continue;
+      if (c->args[i].in == input_array(c, i, a)) c->args[i].in = moved[i][a];
       free_input(c, i, a);
       c->iraw[i][a] = raw[i][a];
     }

@@ -66,6 +66,9 @@ xir_status xir__case_init(xir_case *c, const xir_program *p, const xir_shape *sh
  * old, freed addresses). XIR_ERR_INVALID_ARG for a bad offset or an input that already has a
  * strided view, XIR_ERR_NOMEM (the case unchanged). */
 xir_status xir__case_place_inputs(xir_case *c, int offset, xir_diag *d);
+/* 1 when xir__case_place_inputs takes `offset`: an integer in [0, 64), a multiple of 8 (the
+ * benchmark's --input-offset asks the same; src/bench/records.c restates it for the audit). */
+int xir__case_offset_ok(double offset);
 /* Sets scalar parameter `name` (overrides its default). The value must be finite; for an f32
  * scalar within the f32 range, for an i64 scalar an integer of magnitude at most 2^53 (scalars
  * are carried as doubles). XIR_ERR_INVALID_ARG otherwise. */
