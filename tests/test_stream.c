@@ -207,6 +207,62 @@ static void test_prefetch_in_ir(void **state) {
   xir_program_free(p);
 }
 
+/* The early zero fill of a causal row (lower.c aligned_zero_fill) writes whole aligned 64-byte
+ * lines plus a masked line at each end, wherever the row starts: rows of 203 elements (each row
+ * at another offset inside a line), and the output as a strided view of 205 elements a row (the
+ * gaps hold sentinels). Every row candidate against the oracle, sentinels intact; the IR of the
+ * ℓ ≥ W candidates has the fill's head block with its masked store and 64-byte aligned stores. */
+static void test_early_fill_aligned_lines(void **state) {
+  (void)state;
+  xir_program *p = builtin("softmax_causal");
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_shape shape;
+  xir_candidate *cands;
+  size_t n = candidates_at(p, "R=37,C=203", cc, &shape, &cands), ran = 0, heads = 0;
+  xir_tolerance tol = xir__kernel_tolerance(p->name);
+  for (int view = 0; view < 2; view++) {
+    xir_case c;
+    if (xir__case_init(&c, p, &shape, 9, &d)) die(&d);
+    if (view && xir__case_set_row_stride(&c, 1, 205, &d)) die(&d);
+    if (xir__case_oracle(&c, &d)) die(&d);
+    for (size_t i = 0; i < n; i++) {
+      uint32_t want = cands[i].local > cands[i].W ? cands[i].local : cands[i].W;
+      if (cands[i].B != want) continue;
+      char name[128];
+      xir_candidate_name(p, &cands[i], name, sizeof name);
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
+      xir__case_reset_outputs(&c);
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
+      if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+      assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+      if (!xir__case_compare(&c, 1, tol).pass)
+        fail_msg("softmax_causal R=37,C=203 %s%s: differs from the oracle", name,
+                 view ? " (output rows 205 apart)" : "");
+      if (!xir__case_sentinels_ok(&c)) fail_msg("%s: a sentinel was overwritten", name);
+      ran++;
+      if (view || cands[i].local < cands[i].W) continue;
+      const char *ir = ir_of(cc, p, &shape, &cands[i]);
+      const char *h = strstr(ir, "\nfill.head");
+      if (!h) fail_msg("%s: no aligned fill (block fill.head)", name);
+      const char *next = strstr(h + 1, "\n\n");
+      const char *ms = strstr(h, "@llvm.masked.store");
+      assert_true(ms && (!next || ms < next));
+      assert_non_null(strstr(ir, "store <16 x float> zeroinitializer, ptr %"));
+      assert_non_null(strstr(ir, ", align 64"));
+      heads++;
+    }
+    xir__case_free(&c);
+  }
+  assert_true(ran >= 8);
+  assert_true(heads >= 3);
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* The masked tail of a causal row is filled with zeros by a loop of its own (masked-work
  * skipping): that loop issues no next-row prefetch (the next row's elements there are masked
  * too), while the computing loops still do. Checked per basic block of the optimized IR: no block
@@ -1047,6 +1103,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch_stays_in_call),
       cmocka_unit_test(test_launch_tasks_home_stride),
       cmocka_unit_test(test_fill_loop_does_not_prefetch),
+      cmocka_unit_test(test_early_fill_aligned_lines),
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),
