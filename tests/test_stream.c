@@ -207,6 +207,55 @@ static void test_prefetch_in_ir(void **state) {
   xir_program_free(p);
 }
 
+/* The next-row prefetches of an ℓ > W chunk are spread over its packets (lower.c
+ * next_row_prefetch): softmax_mask at ℓ = 64 (k = 4 packets) has one empty asm per packet in the
+ * prefetching block, tying a group of prefetches to the packet's value, and exp arithmetic
+ * (llvm.fma) between its first and last prefetch; at ℓ = 16 (one packet) there is no asm. The
+ * values are the oracle's at every ℓ ≥ W (test_placed_inputs and the native tests run them). */
+static void test_prefetch_spread_over_packets(void **state) {
+  (void)state;
+  xir_program *p = builtin("softmax_mask");
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  xir_shape shape;
+  xir_candidate *cands;
+  size_t n = candidates_at(p, "R=64,C=1024", cc, &shape, &cands), seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (cands[i].W != 16 || cands[i].B != cands[i].local || cands[i].local < 16) continue;
+    unsigned k = cands[i].local / cands[i].W;
+    char name[128];
+    xir_candidate_name(p, &cands[i], name, sizeof name);
+    const char *ir = ir_of(cc, p, &shape, &cands[i]);
+    const char *first = strstr(ir, "@llvm.prefetch");
+    assert_non_null(first);
+    /* the block holding the first prefetch: from the label before it to the next blank line */
+    const char *start = first;
+    while (start > ir && !(start[-1] == '\n' && start[0] == '\n')) start--;
+    const char *end = strstr(first, "\n\n");
+    size_t len = end ? (size_t)(end - start) : strlen(start);
+    char *blk = strndup(start, len);
+    assert_non_null(blk);
+    unsigned asms = 0;
+    for (const char *a = blk; (a = strstr(a, "asm sideeffect \"\"")); a++) asms++;
+    const char *last = first;
+    for (const char *a = blk; (a = strstr(a, "@llvm.prefetch")); a++) last = a;
+    int fma_between = 0;
+    for (const char *a = strstr(blk, "@llvm.prefetch"); a && a < last; a++)
+      if (!strncmp(a, "@llvm.fma", 9)) fma_between = 1;
+    if (k > 1 && (asms != k || !fma_between))
+      fail_msg("%s: %u asm ties for %u packets, exp between the prefetches: %d", name, asms, k,
+               fma_between);
+    if (k == 1 && asms != 0) fail_msg("%s: an asm tie for one packet", name);
+    free(blk);
+    seen++;
+  }
+  assert_true(seen >= 3);
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* The early zero fill of a causal row (lower.c aligned_zero_fill) writes whole aligned 64-byte
  * lines plus a masked line at each end, wherever the row starts: rows of 203 elements (each row
  * at another offset inside a line), and the output as a strided view of 205 elements a row (the
@@ -1108,6 +1157,7 @@ int main(void) {
       cmocka_unit_test(test_launch_tasks_home_stride),
       cmocka_unit_test(test_fill_loop_does_not_prefetch),
       cmocka_unit_test(test_early_fill_aligned_lines),
+      cmocka_unit_test(test_prefetch_spread_over_packets),
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),

@@ -49,6 +49,9 @@ typedef struct val {
   int64_t dc[XIR_MAX_ROOT];
 } val;
 
+/* At most this many buffers' next rows are prefetched in one chunk (more are not). */
+#define XIR__PREFETCH_BUFS 8
+
 typedef struct lw {
   const xir_program *p;
   const xir_shape *sh;
@@ -156,6 +159,13 @@ typedef struct lw {
    * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
   uint8_t *pf;
   int pf_at;
+  /* the packet values of pf_at's chunk, set by its body (reduce_body, store_body): the chunk's
+   * prefetches are spread over them (next_row_prefetch) */
+  LLVMValueRef pf_anchor[MAXK];
+  LLVMValueRef pf_addr[XIR__PREFETCH_BUFS][XIR__PREFETCH_MAX]; /* the chunk's prefetches */
+  int pf_cnt[XIR__PREFETCH_BUFS], pf_nb;
+  LLVMValueRef pf_mark; /* the last instruction before the body (after the addresses) */
+  LLVMBasicBlockRef pf_block;
   /* Streaming stores (ℓ ≥ W and ℓ = 1): per output buffer, whether this launch writes it with
    * non-temporal stores (the launch's flag and the buffer's alignment, tested at the entry; ℓ = 1
    * also tests each packet's offset in store_body); nt: inside the streaming copy of a store loop
@@ -1313,15 +1323,19 @@ static void tile_loops(lw *L, const xir_type *t, int depth, body_fn body, int id
   L->nest_dim = -1;
 }
 
+static void next_row_prefetch_addrs(lw *L);
 static void next_row_prefetch(lw *L);
 
 static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int id, void *ud) {
   if (depth == t->rank) {
     L->gen++;
-    body(L, id, ud);
+    memset(L->pf_anchor, 0, sizeof L->pf_anchor);
     /* (not in the masked tail a store fills with its masked value: the next row's elements
      * there are mostly masked too, as a causal mask's are, and the fill loop stays two stores) */
-    if (id == L->pf_at && L->nest_dim == L->c->inner_dim && !L->fill_val) next_row_prefetch(L);
+    int pf = id == L->pf_at && L->nest_dim == L->c->inner_dim && !L->fill_val;
+    if (pf) next_row_prefetch_addrs(L); /* before the body: the prefetches go between its packets */
+    body(L, id, ud);
+    if (pf) next_row_prefetch(L);
     return;
   }
   int dim = t->axes[depth];
@@ -1419,13 +1433,28 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
  * 10×50000 74–78 → 51–52 µs, softmax_mask 100×10000 367–381 → 283–288). A prefetch never faults
  * and changes no value, and the call's range is a run-time argument, so outputs, and the code for
  * every grain, stay the same. */
-static void next_row_prefetch(lw *L) {
+/* An empty asm that takes value v: what follows it in program order (the prefetches: both touch
+ * only inaccessible memory) is not scheduled before v is computed. No instruction is emitted. */
+static void prefetch_after(lw *L, LLVMValueRef v) {
+  LLVMTypeRef vt = LLVMTypeOf(v);
+  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(L->ctx), &vt, 1, 0);
+  LLVMValueRef as = LLVMGetInlineAsm(ft, "", 0, "v", 1, 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef call = LLVMBuildCall2(L->b, ft, as, &v, 1, "");
+  /* memory(inaccessiblemem: readwrite): ModRef (3) for location 1 (inaccessible memory) */
+  unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
+  unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, mk, 3u << 2));
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, nk, 0));
+}
+
+static void next_row_prefetch_addrs(lw *L) {
   const xir_program *p = L->p;
   int fast = L->c->perm[p->nroot - 1];
   /* the chunk's elements: ℓ, or the tail's N mod ℓ (its packets past the row's end prefetch
    * nothing) */
   int64_t N = dimc(L, L->c->inner_dim);
   int64_t len = L->tail && N % L->ell ? N % L->ell : L->ell, at[XIR__PREFETCH_MAX];
+  int nb = 0;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (!L->pf[i]) continue;
     const xir_node *n = &p->nodes[i];
@@ -1463,14 +1492,64 @@ static void next_row_prefetch(lw *L) {
         LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildAdd(L->b, o, ci64(L, at[np - 1]), ""), end, "");
     o = LLVMBuildSelect(L->b, inside, o, off.u, "");
     LLVMTypeRef t = mem_type(L, elem);
-    for (int j = 0; j < np; j++) {
+    for (int j = 0; j < np && nb < XIR__PREFETCH_BUFS; j++) {
       LLVMValueRef oq = LLVMBuildAdd(L->b, o, ci64(L, at[j]), "");
-      LLVMValueRef args[4] = {LLVMBuildGEP2(L->b, t, L->buf[n->ref], &oq, 1, ""),
-                              LLVMConstInt(L->i32, 0, 0), LLVMConstInt(L->i32, 3, 0),
-                              LLVMConstInt(L->i32, 1, 0)};
-      intrinsic(L, "llvm.prefetch", &L->ptr, 1, args, 4);
+      L->pf_addr[nb][j] = LLVMBuildGEP2(L->b, t, L->buf[n->ref], &oq, 1, "");
     }
+    if (nb < XIR__PREFETCH_BUFS) L->pf_cnt[nb++] = np;
   }
+  L->pf_nb = nb;
+  L->pf_block = LLVMGetInsertBlock(L->b);
+  L->pf_mark = LLVMGetLastInstruction(L->pf_block);
+}
+
+/* 1 when anchor v is an instruction of the body in block cur, after the prefetch addresses
+ * (next_row_prefetch_addrs), not a phi and not the block's last instruction. */
+static int pf_anchor_ok(lw *L, LLVMValueRef v, LLVMBasicBlockRef cur) {
+  if (!v || LLVMTypeOf(v) != L->vf || !LLVMIsAInstruction(v) || LLVMIsAPHINode(v) ||
+      LLVMGetInstructionParent(v) != cur || !LLVMGetNextInstruction(v) || cur != L->pf_block)
+    return 0;
+  LLVMValueRef i = L->pf_mark ? LLVMGetNextInstruction(L->pf_mark) : LLVMGetFirstInstruction(cur);
+  for (; i; i = LLVMGetNextInstruction(i))
+    if (i == v) return 1;
+  return 0;
+}
+
+/* The chunk's prefetches (next_row_prefetch_addrs computed their addresses before the body). */
+static void next_row_prefetch(lw *L) {
+  int nb = L->pf_nb, *cnt = L->pf_cnt;
+  /* Issued line by line across the buffers (x's line j, then the mask's), and spread over the
+   * chunk's packets: group g of the T prefetches (items i with i·k / T = g) is placed right after
+   * the instruction that computes packet g's value, behind an empty asm that takes the value (and
+   * touches only inaccessible memory, as a prefetch does, so loads and stores still move freely)
+   * so that the scheduler does not hoist it above that value. Issued as one burst at the end of
+   * an ℓ = 64 softmax chunk, the 8 prefetches of 4 exp bodies left the row 7–8 % slower than
+   * ℓ = 16, whose chunk issues its two after its one exp (softmax_mask 1024x4096, 2 workers:
+   * ℓ64 1107–1153 µs, ℓ64 spread 1014–1020, ℓ16 1050–1053; docs/lowering.md). */
+  int total = 0, maxnp = 0;
+  for (int b = 0; b < nb; b++) {
+    total += cnt[b];
+    if (cnt[b] > maxnp) maxnp = cnt[b];
+  }
+  LLVMBasicBlockRef cur = LLVMGetInsertBlock(L->b);
+  int spread = L->k > 1 && L->W * 4 == 64;
+  for (unsigned q = 0; q < L->k && spread; q++) spread = pf_anchor_ok(L, L->pf_anchor[q], cur);
+  int item = 0, group = -1;
+  for (int j = 0; j < maxnp; j++)
+    for (int b = 0; b < nb; b++) {
+      if (j >= cnt[b]) continue;
+      int g = spread ? (int)((int64_t)item * L->k / total) : 0;
+      if (spread && g != group) {
+        LLVMPositionBuilderBefore(L->b, LLVMGetNextInstruction(L->pf_anchor[g]));
+        prefetch_after(L, L->pf_anchor[g]);
+        group = g;
+      }
+      LLVMValueRef args[4] = {L->pf_addr[b][j], LLVMConstInt(L->i32, 0, 0),
+                              LLVMConstInt(L->i32, 3, 0), LLVMConstInt(L->i32, 1, 0)};
+      intrinsic(L, "llvm.prefetch", &L->ptr, 1, args, 4);
+      item++;
+    }
+  LLVMPositionBuilderAtEnd(L->b, cur);
 }
 
 /* The lanes that hold a real element at this point: root program exists, inner element exists,
@@ -1585,6 +1664,8 @@ static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *tile = ud;
   val v = L->fill_val ? *L->fill_val : eval(L, n->args[n->nargs - 1]);
+  if (id == L->pf_at && !v.aff)
+    for (unsigned q = 0; q < L->k; q++) L->pf_anchor[q] = v.v[q];
   val off = access_offset(L, n, n->nargs - 1);
   LLVMValueRef m[MAXK], base = L->buf[n->ref];
   lane_mask(L, L->ell > 1 && type_has(tile, L->c->inner_dim), m);
@@ -1710,6 +1791,8 @@ static void reduce_body(lw *L, int id, void *ud) {
   val fa, fb;
   int fused = fused_sum(L, n, &fa, &fb);
   val v = fused ? fa : eval(L, n->args[0]);
+  if (id == L->pf_at && !v.aff)
+    for (unsigned q = 0; q < L->k; q++) L->pf_anchor[q] = v.v[q];
   LLVMValueRef m[MAXK];
   for (unsigned q = 0; q < L->k; q++) m[q] = NULL;
   if (L->ell > 1 && L->tail) {
