@@ -33,6 +33,41 @@ static int node_named(const xir_program *p, const char *name) {
   return -1;
 }
 
+/* The bf16 weight loads hoisted per call (xir__hoisted_tiles), in program order, while their f32
+ * copies total at most XIR_HOIST_HALF_BYTES: layernorm at C = 2048 both w and b, at C = 4096 only
+ * w (b would make 32 KiB), at C = 8192 neither; rmsnorm's w up to C = 4096. */
+static void test_half_weight_hoist_budget(void **state) {
+  (void)state;
+  static const struct {
+    const char *k, *spec;
+    int hoisted_w, hoisted_b;
+  } cases[] = {{"layernorm", "R=4,C=2048", 1, 1}, {"layernorm", "R=4,C=4096", 1, 0},
+               {"layernorm", "R=4,C=8192", 0, 0}, {"rmsnorm", "R=4,C=4096", 1, -1},
+               {"rmsnorm", "R=4,C=8192", 0, -1}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    xir_shape s;
+    xir_program *f = load(cases[c].k, cases[c].spec, &s), *p;
+    xir_diag d;
+    if (xir_program_retype(f, "bf16", &p, &d)) die(&d);
+    uint8_t *hoist = calloc((size_t)p->nnodes + 1, 1);
+    assert_non_null(hoist);
+    xir__hoisted_tiles(p, &s, hoist);
+    int w = -1, b = -1;
+    for (int i = p->body_begin; i < p->nnodes; i++) {
+      const xir_node *n = &p->nodes[i];
+      if (n->op != XIR_OP_LOAD) continue;
+      if (!strcmp(p->params[n->ref].name, "w")) w = hoist[i];
+      if (!strcmp(p->params[n->ref].name, "b")) b = hoist[i];
+      if (!strcmp(p->params[n->ref].name, "x")) assert_false(hoist[i]);
+    }
+    if (w != cases[c].hoisted_w || b != cases[c].hoisted_b)
+      fail_msg("%s %s: w hoisted %d, b hoisted %d", cases[c].k, cases[c].spec, w, b);
+    free(hoist);
+    xir_program_free(p);
+    xir_program_free(f);
+  }
+}
+
 /* RoPE: the frequencies depend on the column only (hoisted), with period HD; the angle depends
  * on the row (not hoisted); the loaded x varies with every element (period 0). */
 static void test_rope_frequencies_are_hoisted_and_periodic(void **state) {
@@ -1238,6 +1273,7 @@ static void test_mask_work_priors_and_imbalance(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_frequencies_are_hoisted_and_periodic),
+      cmocka_unit_test(test_half_weight_hoist_budget),
       cmocka_unit_test(test_period_rules),
       cmocka_unit_test(test_chunk_invariant_work_is_charged_once),
       cmocka_unit_test(test_contiguous_packets_across_rows),

@@ -131,10 +131,12 @@ void xir__narrow_values(const xir_program *p, uint8_t *narrow);
  * dims, scalar parameters and iota only (no root index, load or reduction). */
 void xir__root_invariant(const xir_program *p, uint8_t *inv);
 enum { XIR_HOIST_MAX = 16384 }; /* elements of a hoisted tile */
+enum { XIR_HOIST_HALF_BYTES = 16384 }; /* f32 bytes of the hoisted bf16/f16 loads of a call */
 /* hoist[i] = 1 for the tiles the lowering computes once per native call (per task) instead of
  * once per root program: root-invariant 1-D f32 tiles whose op is transcendental (RoPE's
  * frequencies), and loads of bf16/f16 buffers at root-invariant indices (a weight vector: the
- * conversion to f32 once per call), of at most XIR_HOIST_MAX elements. */
+ * conversion to f32 once per call), of at most XIR_HOIST_MAX elements; the 16-bit loads only
+ * while their f32 copies total at most XIR_HOIST_HALF_BYTES (in program order). */
 void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist);
 /* period[i] along the inner axis X (a dim index): 1 when node i does not depend on the element
  * index along X, M > 1 when its value at element c equals its value at c + M (it depends on
