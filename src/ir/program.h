@@ -135,8 +135,8 @@ enum { XIR_HOIST_HALF_BYTES = 16384 }; /* f32 bytes of the hoisted bf16/f16 load
 /* hoist[i] = 1 for the tiles the lowering computes once per native call (per task) instead of
  * once per root program: root-invariant 1-D f32 tiles whose op is transcendental (RoPE's
  * frequencies), and loads of bf16/f16 buffers at root-invariant indices (a weight vector: the
- * conversion to f32 once per call), of at most XIR_HOIST_MAX elements; the 16-bit loads only
- * while their f32 copies total at most XIR_HOIST_HALF_BYTES (in program order). */
+ * conversion to f32 once per call), of at most XIR_HOIST_MAX elements; the 16-bit loads first
+ * fit in program order, their f32 copies at most XIR_HOIST_HALF_BYTES in total. */
 void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist);
 /* period[i] along the inner axis X (a dim index): 1 when node i does not depend on the element
  * index along X, M > 1 when its value at element c equals its value at c + M (it depends on

@@ -49,8 +49,9 @@ typedef struct val {
   int64_t dc[XIR_MAX_ROOT];
 } val;
 
-/* At most this many buffers' next rows are prefetched in one chunk (more are not). */
-#define XIR__PREFETCH_BUFS 8
+/* At most this many buffers' next rows are prefetched in one chunk (more are not: no built-in
+ * kernel reads more than 4 rows). */
+#define XIR__PREFETCH_BUFS 16
 
 typedef struct lw {
   const xir_program *p;
@@ -1521,8 +1522,9 @@ static void next_row_prefetch(lw *L) {
   /* Issued line by line across the buffers (x's line j, then the mask's), and spread over the
    * chunk's packets: group g of the T prefetches (items i with i·k / T = g) is placed right after
    * the instruction that computes packet g's value, behind an empty asm that takes the value (and
-   * touches only inaccessible memory, as a prefetch does, so loads and stores still move freely)
-   * so that the scheduler does not hoist it above that value. Issued as one burst at the end of
+   * touches only inaccessible memory, as a prefetch does, so the IR passes still move loads and
+   * stores across it; the code generator keeps memory operations in order around it) so that the
+   * scheduler does not hoist the prefetches above that value. Issued as one burst at the end of
    * an ℓ = 64 softmax chunk, the 8 prefetches of 4 exp bodies left the row 7–8 % slower than
    * ℓ = 16, whose chunk issues its two after its one exp (softmax_mask 1024x4096, 2 workers:
    * ℓ64 1107–1153 µs, ℓ64 spread 1014–1020, ℓ16 1050–1053; docs/lowering.md). */
@@ -2169,7 +2171,7 @@ static void masked_zero_if(lw *L, LLVMValueRef cond, LLVMValueRef ptr, LLVMValue
   LLVMBuildCondBr(L->b, cond, yes, next);
   LLVMPositionBuilderAtEnd(L->b, yes);
   LLVMTypeRef tys[2] = {L->vf, L->ptr};
-  LLVMValueRef args[4] = {LLVMConstNull(L->vf), ptr, LLVMConstInt(L->i32, 64, 0), m};
+  LLVMValueRef args[4] = {LLVMConstNull(L->vf), ptr, LLVMConstInt(L->i32, 4, 0), m};
   intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
   LLVMBuildBr(L->b, next);
   LLVMPositionBuilderAtEnd(L->b, next);
@@ -2180,7 +2182,8 @@ static void masked_zero_if(lw *L, LLVMValueRef cond, LLVMValueRef ptr, LLVMValue
  * full-line stores (non-temporal in the streaming copy), a masked store for the rest if any. A row that starts inside a
  * line (malloc'ed or NumPy arrays lie 16 bytes past a page) otherwise writes every line twice
  * with split stores: softmax_causal 1024x4096 at page + 16 took 530 us instead of 393. Only
- * bytes of [s, e) are written. */
+ * bytes of [s, e) are written; a buffer whose elements are not 4-byte aligned gets the same
+ * stores at unaligned addresses (still correct, as slow as before). */
 static void aligned_zero_fill(lw *L, int ref, LLVMValueRef s, LLVMValueRef e) {
   LLVMBuilderRef b = L->b;
   LLVMValueRef base = L->buf[ref], zero = LLVMConstNull(L->vf);
@@ -2213,8 +2216,11 @@ static void aligned_zero_fill(lw *L, int ref, LLVMValueRef s, LLVMValueRef e) {
   L->fill_val = fv;
   LLVMValueRef o = LLVMBuildAdd(b, p, LLVMBuildMul(b, lp.i, ci64(L, L->W), ""), "");
   LLVMValueRef st = LLVMBuildStore(b, zero, LLVMBuildGEP2(b, L->f32, base, &o, 1, ""));
+  /* the streaming copy runs where nt_ok found the rows 64-byte aligned; elsewhere the lines are
+   * aligned only if the buffer's elements are (align 4: an output 1 byte past a line, which
+   * xir_kernel_pack_args accepts, must not fault) */
   if (L->nt) stream_store(L, st, 64);
-  else LLVMSetAlignment(st, 64);
+  else LLVMSetAlignment(st, 4);
   loop_end(L, &lp);
   /* tail, where elements are left: lanes [0, e - t) of line t */
   LLVMValueRef t = LLVMBuildAdd(b, p, LLVMBuildMul(b, nfull, ci64(L, L->W), ""), "");
