@@ -263,10 +263,11 @@ static void test_prefetch_spread_over_packets(void **state) {
 
 /* The early zero fill of a causal row (lower.c aligned_zero_fill) writes whole aligned 64-byte
  * lines plus a masked line at each end, wherever the row starts: rows of 203 elements (each row
- * at another offset inside a line), and the output as a strided view of 205 elements a row (the
- * gaps hold sentinels). Every row candidate against the oracle, sentinels intact; the IR of the
- * ℓ ≥ W candidates has the fill's blocks: masked head/tail stores (fill.part) and 64-byte aligned
- * stores. */
+ * at another offset inside a line) and of 43 (short masked ranges), each also as a strided output
+ * view (rows 205 / 45 apart, the gaps hold sentinels), and the output a line + 1 byte past (its
+ * floats not 4-byte aligned: the same bytes, no fault). Every row candidate against the oracle,
+ * sentinels intact; on AVX-512 the IR of the ℓ ≥ W candidates has the fill's blocks (fill.head,
+ * the masked head/tail stores in fill.part, full-line zero stores). */
 static void test_early_fill_aligned_lines(void **state) {
   (void)state;
   xir_program *p = builtin("softmax_causal");
