@@ -78,6 +78,14 @@ static const char *ir_of(xir_compiler *cc, const xir_program *p, const xir_shape
   return info.ir_text;
 }
 
+/* Packs args for k and runs all its blocks on this thread. */
+static void run_blocks(const xir_kernel *k, const xir_arg *args) {
+  xir_diag d;
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+}
+
 /* The names of the buffers whose loads xir__next_row_loads marks, comma-separated, and the op
  * of the node it returns (or -1). */
 static int marked(const xir_program *p, char *out, size_t cap) {
@@ -301,9 +309,7 @@ static void test_early_fill_aligned_lines(void **state) {
         const xir_kernel *k;
         if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
         xir__case_reset_outputs(&c);
-        uint64_t slots[XIR_MAX_ARG_SLOTS];
-        if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-        assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+        run_blocks(k, c.args);
         if (!xir__case_compare(&c, 1, tol).pass)
           fail_msg("softmax_causal %s %s%s: differs from the oracle", shapes[sh].spec, name,
                    view ? " (output rows strided)" : "");
@@ -319,8 +325,7 @@ static void test_early_fill_aligned_lines(void **state) {
           xir_arg a2[XIR_MAX_PARAMS];
           memcpy(a2, c.args, sizeof a2);
           a2[1].out = raw + 1;
-          if (xir_kernel_pack_args(k, a2, slots, &d)) die(&d);
-          assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+          run_blocks(k, a2);
           if (memcmp(raw + 1, c.args[1].out, bytes))
             fail_msg("%s %s: the output at a line + 1 byte differs", shapes[sh].spec, name);
           free(raw);
@@ -624,9 +629,7 @@ static void test_placed_inputs(void **state) {
         const xir_kernel *k;
         if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
         xir__case_reset_outputs(&c);
-        uint64_t slots[XIR_MAX_ARG_SLOTS];
-        if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-        assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+        run_blocks(k, c.args);
         char name[128];
         xir_candidate_name(p, &cands[i], name, sizeof name);
         for (int j = 0; j < p->nparams; j++)
@@ -1070,9 +1073,7 @@ static void test_prefetch_past_the_end(void **state) {
     const xir_kernel *k;
     if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
     xir__case_reset_outputs(&c);
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    run_blocks(k, args);
     assert_true(xir__case_sentinels_ok(&c));
     assert_true(xir__case_compare(&c, y, xir__kernel_tolerance("layernorm")).pass);
     ran++;

@@ -189,9 +189,10 @@ void xir__hoisted_tiles(const xir_program *p, const xir_shape *s, uint8_t *hoist
   }
   /* The converted weights stay in L1 next to the row only while they are small: hoisted 16-bit
    * loads, first fit in program order (a load whose f32 copy would take the total past
-   * XIR_HOIST_HALF_BYTES is converted where it is used; a later, smaller one may still fit). bf16 layernorm 1024x4096 (w and b: 32 KiB of f32 next to
-   * an 8 KiB row and the next row's prefetch, a 48 KiB L1) ran 3-5 % faster converting both per
-   * use than hoisting both (docs/lowering.md, "16-bit buffers"). */
+   * XIR_HOIST_HALF_BYTES is converted where it is used; a later, smaller one may still fit).
+   * bf16 layernorm 1024x4096 (w and b: 32 KiB of f32 next to an 8 KiB row and the next row's
+   * prefetch, a 48 KiB L1) ran 3-5 % faster converting both per use than hoisting both
+   * (docs/lowering.md, "16-bit buffers"). */
   int64_t half_bytes = 0;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];

@@ -1444,8 +1444,10 @@ static void prefetch_after(lw *L, LLVMValueRef v) {
   /* memory(inaccessiblemem: readwrite): ModRef (3) for location 1 (inaccessible memory) */
   unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
   unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
-  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, mk, 3u << 2));
-  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->ctx, nk, 0));
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                           LLVMCreateEnumAttribute(L->ctx, mk, 3u << 2));
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                           LLVMCreateEnumAttribute(L->ctx, nk, 0));
 }
 
 static void next_row_prefetch_addrs(lw *L) {
@@ -1456,7 +1458,7 @@ static void next_row_prefetch_addrs(lw *L) {
   int64_t N = dimc(L, L->c->inner_dim);
   int64_t len = L->tail && N % L->ell ? N % L->ell : L->ell, at[XIR__PREFETCH_MAX];
   int nb = 0;
-  for (int i = p->body_begin; i < p->nnodes; i++) {
+  for (int i = p->body_begin; i < p->nnodes && nb < XIR__PREFETCH_BUFS; i++) {
     if (!L->pf[i]) continue;
     const xir_node *n = &p->nodes[i];
     val off = access_offset(L, n, n->nargs);
@@ -1493,11 +1495,11 @@ static void next_row_prefetch_addrs(lw *L) {
         LLVMBuildICmp(L->b, LLVMIntSLT, LLVMBuildAdd(L->b, o, ci64(L, at[np - 1]), ""), end, "");
     o = LLVMBuildSelect(L->b, inside, o, off.u, "");
     LLVMTypeRef t = mem_type(L, elem);
-    for (int j = 0; j < np && nb < XIR__PREFETCH_BUFS; j++) {
+    for (int j = 0; j < np; j++) {
       LLVMValueRef oq = LLVMBuildAdd(L->b, o, ci64(L, at[j]), "");
       L->pf_addr[nb][j] = LLVMBuildGEP2(L->b, t, L->buf[n->ref], &oq, 1, "");
     }
-    if (nb < XIR__PREFETCH_BUFS) L->pf_cnt[nb++] = np;
+    L->pf_cnt[nb++] = np;
   }
   L->pf_nb = nb;
   L->pf_block = LLVMGetInsertBlock(L->b);
@@ -2179,11 +2181,11 @@ static void masked_zero_if(lw *L, LLVMValueRef cond, LLVMValueRef ptr, LLVMValue
 
 /* +0 over elements [s, e) of buffer `ref` (f32, elements 4-byte aligned as every access assumes)
  * in whole aligned 64-byte lines: a masked store for the line holding s where s is not aligned,
- * full-line stores (non-temporal in the streaming copy), a masked store for the rest if any. A row that starts inside a
- * line (malloc'ed or NumPy arrays lie 16 bytes past a page) otherwise writes every line twice
- * with split stores: softmax_causal 1024x4096 at page + 16 took 530 us instead of 393. Only
- * bytes of [s, e) are written; a buffer whose elements are not 4-byte aligned gets the same
- * stores at unaligned addresses (still correct, as slow as before). */
+ * full-line stores (non-temporal in the streaming copy), a masked store for the rest if any. A
+ * row that starts inside a line (malloc'ed or NumPy arrays lie 16 bytes past a page) otherwise
+ * writes every line twice with split stores: softmax_causal 1024x4096 at page + 16 took 530 us
+ * instead of 393. Only bytes of [s, e) are written; a buffer whose elements are not 4-byte
+ * aligned gets the same stores at unaligned addresses (still correct, as slow as before). */
 static void aligned_zero_fill(lw *L, int ref, LLVMValueRef s, LLVMValueRef e) {
   LLVMBuilderRef b = L->b;
   LLVMValueRef base = L->buf[ref], zero = LLVMConstNull(L->vf);
@@ -2209,11 +2211,8 @@ static void aligned_zero_fill(lw *L, int ref, LLVMValueRef s, LLVMValueRef e) {
   LLVMValueRef nfull = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, left, ci64(L, 0), ""),
                                        LLVMBuildSDiv(b, left, ci64(L, L->W), ""), ci64(L, 0), "");
   loop lp;
-  const val *fv = L->fill_val;
-  val z = vsplat(L, cf32(L, 0.0));
-  L->fill_val = &z; /* names the loop "fill" (test_stream) */
   loop_begin(L, &lp, ci64(L, 0), nfull);
-  L->fill_val = fv;
+  LLVMSetValueName2(LLVMBasicBlockAsValue(lp.body), "fill", 4); /* as loop_begin's (test_stream) */
   LLVMValueRef o = LLVMBuildAdd(b, p, LLVMBuildMul(b, lp.i, ci64(L, L->W), ""), "");
   LLVMValueRef st = LLVMBuildStore(b, zero, LLVMBuildGEP2(b, L->f32, base, &o, 1, ""));
   /* the streaming copy runs where nt_ok found the rows 64-byte aligned; elsewhere the lines are
@@ -2225,7 +2224,8 @@ static void aligned_zero_fill(lw *L, int ref, LLVMValueRef s, LLVMValueRef e) {
   /* tail, where elements are left: lanes [0, e - t) of line t */
   LLVMValueRef t = LLVMBuildAdd(b, p, LLVMBuildMul(b, nfull, ci64(L, L->W), ""), "");
   LLVMValueRef tm = LLVMBuildICmp(b, LLVMIntSLT, lanes, splat(L, LLVMBuildSub(b, e, t, "")), "");
-  masked_zero_if(L, LLVMBuildICmp(b, LLVMIntSLT, t, e, ""), LLVMBuildGEP2(b, L->f32, base, &t, 1, ""), tm);
+  masked_zero_if(L, LLVMBuildICmp(b, LLVMIntSLT, t, e, ""),
+                 LLVMBuildGEP2(b, L->f32, base, &t, 1, ""), tm);
   LLVMBuildBr(b, done);
   LLVMPositionBuilderAtEnd(b, done);
 }
