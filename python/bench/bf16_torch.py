@@ -19,7 +19,9 @@ modified in either venv; both must be the same Python minor version (3.11 here).
 Variants, per shape R x C (x, w, b bf16; eps 1e-5; xir.set_num_threads(2), torch.set_num_threads(2),
 autograd off):
   rmsnorm bf16   xir       xir.rmsnorm(x, w), x and w ml_dtypes.bfloat16 NumPy arrays (result allocated)
-                 xir_dl    xir.rmsnorm(tx, tw), torch bf16 tensors through DLPack (a NumPy result)
+                 xir_dl    xir.rmsnorm(tx, tw), torch bf16 tensors through DLPack (the result a torch
+                           bf16 tensor, torch.empty per call; docs/python.md's xir_dl numbers of
+                           2026-12-01 predate that: they returned a NumPy array)
                  xir_c     the same compiled kernel launched from a C loop (Plan._time_launch, no
                            Python in the loop, out preallocated): the C launch alone
                  torch     torch.nn.functional.rms_norm(tx, (C,), tw, eps)

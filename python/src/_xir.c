@@ -1,10 +1,12 @@
 /* _xir.c — the CPython extension under the `xir` package: Session, Program and Plan objects over
  * the one-call C API (xir_session.h) of libxir. C11, the stable parts of the CPython C API.
  *
- * Arrays come in through the buffer protocol (NumPy arrays, memoryviews, ...); objects without it
- * that offer DLPack (torch CPU tensors) or the array interface go through numpy.from_dlpack /
- * numpy.asarray first, which share the memory (no copy). Inputs that are not C-contiguous are
- * copied (numpy.ascontiguousarray); outputs must be C-contiguous and writable. Shapes bind the
+ * Arrays come in through the buffer protocol (NumPy arrays, memoryviews, ...), DLPack (torch CPU
+ * tensors: read from the DLPack tensor itself) or the array interface (numpy.asarray), sharing
+ * the memory (no copy). Inputs that are not C-contiguous are copied (numpy.ascontiguousarray, or
+ * a strided copy of the DLPack tensor); outputs must be C-contiguous and writable. Results are
+ * NumPy arrays, or torch tensors when the activations (the first floating-point input) are a
+ * torch tensor; torch is never imported here, only used once the caller has. Shapes bind the
  * program's dims (each buffer's axes name them) and are checked against each other; a dim no
  * buffer names comes from the `dims` mapping. The GIL is released while a kernel is prepared
  * (planned + compiled on a miss) and while it runs. */
@@ -22,7 +24,7 @@ static PyObject *g_parse_error;  /* xir.ParseError(Error, SyntaxError-like Value
 static PyObject *g_arg_error;    /* xir.ArgumentError(Error, ValueError) */
 static PyObject *g_lookup_error; /* xir.NotFoundError(Error, LookupError) */
 static PyObject *g_np_empty, *g_np_asc, *g_np_asarray, *g_np_from_dlpack, *g_np_f32, *g_np_f16,
-    *g_np_u16, *g_np_bf16;
+    *g_np_u16, *g_np_i64, *g_np_bf16;
 static PyObject *g_str_dlpack, *g_str_array_interface, *g_str_array, *g_str_dtype;
 
 /* Raises the exception matching d's status, with the library's message; for text errors the
@@ -190,6 +192,7 @@ typedef struct binding {
   xir_arg args[XIR_MAX_PARAMS];
   xir_shape shape;
   int bound_by[XIR_MAX_DIMS]; /* the parameter that bound each dim, -1 = dims mapping, -2 none */
+  int act; /* the activations: the first floating-point input given (x, a, q), or -1 */
 } binding;
 
 static void binding_release(binding *b, int n) {
@@ -291,61 +294,182 @@ typedef struct DLManagedTensor_ {
   void (*deleter)(struct DLManagedTensor_ *self);
 } DLManagedTensor_;
 
-/* Reads obj through __dlpack__ into *a, keeping the capsule in *capsule (never consumed: its own
- * destructor calls the deleter when it is released). Returns 1 when done, 0 when the tensor is
- * not a compact CPU tensor of a dtype xir has (the caller then tries NumPy), -1 on error. */
-/* torch.Tensor.__dlpack__ is Python code (about 2 µs a call); torch.utils.dlpack.to_dlpack gives
- * the same "dltensor" capsule in about 0.2 µs. Looked up once, and only when torch is already
- * imported by the caller (xir never imports it). */
-static PyObject *g_torch_to_dlpack;
-static PyObject *g_torch_tensor_type;
-static int g_torch_looked_up;
+/* ---- torch: never imported by xir; used only when the caller has imported it ---- */
+static struct {
+  int ready;
+  PyObject *tensor;       /* torch.Tensor (a type; nn.Parameter is a subclass) */
+  PyObject *to_dlpack;    /* torch.utils.dlpack.to_dlpack: ≈ 0.2 µs, against ≈ 2 µs for
+                           * Tensor.__dlpack__ (Python code), the same "dltensor" capsule */
+  PyObject *empty;        /* torch.empty */
+  PyObject *grad_enabled; /* torch.is_grad_enabled */
+  PyObject *f32, *f16, *bf16, *i64;
+} g_torch;
+static PyObject *g_kw_dtype; /* ("dtype",): the keyword names of torch.empty(shape, dtype=...) */
 
-static PyObject *call_dlpack(PyObject *obj) {
-  if (!g_torch_looked_up && !strcmp(Py_TYPE(obj)->tp_name, "Tensor")) {
-    PyObject *mods = PyImport_GetModuleDict(); /* borrowed */
-    PyObject *torch = mods ? PyDict_GetItemString(mods, "torch") : NULL;
-    PyObject *dl = mods ? PyDict_GetItemString(mods, "torch.utils.dlpack") : NULL;
-    if (torch && dl) {
-      g_torch_to_dlpack = PyObject_GetAttrString(dl, "to_dlpack");
-      g_torch_tensor_type = PyObject_GetAttrString(torch, "Tensor");
-      if (!g_torch_to_dlpack || !g_torch_tensor_type || !PyType_Check(g_torch_tensor_type)) {
-        Py_CLEAR(g_torch_to_dlpack);
-        Py_CLEAR(g_torch_tensor_type);
-      }
-      PyErr_Clear();
-      g_torch_looked_up = 1;
-    }
+/* 1 when torch is loaded (sys.modules["torch"]) and its parts are looked up (once). */
+static int torch_ready(void) {
+  if (g_torch.ready) return 1;
+  PyObject *mods = PyImport_GetModuleDict();                         /* borrowed */
+  PyObject *torch = mods ? PyDict_GetItemString(mods, "torch") : NULL; /* borrowed */
+  if (!torch) return 0;
+  PyObject *dl = PyImport_ImportModule("torch.utils.dlpack"); /* loaded with torch already */
+  if (dl) {
+    g_torch.to_dlpack = PyObject_GetAttrString(dl, "to_dlpack");
+    Py_DECREF(dl);
   }
-  if (g_torch_to_dlpack && PyObject_TypeCheck(obj, (PyTypeObject *)g_torch_tensor_type)) {
-    /* to_dlpack exports tensors that require grad; __dlpack__ refuses them (with torch's own
-     * message), and so does xir: it does not take part in autograd */
-    PyObject *rg = PyObject_GetAttrString(obj, "requires_grad");
-    int grad = rg == Py_True;
-    Py_XDECREF(rg);
-    PyErr_Clear();
-    if (!grad) {
-      PyObject *cap = PyObject_CallOneArg(g_torch_to_dlpack, obj);
-      if (cap) return cap;
-      PyErr_Clear(); /* let __dlpack__ give its own answer */
-    }
-  }
-  return PyObject_CallMethodNoArgs(obj, g_str_dlpack);
-}
-
-static int from_dlpack(PyObject *obj, arr *a, PyObject **capsule) {
-  PyObject *cap = call_dlpack(obj);
-  if (!cap) { /* numpy.from_dlpack will call it again and report the error */
-    PyErr_Clear();
+  g_torch.tensor = PyObject_GetAttrString(torch, "Tensor");
+  g_torch.empty = PyObject_GetAttrString(torch, "empty");
+  g_torch.grad_enabled = PyObject_GetAttrString(torch, "is_grad_enabled");
+  g_torch.f32 = PyObject_GetAttrString(torch, "float32");
+  g_torch.f16 = PyObject_GetAttrString(torch, "float16");
+  g_torch.bf16 = PyObject_GetAttrString(torch, "bfloat16");
+  g_torch.i64 = PyObject_GetAttrString(torch, "int64");
+  PyErr_Clear();
+  if (!g_torch.to_dlpack || !g_torch.tensor || !PyType_Check(g_torch.tensor) || !g_torch.empty ||
+      !g_torch.grad_enabled || !g_torch.f32 || !g_torch.f16 || !g_torch.bf16 || !g_torch.i64) {
+    /* torch half-imported, or not the torch we know: try again on a later call */
+    Py_CLEAR(g_torch.to_dlpack);
+    Py_CLEAR(g_torch.tensor);
+    Py_CLEAR(g_torch.empty);
+    Py_CLEAR(g_torch.grad_enabled);
+    Py_CLEAR(g_torch.f32);
+    Py_CLEAR(g_torch.f16);
+    Py_CLEAR(g_torch.bf16);
+    Py_CLEAR(g_torch.i64);
     return 0;
   }
-  DLManagedTensor_ *m = PyCapsule_GetPointer(cap, "dltensor");
+  g_torch.ready = 1;
+  return 1;
+}
+
+static int is_torch_tensor(PyObject *obj) {
+  return !PyObject_CheckBuffer(obj) && torch_ready() &&
+         PyObject_TypeCheck(obj, (PyTypeObject *)g_torch.tensor);
+}
+
+static PyObject *torch_dtype(xir_elem e) {
+  switch (e) {
+    case XIR_F16: return g_torch.f16;
+    case XIR_BF16: return g_torch.bf16;
+    case XIR_I64: return g_torch.i64;
+    default: return g_torch.f32;
+  }
+}
+
+/* Replaces the pending exception by ArgumentError "K: NAME (TYPE) could not be read as an array:
+ * <the original message>". Returns -1. */
+static int unreadable(const char *kname, const char *pname, PyObject *obj) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyObject *msg = value ? PyObject_Str(value) : NULL;
+  const char *m = msg ? PyUnicode_AsUTF8(msg) : NULL;
+  if (!m) {
+    PyErr_Clear();
+    m = "unknown error";
+  }
+  PyErr_Format(g_arg_error, "%s: %s (%.80s) could not be read as an array: %s", kname, pname,
+               Py_TYPE(obj)->tp_name, m);
+  Py_XDECREF(msg);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  return -1;
+}
+
+/* str(obj.<attr>) into buf when obj has it (torch: "torch.float64", "cuda:0"); else buf is left
+ * as the caller filled it. */
+static const char *attr_text(PyObject *obj, const char *attr, char *buf, size_t cap) {
+  PyObject *v = PyObject_GetAttrString(obj, attr);
+  PyObject *s = v ? PyObject_Str(v) : NULL;
+  const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+  if (u) snprintf(buf, cap, "%s", u);
+  Py_XDECREF(v);
+  Py_XDECREF(s);
+  PyErr_Clear();
+  return buf;
+}
+
+/* Copies a strided tensor of n-byte elements (strides in elements, any sign, 0 included) into
+ * the C-contiguous dst. */
+static void copy_strided(char *dst, const char *src, int ndim, const int64_t *shape,
+                         const int64_t *strides, size_t es) {
+  int64_t idx[XIR_MAX_RANK] = {0};
+  int64_t inner = ndim ? shape[ndim - 1] : 1, step = ndim ? strides[ndim - 1] * (int64_t)es : 0;
+  int64_t outer = 1;
+  for (int k = 0; k < ndim - 1; k++) outer *= shape[k];
+  if (inner <= 0 || outer <= 0) return;
+  for (int64_t o = 0; o < outer; o++) {
+    const char *p = src;
+    for (int k = 0; k < ndim - 1; k++) p += idx[k] * strides[k] * (int64_t)es;
+    switch (es) {
+      case 2:
+        for (int64_t j = 0; j < inner; j++, dst += 2, p += step) memcpy(dst, p, 2);
+        break;
+      case 4:
+        for (int64_t j = 0; j < inner; j++, dst += 4, p += step) memcpy(dst, p, 4);
+        break;
+      default:
+        for (int64_t j = 0; j < inner; j++, dst += es, p += step) memcpy(dst, p, es);
+    }
+    for (int k = ndim - 2; k >= 0; k--) { /* the next row: odometer over the outer axes */
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+/* Reads argument i through DLPack into b->a[i]. A torch tensor goes through
+ * torch.utils.dlpack.to_dlpack (fast; it also exports tensors that require grad, which xir
+ * accepts only when torch's grad mode is off: it does not record autograd), anything else
+ * through obj.__dlpack__(). The capsule is kept in b->hold2[i], never consumed: its own
+ * destructor calls the deleter when the binding releases it. A CPU tensor of a dtype xir has is
+ * used in place when it is C-contiguous; an input that is not (a transpose, a strided slice, an
+ * expanded tensor) is copied into a new contiguous array (b->hold[i]); an output must be
+ * C-contiguous. Returns 1 when read, 0 when the capsule is of another kind (the caller then
+ * tries numpy.from_dlpack), -1 with an exception set. */
+static int from_dlpack(ProgramObject *po, int i, PyObject *obj, binding *b) {
+  const xir_param_info *pi = &po->info[i];
+  const char *kname = xir_program_name(po->p);
+  arr *a = &b->a[i];
+  char text[128];
+  PyObject *cap;
+  if (is_torch_tensor(obj)) {
+    PyObject *rg = PyObject_GetAttrString(obj, "requires_grad");
+    if (!rg) return -1;
+    int grad = rg == Py_True;
+    Py_DECREF(rg);
+    if (grad) {
+      PyObject *on = PyObject_CallNoArgs(g_torch.grad_enabled);
+      if (!on) return -1;
+      int enabled = on == Py_True;
+      Py_DECREF(on);
+      if (enabled) {
+        PyErr_Format(g_arg_error, "%s: %s requires grad, and xir does not record autograd: pass "
+                     "%s.detach(), or call under torch.no_grad() or torch.inference_mode()",
+                     kname, pi->name, pi->name);
+        return -1;
+      }
+    }
+    cap = PyObject_CallOneArg(g_torch.to_dlpack, obj);
+  } else {
+    cap = PyObject_CallMethodNoArgs(obj, g_str_dlpack);
+  }
+  if (!cap) return unreadable(kname, pi->name, obj);
+  DLManagedTensor_ *m = PyCapsule_IsValid(cap, "dltensor") ? PyCapsule_GetPointer(cap, "dltensor") : NULL;
   if (!m) {
     Py_DECREF(cap);
     PyErr_Clear();
     return 0;
   }
+  b->hold2[i] = cap;
   const DLTensor_ *t = &m->dl_tensor;
+  if (t->device.device_type != 1 /* kDLCPU */) {
+    snprintf(text, sizeof text, "DLPack device type %d", (int)t->device.device_type);
+    PyErr_Format(g_arg_error, "%s: %s is on device %s, not the CPU: xir reads CPU memory (pass "
+                 "%s.cpu())", kname, pi->name, attr_text(obj, "device", text, sizeof text),
+                 pi->name);
+    return -1;
+  }
   xir_elem e = XIR_ELEM_NONE;
   if (t->dtype.lanes == 1) {
     if (t->dtype.code == 2 && t->dtype.bits == 32) e = XIR_F32;
@@ -353,27 +477,66 @@ static int from_dlpack(PyObject *obj, arr *a, PyObject **capsule) {
     else if (t->dtype.code == 4 && t->dtype.bits == 16) e = XIR_BF16;
     else if (t->dtype.code == 0 && t->dtype.bits == 64) e = XIR_I64;
   }
-  int ok = t->device.device_type == 1 /* kDLCPU */ && e != XIR_ELEM_NONE && t->ndim >= 0 &&
-           t->ndim <= XIR_MAX_RANK;
+  if (e == XIR_ELEM_NONE) {
+    static const char *const codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
+    if (t->dtype.code < 7)
+      snprintf(text, sizeof text, "%s%d%s", codes[t->dtype.code], (int)t->dtype.bits,
+               t->dtype.lanes == 1 ? "" : " vector");
+    else
+      snprintf(text, sizeof text, "DLPack type code %d, %d bits", (int)t->dtype.code, (int)t->dtype.bits);
+    PyErr_Format(g_arg_error, "%s: %s must be %s, got %s", kname, pi->name,
+                 pi->elem == XIR_I64 ? "int64" : "float32, float16 or bfloat16",
+                 attr_text(obj, "dtype", text, sizeof text));
+    return -1;
+  }
+  if (t->ndim < 0 || t->ndim > XIR_MAX_RANK) {
+    PyErr_Format(g_arg_error, "%s: %s has %d dimensions (at most %d)", kname, pi->name,
+                 (int)t->ndim, XIR_MAX_RANK);
+    return -1;
+  }
+  int compact = 1;
+  int64_t want = 1;
   Py_ssize_t n = 1;
-  if (ok) {
-    int64_t want = 1;
-    for (int k = t->ndim - 1; k >= 0; k--) {
-      if (t->strides && t->shape[k] != 1 && t->strides[k] != want) ok = 0;
-      want *= t->shape[k];
-    }
-    for (int k = 0; k < t->ndim; k++) n *= (Py_ssize_t)t->shape[k];
+  for (int k = t->ndim - 1; k >= 0; k--) {
+    if (t->strides && t->shape[k] != 1 && t->strides[k] != want) compact = 0;
+    want *= t->shape[k];
+    n *= (Py_ssize_t)t->shape[k];
   }
-  if (!ok) {
-    Py_DECREF(cap);
-    return 0;
-  }
-  a->buf = (char *)t->data + t->byte_offset;
+  const char *data = (const char *)t->data + t->byte_offset;
+  size_t es = xir_elem_size(e);
   a->elem = e;
   a->ndim = t->ndim;
   for (int k = 0; k < t->ndim; k++) a->shape[k] = (Py_ssize_t)t->shape[k];
-  a->len = n * (Py_ssize_t)xir_elem_size(e);
-  *capsule = cap;
+  a->len = n * (Py_ssize_t)es;
+  if (compact || n == 0) {
+    a->buf = (void *)data;
+    return 1;
+  }
+  if (pi->is_output) {
+    PyErr_Format(g_arg_error, "%s: out (%s) must be C-contiguous", kname, pi->name);
+    return -1;
+  }
+  /* documented: inputs that are not C-contiguous are copied (bf16 as uint16: NumPy has no bf16) */
+  PyObject *shape = PyTuple_New(t->ndim);
+  if (!shape) return -1;
+  for (int k = 0; k < t->ndim; k++) {
+    PyObject *v = PyLong_FromLongLong(t->shape[k]);
+    if (!v) {
+      Py_DECREF(shape);
+      return -1;
+    }
+    PyTuple_SET_ITEM(shape, k, v);
+  }
+  PyObject *dt = e == XIR_F32 ? g_np_f32 : e == XIR_I64 ? g_np_i64 : e == XIR_F16 ? g_np_f16 : g_np_u16;
+  PyObject *copy = PyObject_CallFunctionObjArgs(g_np_empty, shape, dt, NULL);
+  Py_DECREF(shape);
+  if (!copy) return -1;
+  b->hold[i] = copy;
+  if (PyObject_GetBuffer(copy, &b->view[i], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return -1;
+  b->have_view[i] = 1;
+  copy_strided(b->view[i].buf, data, t->ndim, t->shape, t->strides, es);
+  a->buf = b->view[i].buf;
+  Py_CLEAR(b->hold2[i]); /* the copy is all that is read */
   return 1;
 }
 
@@ -396,12 +559,13 @@ static int get_array(ProgramObject *po, int i, PyObject *obj, binding *b) {
   int flags = out ? (PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) : (PyBUF_STRIDES | PyBUF_FORMAT);
   PyObject *src = obj;
   if (!PyObject_CheckBuffer(src)) {
-    if (PyObject_HasAttr(src, g_str_dlpack)) {
-      int r = from_dlpack(src, &b->a[i], &b->hold2[i]);
+    int dl = PyObject_HasAttr(src, g_str_dlpack);
+    if (dl) {
+      int r = from_dlpack(po, i, src, b);
       if (r != 0) return r < 0 ? -1 : 0;
     }
     PyObject *conv = NULL;
-    if (PyObject_HasAttr(src, g_str_dlpack)) conv = PyObject_CallOneArg(g_np_from_dlpack, src);
+    if (dl) conv = PyObject_CallOneArg(g_np_from_dlpack, src);
     else if (PyObject_HasAttr(src, g_str_array_interface) || PyObject_HasAttr(src, g_str_array))
       conv = PyObject_CallOneArg(g_np_asarray, src);
     else {
@@ -410,23 +574,7 @@ static int get_array(ProgramObject *po, int i, PyObject *obj, binding *b) {
                    "not %.80s", kname, pi->name, Py_TYPE(src)->tp_name);
       return -1;
     }
-    if (!conv) { /* e.g. a non-contiguous torch bfloat16 tensor: NumPy has no bf16 */
-      PyObject *type, *value, *tb;
-      PyErr_Fetch(&type, &value, &tb);
-      PyObject *msg = value ? PyObject_Str(value) : NULL;
-      const char *m = msg ? PyUnicode_AsUTF8(msg) : NULL;
-      if (!m) {
-        PyErr_Clear();
-        m = "unknown error";
-      }
-      PyErr_Format(g_arg_error, "%s: %s (%.80s) could not be read as an array (a 16-bit tensor "
-                   "must be contiguous): %s", kname, pi->name, Py_TYPE(src)->tp_name, m);
-      Py_XDECREF(msg);
-      Py_XDECREF(type);
-      Py_XDECREF(value);
-      Py_XDECREF(tb);
-      return -1;
-    }
+    if (!conv) return unreadable(kname, pi->name, src);
     b->hold[i] = conv;
     src = conv;
   }
@@ -568,6 +716,7 @@ static int bind_args(ProgramObject *po, PyObject *const *objs, Py_ssize_t nobjs,
   memset(b->hold2, 0, sizeof b->hold2);
   memset(b->given, 0, sizeof b->given);
   memset(b->args, 0, sizeof b->args);
+  b->act = -1;
   if (nobjs != po->nparams) {
     PyErr_Format(PyExc_TypeError, "%s takes %d arguments (one per parameter), got %zd", kname,
                  po->nparams, nobjs);
@@ -649,6 +798,7 @@ static int bind_args(ProgramObject *po, PyObject *const *objs, Py_ssize_t nobjs,
     if (po->info[i].kind == XIR_PARAM_BUFFER && !po->info[i].is_output && b->given[i] &&
         is_float(b->a[i].elem)) {
       act = b->a[i].elem;
+      b->act = i;
       break;
     }
   }
@@ -692,12 +842,15 @@ static PyObject *np_dtype(xir_elem e) {
   return g_np_bf16;
 }
 
-/* Allocates every output left as None (its shape from the dims, its type b->a[i].elem). */
+/* Allocates every output left as None (its shape from the dims, its type b->a[i].elem): a torch
+ * tensor (torch.empty, read back through DLPack as an out= tensor is) when the activations are a
+ * torch tensor, else a NumPy array. */
 static int alloc_outputs(ProgramObject *po, PyObject *const *objs, binding *b) {
+  int torch = b->act >= 0 && is_torch_tensor(objs[b->act]);
   for (int i = 0; i < po->nparams; i++) {
     const xir_param_info *pi = &po->info[i];
     if (pi->kind != XIR_PARAM_BUFFER || !pi->is_output || objs[i] != Py_None) continue;
-    PyObject *dt = np_dtype(b->a[i].elem);
+    PyObject *dt = torch ? torch_dtype(b->a[i].elem) : np_dtype(b->a[i].elem);
     if (!dt) return -1;
     PyObject *shape = PyTuple_New(pi->rank);
     if (!shape) return -1;
@@ -708,6 +861,20 @@ static int alloc_outputs(ProgramObject *po, PyObject *const *objs, binding *b) {
         return -1;
       }
       PyTuple_SET_ITEM(shape, a, v);
+    }
+    if (torch) {
+      PyObject *targs[2] = {shape, dt};
+      PyObject *t = PyObject_Vectorcall(g_torch.empty, targs, 1, g_kw_dtype);
+      Py_DECREF(shape);
+      if (!t) return -1;
+      b->hold[i] = t;
+      int r = from_dlpack(po, i, t, b);
+      if (r == 0)
+        PyErr_Format(g_arg_error, "%s: the torch result %s could not be read through DLPack",
+                     xir_program_name(po->p), pi->name);
+      if (r <= 0) return -1;
+      b->args[i].out = b->a[i].buf;
+      continue;
     }
     PyObject *arr_ = PyObject_CallFunctionObjArgs(g_np_empty, shape, dt, NULL);
     Py_DECREF(shape);
@@ -1195,10 +1362,13 @@ PyMODINIT_FUNC PyInit__xir(void) {
   g_np_f32 = PyObject_GetAttrString(np, "float32");
   g_np_f16 = PyObject_GetAttrString(np, "float16");
   g_np_u16 = PyObject_GetAttrString(np, "uint16");
+  g_np_i64 = PyObject_GetAttrString(np, "int64");
   Py_DECREF(np);
   if (!g_np_empty || !g_np_asc || !g_np_asarray || !g_np_from_dlpack || !g_np_f32 || !g_np_f16 ||
-      !g_np_u16)
+      !g_np_u16 || !g_np_i64)
     goto fail;
+  g_kw_dtype = Py_BuildValue("(s)", "dtype");
+  if (!g_kw_dtype) goto fail;
   g_str_dlpack = PyUnicode_InternFromString("__dlpack__");
   g_str_array_interface = PyUnicode_InternFromString("__array_interface__");
   g_str_array = PyUnicode_InternFromString("__array__");

@@ -47,4 +47,5 @@ def test_dlpack_path_matches_numpy_path_if_torch():
     b = _load()
     cases, _ = b.check([(3, 1000)], ("rmsnorm_bf16",), torch)
     by = {c.variant: c for c in cases}
-    assert np.array_equal(np.asarray(by["xir_dl"].last).view(np.uint16), by["xir"].last.view(np.uint16))
+    assert isinstance(by["xir_dl"].last, torch.Tensor) and by["xir_dl"].last.dtype == torch.bfloat16
+    assert np.array_equal(b.as_numpy(by["xir_dl"].last).view(np.uint16), by["xir"].last.view(np.uint16))

@@ -5,6 +5,8 @@ line and column), the cache, and threads calling concurrently.
 
 Tolerances are the library's (src/check: xir__kernel_tolerance): |y - ref| <= atol + rtol |ref|,
 the whole output, NaN never passing."""
+import os
+import sys
 import threading
 
 import numpy as np
@@ -253,13 +255,52 @@ class BadDLPack:
 
 
 def test_unreadable_array_is_a_clear_error(rng):
-    with pytest.raises(ValueError, match=r"rmsnorm: x \(BadDLPack\) could not be read as an array "
-                                         r".*: Unsupported dtype in DLTensor"):
+    with pytest.raises(ValueError, match=r"rmsnorm: x \(BadDLPack\) could not be read as an array: "
+                                         r"Unsupported dtype in DLTensor"):
         xir.rmsnorm(BadDLPack(), rand(rng, 4))
 
 
+def test_non_contiguous_dlpack_inputs_are_copied(rng):
+    """Tensors read through DLPack (torch's path; here NumPy arrays behind a DLPack-only wrapper)
+    that are strided, transposed or reversed are copied from their strides (float32, float16,
+    int64); a strided out= is refused; a dtype xir has no buffers of is named."""
+    big = rand(rng, 10, 80)
+    for dt in (np.float32, np.float16):
+        b = big.astype(dt)
+        x, w = b[::2, 1::2], b[3, ::2]  # strided rows and columns; a strided vector
+        assert not x.flags.c_contiguous and not w.flags.c_contiguous
+        ref = ref_rmsnorm(x.astype(np.float64), w.astype(np.float64))
+        y = xir.rmsnorm(DLPackOnly(x), DLPackOnly(w))
+        assert type(y) is np.ndarray
+        check16("rmsnorm", y, ref, dt)
+        xr, xt = b[::-1, :40], np.ascontiguousarray(b[:, 40:].T).T  # negative strides; a transpose
+        check16("swiglu", xir.swiglu(DLPackOnly(xr), DLPackOnly(xt)),
+                silu(xr.astype(np.float64)) * xt.astype(np.float64), dt)
+    R, C, HD, P = 6, 20, 10, 4
+    x = rand(rng, R, C)
+    pos = (np.arange(2 * R, dtype=np.int64) % P)[::2]  # int64, strided
+    cos, sin = _rope_tables(rng, P, HD // 2)
+    sin_t = np.ascontiguousarray(sin.T).T  # the same values, column-major
+    check("rope_cache", xir.rope_cache(DLPackOnly(x), DLPackOnly(pos), cos, DLPackOnly(sin_t)),
+          ref_rope_cache(x, pos, cos, sin))
+    out = np.zeros((10, 80), np.float32)[:, ::2]
+    with pytest.raises(ValueError, match=r"rmsnorm: out \(y\) must be C-contiguous"):
+        xir.rmsnorm(big[:, :40], big[0, :40], out=DLPackOnly(out))
+    with pytest.raises(ValueError, match="rmsnorm: x must be float32, float16 or bfloat16, got float64"):
+        xir.rmsnorm(DLPackOnly(big.astype(np.float64)), big[0])
+
+
+def need_torch():
+    """torch, or a skip where it is not installed (the package's test venv, CI). Under
+    XIR_REQUIRE_TORCH=1 (scripts/test.sh's torch step) a missing torch is a failure instead."""
+    if os.environ.get("XIR_REQUIRE_TORCH") == "1":
+        import torch
+        return torch
+    return pytest.importorskip("torch")
+
+
 def test_torch_tensors_if_available(rng):
-    torch = pytest.importorskip("torch")
+    torch = need_torch()
     x, w = rand(rng, 5, 32), rand(rng, 32)
     tx, tw = torch.from_numpy(x), torch.from_numpy(w)
     out = torch.empty(5, 32)
@@ -481,6 +522,7 @@ def test_bench_peer_serves_the_kernels():
 import ml_dtypes  # noqa: E402
 
 BF16 = ml_dtypes.bfloat16
+DT16 = {"bf16": BF16, "f16": np.float16, "f32": np.float32}
 
 
 def half_ulp(dtype, y):
@@ -508,29 +550,61 @@ def _rope_tables(rng, P, H2):
     return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
 
 
-# kernel -> (make inputs, the xir call, the fp64 reference over the stored inputs)
+def _causal(z, R, C):
+    return ref_softmax(np.where(np.arange(C)[None, :] > np.arange(R)[:, None], -np.inf, z))
+
+
+# 16-bit shapes: the first of each list is test_16bit's; the others (test_16bit_shapes) one row,
+# odd row lengths and a few rows
+ROWS16 = [(17, 65), (1, 1), (1, 127), (3, 33), (6, 1001)]
+ATTN16 = [(1, 1, 1, 1, 1, 1, 1), (1, 2, 1, 3, 7, 5, 3), (2, 4, 2, 9, 17, 16, 8)]
+
+
+def _attn_inputs(g, s):
+    B, HQ, HKV, Q, K, D, DV = s
+    return [rand(g, B, HQ, Q, D, lo=-1, hi=1), rand(g, B, HKV, K, D, lo=-1, hi=1), rand(g, B, HKV, K, DV)]
+
+
+# kernel -> (shapes, make inputs (rng, shape), the xir call (inputs, shape, out), the fp64
+# reference over the stored inputs (inputs as float64, shape)); the first input is the activations
 K16 = {
-    "rmsnorm": (lambda g: [rand(g, 17, 65), rand(g, 65)], lambda a: xir.rmsnorm(*a), lambda a: ref_rmsnorm(*a)),
-    "layernorm": (lambda g: [rand(g, 9, 130), rand(g, 130), rand(g, 130)], lambda a: xir.layernorm(*a),
-                  lambda a: ref_layernorm(*a)),
-    "rope": (lambda g: [rand(g, 17, 66)], lambda a: xir.rope(a[0], 22), lambda a: ref_rope(a[0], 22)),
-    "rope_cache": (lambda g: [rand(g, 17, 66), *_rope_tables(g, 5, 11)],
-                   lambda a: xir.rope_cache(a[0], np.arange(17, dtype=np.int64) % 5, a[1], a[2]),
-                   lambda a: ref_rope_cache(a[0], np.arange(17) % 5, a[1], a[2])),
-    "softmax_mask": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.softmax(a[0], a[1]),
-                     lambda a: ref_softmax(a[0] + a[1])),
-    "softmax_causal": (lambda g: [rand(g, 17, 65)], lambda a: xir.softmax(a[0], causal=True),
-                       lambda a: ref_softmax(np.where(np.arange(65)[None, :] > np.arange(17)[:, None],
-                                                      -np.inf, a[0]))),
-    "swiglu": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.swiglu(*a), lambda a: silu(a[0]) * a[1]),
-    "gelu_residual": (lambda g: [rand(g, 17, 65), rand(g, 17, 65)], lambda a: xir.gelu_residual(*a),
-                      lambda a: gelu_tanh(a[0]) + a[1]),
-    "attention": (lambda g: [rand(g, 1, 4, 5, 8, lo=-1, hi=1), rand(g, 1, 2, 9, 8, lo=-1, hi=1), rand(g, 1, 2, 9, 6)],
-                  lambda a: xir.attention(*a), lambda a: ref_attention(*a)),
-    "attention_causal": (lambda g: [rand(g, 2, 2, 5, 8, lo=-1, hi=1), rand(g, 2, 1, 9, 8, lo=-1, hi=1),
-                                    rand(g, 2, 1, 9, 6)],
-                         lambda a: xir.attention(*a, causal=True), lambda a: ref_attention(*a, causal=True)),
+    "rmsnorm": (ROWS16, lambda g, s: [rand(g, *s), rand(g, s[1])],
+                lambda a, s, o: xir.rmsnorm(*a, out=o), lambda a, s: ref_rmsnorm(*a)),
+    "layernorm": ([(9, 130)] + ROWS16[1:], lambda g, s: [rand(g, *s), rand(g, s[1]), rand(g, s[1])],
+                  lambda a, s, o: xir.layernorm(*a, out=o), lambda a, s: ref_layernorm(*a)),
+    "rope": ([(17, 66, 22), (1, 2, 2), (3, 30, 10), (5, 126, 42)], lambda g, s: [rand(g, s[0], s[1])],
+             lambda a, s, o: xir.rope(a[0], s[2], out=o), lambda a, s: ref_rope(a[0], s[2])),
+    "rope_cache": ([(17, 66, 22, 5), (1, 2, 2, 1), (3, 30, 10, 4), (6, 126, 42, 9)],
+                   lambda g, s: [rand(g, s[0], s[1]), *_rope_tables(g, s[3], s[2] // 2)],
+                   lambda a, s, o: xir.rope_cache(a[0], np.arange(s[0], dtype=np.int64) % s[3], a[1], a[2], out=o),
+                   lambda a, s: ref_rope_cache(a[0], np.arange(s[0]) % s[3], a[1], a[2])),
+    "softmax_mask": (ROWS16, lambda g, s: [rand(g, *s), rand(g, *s)], lambda a, s, o: xir.softmax(a[0], a[1], out=o),
+                     lambda a, s: ref_softmax(a[0] + a[1])),
+    "softmax_causal": (ROWS16, lambda g, s: [rand(g, *s)], lambda a, s, o: xir.softmax(a[0], causal=True, out=o),
+                       lambda a, s: _causal(a[0], *s)),
+    "swiglu": (ROWS16, lambda g, s: [rand(g, *s), rand(g, *s)], lambda a, s, o: xir.swiglu(*a, out=o),
+               lambda a, s: silu(a[0]) * a[1]),
+    "gelu_residual": (ROWS16, lambda g, s: [rand(g, *s), rand(g, *s)], lambda a, s, o: xir.gelu_residual(*a, out=o),
+                      lambda a, s: gelu_tanh(a[0]) + a[1]),
+    "attention": ([(1, 4, 2, 5, 9, 8, 6)] + ATTN16, _attn_inputs, lambda a, s, o: xir.attention(*a, out=o),
+                  lambda a, s: ref_attention(*a)),
+    "attention_causal": ([(2, 2, 1, 5, 9, 8, 6)] + ATTN16, _attn_inputs,
+                         lambda a, s, o: xir.attention(*a, causal=True, out=o),
+                         lambda a, s: ref_attention(*a, causal=True)),
 }
+
+
+def run16(rng, kernel, shape, act, rest, out=None):
+    """Runs `kernel` at `shape` with the activations (the first input) of type `act` and the other
+    floating-point inputs of type `rest` (np dtypes), into `out` (a dtype: an out= array of it;
+    None: allocated), and checks the result against fp64 with the output type's tolerance."""
+    shapes, make, call, ref = K16[kernel]
+    a = [x.astype(act if i == 0 else rest) for i, x in enumerate(make(rng, shape))]
+    o = None if out is None else np.zeros(ref([x.astype(np.float64) for x in a], shape).shape, out)
+    y = call(a, shape, o)
+    if o is not None:
+        assert y is o
+    check16(kernel, y, ref([x.astype(np.float64) for x in a], shape), act if out is None else out)
 
 
 @pytest.mark.parametrize("mode", ["bf16", "f16", "mixed"])
@@ -538,14 +612,55 @@ K16 = {
 def test_16bit(rng, kernel, mode):
     """all inputs bf16, all f16, or the first input bf16 and the others float32 (the result
     takes the first input's type in every case)."""
-    make, call, ref = K16[kernel]
-    a = make(rng)
     dt = np.float16 if mode == "f16" else BF16
-    a = [x.astype(dt) if (i == 0 or mode != "mixed") else x for i, x in enumerate(a)]
-    y = call(a)
-    check16(kernel, y, ref([x.astype(np.float64) for x in a]), dt)
+    run16(rng, kernel, K16[kernel][0][0], dt, np.float32 if mode == "mixed" else dt)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("kernel,shape", [(k, s) for k in sorted(K16) for s in K16[k][0][1:]],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else v)
+def test_16bit_shapes(rng, kernel, shape, dtype):
+    """every kernel in all-bf16 and all-f16 at one row, odd row lengths and a few rows."""
+    run16(rng, kernel, shape, DT16[dtype], DT16[dtype])
+
+
+@pytest.mark.parametrize("combo", ["f16,bf16->f32", "bf16,f16->f16", "f32,bf16->bf16", "f16,f32->bf16"])
+@pytest.mark.parametrize("kernel", sorted(K16))
+def test_16bit_mixed(rng, kernel, combo):
+    """activations, the other inputs (weights, tables, k and v, the mask) and the output (out=)
+    of three different types; the output's tolerance applies (f32: the kernel's own)."""
+    ins, out = combo.split("->")
+    act, rest = ins.split(",")
+    shape = K16[kernel][0][-1]
+    run16(rng, kernel, shape, DT16[act], DT16[rest], DT16[out])
+
+
+def test_16bit_threads_call_concurrently(rng):
+    """six threads, started together, each calling 16-bit kernels with types and shapes first
+    used here, so that the first calls race to retype, plan and prepare them (the third and the
+    sixth case are the same on purpose: two threads racing for one new variant)."""
+    cases = [("rmsnorm", (29, 77), BF16, BF16), ("rmsnorm", (29, 77), np.float16, BF16),
+             ("swiglu", (29, 77), BF16, np.float16), ("attention_causal", (1, 2, 1, 7, 11, 8, 4), BF16, BF16),
+             ("layernorm", (5, 203), np.float16, np.float16), ("swiglu", (29, 77), BF16, np.float16)]
+    barrier = threading.Barrier(len(cases))
+    errors = []
+
+    def work(i):
+        kernel, shape, act, rest = cases[i]
+        g = np.random.default_rng(i)
+        try:
+            barrier.wait()
+            for _ in range(15):
+                run16(g, kernel, shape, act, rest)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
 def test_16bit_out_and_plan(rng):
     x, w = rand(rng, 8, 64).astype(BF16), rand(rng, 64)
     ref = ref_rmsnorm(x.astype(np.float64), w)
@@ -563,3 +678,149 @@ def test_16bit_out_and_plan(rng):
     check16("rmsnorm", xir.rmsnorm(xt, w), ref_rmsnorm(xt.astype(np.float64), w), BF16)
     with pytest.raises(ValueError, match="out .y. must be C-contiguous"):
         xir.rmsnorm(x, w, out=np.zeros((8, 128), BF16)[:, ::2])
+
+
+# ---- torch tensors (skipped without torch; scripts/test.sh runs them with the peers' venv) ----
+
+def t2np(t):
+    """A torch CPU tensor's values as a NumPy array of the same type (bf16: ml_dtypes.bfloat16)."""
+    torch = sys.modules["torch"]
+    if t.dtype == torch.bfloat16:
+        return t.contiguous().view(torch.int16).numpy().view(BF16)
+    return t.numpy()
+
+
+def tdt(torch, name):
+    return {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[name]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+def test_torch_result_is_a_torch_tensor(rng, dtype):
+    """torch activations give a torch result of their dtype (bf16 included, which NumPy cannot
+    hand to torch); NumPy activations a NumPy one; out= is still returned as given."""
+    torch = need_torch()
+    dt = tdt(torch, dtype)
+    x, w = torch.from_numpy(rand(rng, 6, 40)).to(dt), torch.from_numpy(rand(rng, 40)).to(dt)
+    ref = ref_rmsnorm(x.double().numpy(), w.double().numpy())
+    y = xir.rmsnorm(x, w)
+    assert type(y) is torch.Tensor and y.dtype == dt and tuple(y.shape) == (6, 40)
+    assert y.is_contiguous() and not y.requires_grad and y.data_ptr() != x.data_ptr()
+    check16("rmsnorm", t2np(y), ref, DT16[dtype])
+    y2 = xir.rmsnorm(x, t2np(w))  # the activations decide
+    assert type(y2) is torch.Tensor and y2.dtype == dt and torch.equal(y2, y)
+    y3 = xir.rmsnorm(t2np(x), w)
+    assert type(y3) is np.ndarray and y3.dtype == DT16[dtype]
+    assert np.array_equal(y3.view(np.uint8), t2np(y).view(np.uint8))
+    q = torch.from_numpy(rand(rng, 1, 4, 5, 8, lo=-1, hi=1)).to(dt)
+    k = torch.from_numpy(rand(rng, 1, 2, 7, 8, lo=-1, hi=1)).to(dt)
+    v = torch.from_numpy(rand(rng, 1, 2, 7, 6)).to(dt)
+    o = xir.attention(q, k, v, causal=True)
+    assert type(o) is torch.Tensor and o.dtype == dt and tuple(o.shape) == (1, 4, 5, 6)
+    check16("attention", t2np(o), ref_attention(q.double().numpy(), k.double().numpy(), v.double().numpy(),
+                                                causal=True), DT16[dtype])
+    z = xir.Kernel(AXPY)(x[0], x[1], a=0.5)  # a custom kernel, retyped for the tensors' type
+    assert type(z) is torch.Tensor and z.dtype == dt
+    check16("axpy", t2np(z), 0.5 * x[0].double().numpy() + x[1].double().numpy(), DT16[dtype])
+    out = np.zeros((6, 40), np.float32)
+    assert xir.rmsnorm(x, w, out=out) is out
+    check("rmsnorm", out, ref)
+    tout = torch.zeros(6, 40, dtype=torch.float16)
+    assert xir.rmsnorm(x, w, out=tout) is tout
+    check16("rmsnorm", tout.numpy(), ref, np.float16)
+
+
+def test_torch_result_from_a_plan(rng):
+    """A Plan (fixed types) called with torch tensors returns a torch tensor of the plan's type."""
+    torch = need_torch()
+    x, y = torch.from_numpy(rand(rng, 50)), torch.from_numpy(rand(rng, 50))
+    plan = xir.Kernel(AXPY).plan(N=50)
+    z = plan(x, y, None, 3.0)
+    assert type(z) is torch.Tensor and z.dtype == torch.float32
+    check("axpy", z.numpy(), 3.0 * x.double().numpy() + y.double().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+def test_torch_non_contiguous_inputs_are_copied(rng, dtype):
+    """Transposed, strided, sliced and expanded torch tensors are read through a copy, for every
+    dtype (bf16 too); the inputs are left as they were; a strided out= is refused."""
+    torch = need_torch()
+    dt = tdt(torch, dtype)
+    x = torch.from_numpy(rand(rng, 40, 12)).to(dt).T  # [12, 40], a transpose
+    w = torch.from_numpy(rand(rng, 80)).to(dt)[::2]  # strided
+    assert not x.is_contiguous() and not w.is_contiguous()
+    before = x.clone()
+    y = xir.rmsnorm(x, w)
+    assert type(y) is torch.Tensor and y.dtype == dt and torch.equal(x, before)
+    check16("rmsnorm", t2np(y), ref_rmsnorm(x.double().numpy(), w.double().numpy()), DT16[dtype])
+    xs = torch.from_numpy(rand(rng, 9, 50)).to(dt)[2:7, 5:45]  # a slice: storage offset, row stride
+    xe = torch.from_numpy(rand(rng, 1, 40)).to(dt).expand(5, 40)  # stride 0
+    assert not xs.is_contiguous() and xe.stride(0) == 0
+    check16("swiglu", t2np(xir.swiglu(xs, xe)), silu(xs.double().numpy()) * xe.double().numpy(), DT16[dtype])
+    T, H, D = 9, 2, 8  # the heads of a fused qkv projection, as the worked example takes them
+    qkv = torch.from_numpy(rand(rng, T, 3 * H * D, lo=-1, hi=1)).to(dt)
+    q, k, v = (qkv[:, i * H * D:(i + 1) * H * D].view(T, H, D).transpose(0, 1)[None] for i in range(3))
+    assert not q.is_contiguous()
+    o = xir.attention(q, k, v, causal=True)
+    check16("attention_causal", t2np(o), ref_attention(q.double().numpy(), k.double().numpy(), v.double().numpy(),
+                                                       causal=True), DT16[dtype])
+    pos = (torch.arange(24) % 5)[::2]  # int64, strided
+    cos, sin = _rope_tables(rng, 5, 4)
+    xr = torch.from_numpy(rand(rng, 12, 16)).to(dt)
+    yr = xir.rope_cache(xr, pos, torch.from_numpy(cos).to(dt).T.contiguous().T, torch.from_numpy(sin).to(dt))
+    check16("rope_cache", t2np(yr), ref_rope_cache(xr.double().numpy(), pos.numpy(),
+                                                   torch.from_numpy(cos).to(dt).double().numpy(),
+                                                   torch.from_numpy(sin).to(dt).double().numpy()), DT16[dtype])
+    with pytest.raises(ValueError, match=r"rmsnorm: out \(y\) must be C-contiguous"):
+        xir.rmsnorm(x, w, out=torch.empty(12, 80, dtype=dt)[:, ::2])
+
+
+def test_torch_requires_grad(rng):
+    """xir does not record autograd: a tensor that requires grad is an error while torch's grad
+    mode is on (naming the tensor and the way out), and is read under no_grad / inference_mode
+    (nn.Parameter weights in inference); .detach() works anywhere."""
+    torch = need_torch()
+    x = torch.from_numpy(rand(rng, 4, 32)).requires_grad_()
+    w = torch.nn.Parameter(torch.from_numpy(rand(rng, 32)))
+    ref = ref_rmsnorm(x.detach().double().numpy(), w.detach().double().numpy())
+    with pytest.raises(ValueError, match=r"rmsnorm: x requires grad, and xir does not record autograd: "
+                                         r"pass x\.detach\(\), or call under torch\.no_grad\(\) or "
+                                         r"torch\.inference_mode\(\)"):
+        xir.rmsnorm(x, w.detach())
+    with pytest.raises(xir.ArgumentError, match="rmsnorm: w requires grad"):
+        xir.rmsnorm(x.detach(), w)
+    check("rmsnorm", xir.rmsnorm(x.detach(), w.detach()).numpy(), ref)
+    with torch.no_grad():
+        y = xir.rmsnorm(x, w)
+    assert not y.requires_grad
+    check("rmsnorm", y.numpy(), ref)
+    with torch.inference_mode():
+        check("rmsnorm", xir.rmsnorm(x, w).numpy(), ref)
+    out = torch.zeros(4, 32, requires_grad=True)
+    with pytest.raises(ValueError, match="rmsnorm: y requires grad"):
+        xir.rmsnorm(x.detach(), w.detach(), out=out)
+    with torch.no_grad():
+        assert xir.rmsnorm(x, w, out=out) is out
+    check("rmsnorm", out.detach().numpy(), ref)
+
+
+def test_torch_unreadable_tensors_are_clear_errors(rng):
+    torch = need_torch()
+    w = torch.ones(8)
+    with pytest.raises(ValueError, match=r"rmsnorm: x must be float32, float16 or bfloat16, got torch\.float64"):
+        xir.rmsnorm(torch.ones(2, 8, dtype=torch.float64), w)
+    with pytest.raises(ValueError, match=r"rope_cache: pos must be int64, got torch\.int32"):
+        xir.rope_cache(torch.ones(2, 8), torch.zeros(2, dtype=torch.int32), torch.ones(3, 4), torch.ones(3, 4))
+    with pytest.raises(ValueError, match=r"rmsnorm: x \(Tensor\) could not be read as an array: .*meta"):
+        xir.rmsnorm(torch.empty(2, 8, device="meta"), w)
+
+
+def test_torch_is_not_imported_by_xir():
+    """xir uses torch only once the caller has imported it (NumPy calls never load it)."""
+    need_torch()
+    import subprocess
+    site = os.path.dirname(os.path.dirname(os.path.abspath(xir.__file__)))
+    code = ("import sys; sys.path.append(sys.argv[1]); import numpy as np, xir; "
+            "x = np.ones((2, 8), np.float32); y = xir.rmsnorm(x, x[0]); k = xir.swiglu(x, x); "
+            "assert type(y) is np.ndarray and 'torch' not in sys.modules, sorted(sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code, site], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -5,8 +5,11 @@ Every built-in kernel is a function (``rmsnorm``, ``layernorm``, ``rope``, ``rop
 the buffer protocol, DLPack (torch CPU tensors) or ``__array_interface__``, without a copy.
 Arrays are float32, float16 or bfloat16 (``ml_dtypes.bfloat16``; ``pos`` of ``rope_cache`` is
 int64), row-major; inputs that are not C-contiguous are copied, an ``out=`` array must be
-C-contiguous, writable and must not overlap an input. Results are new NumPy arrays of the first
-input's dtype (or ``out``, whose dtype then decides).
+C-contiguous, writable and must not overlap an input. Results are new arrays of the first
+input's dtype (or ``out``, whose dtype then decides): NumPy arrays, or torch tensors when that
+input (the activations: x, a, q) is a torch tensor. A torch tensor that requires grad is read
+only when torch's grad mode is off (``torch.no_grad()``, ``torch.inference_mode()``): xir does not
+record autograd, so otherwise it is an ``ArgumentError`` asking for ``.detach()``.
 
 The first call of a kernel for a shape plans it (the ranked SIMD mappings and task grains of
 xir's cost model) and compiles it (LLVM; about 10 ms, or 1 ms from the on-disk kernel cache);
@@ -95,7 +98,8 @@ _new_session(0)
 def rmsnorm(x: Array, w: Array, eps: float = 1e-5, out: Optional[Array] = None) -> Array:
     """RMSNorm over the last axis: ``y = x * rsqrt(mean(x**2, axis=-1) + eps) * w``.
 
-    x: [R, C]; w: [C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    x: [R, C]; w: [C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
+    ``out``)."""
     return _P["rmsnorm"].run((x, w, out, eps))
 
 
@@ -104,7 +108,8 @@ def layernorm(x: Array, w: Array, b: Array, eps: float = 1e-5,
     """LayerNorm over the last axis (population variance):
     ``y = (x - mean) * rsqrt(var + eps) * w + b``.
 
-    x: [R, C]; w, b: [C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    x: [R, C]; w, b: [C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
+    ``out``)."""
     return _P["layernorm"].run((x, w, b, out, eps))
 
 
@@ -114,7 +119,8 @@ def rope(x: Array, head_dim: int, theta: float = 10000.0, offset: int = 0,
     in each head of width ``head_dim`` (even, dividing C) the pair ``(x[2i], x[2i+1])`` is
     rotated by the angle ``p * theta**(-2i/head_dim)``.
 
-    x: [R, C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    x: [R, C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
+    ``out``)."""
     return _P["rope"].run((x, out, theta, offset), {"HD": head_dim})
 
 
@@ -125,7 +131,8 @@ def rope_cache(x: Array, pos: Array, cos: Array, sin: Array,
     rotated by the angle whose cosine and sine are ``cos[pos[r], i]`` and ``sin[pos[r], i]``.
 
     x: [R, C] (C a multiple of HD); pos: int64 [R] in [0, P) (clamped into it);
-    cos, sin: [P, H2]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    cos, sin: [P, H2]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
+    ``out``)."""
     hd = 2 * _last_dim(cos)
     return _P["rope_cache"].run((x, pos, cos, sin, out), {"HD": hd})
 
@@ -136,7 +143,8 @@ def softmax(x: Array, mask: Optional[Array] = None, scale: float = 1.0, causal: 
     (``softmax(x * scale + mask)``, mask may hold -inf), or ``causal`` (column c of row r is
     masked when c > r). A row whose every column is masked gives zeros, never NaN.
 
-    x, mask: [R, C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    x, mask: [R, C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
+    ``out``)."""
     if causal:
         if mask is not None:
             raise ValueError("softmax: give a mask or causal=True, not both")
@@ -149,7 +157,8 @@ def softmax(x: Array, mask: Optional[Array] = None, scale: float = 1.0, causal: 
 def swiglu(a: Array, b: Array, out: Optional[Array] = None) -> Array:
     """SwiGLU: ``y = silu(a) * b`` with ``silu(a) = a * sigmoid(a)``, elementwise.
 
-    a, b: [R, C]. Returns y: [R, C] in a's dtype (or ``out``)."""
+    a, b: [R, C]. Returns y: [R, C] in a's dtype, a torch tensor when a is one (or
+    ``out``)."""
     return _P["swiglu"].run((a, b, out))
 
 
@@ -157,7 +166,8 @@ def gelu_residual(x: Array, r: Array, out: Optional[Array] = None) -> Array:
     """GELU (tanh approximation) plus a residual, elementwise:
     ``y = 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))) + r``.
 
-    x, r: [R, C]. Returns y: [R, C] in x's dtype (or ``out``)."""
+    x, r: [R, C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
+    ``out``)."""
     return _P["gelu_residual"].run((x, r, out))
 
 
@@ -169,7 +179,8 @@ def attention(q: Array, k: Array, v: Array, scale: Optional[float] = None, causa
     ``j > i + (K - Q)``; a query that sees no key gets a zero row.
 
     q: [B, HQ, Q, D]; k: [B, HKV, K, D]; v: [B, HKV, K, DV].
-    Returns o: [B, HQ, Q, DV] in q's dtype (or ``out``)."""
+    Returns o: [B, HQ, Q, DV] in q's dtype, a torch tensor when q is one (or
+    ``out``)."""
     if scale is not None and not scale > 0:
         raise ValueError(f"attention: scale must be > 0 (None = 1/sqrt(D)), not {scale!r}")
     return _P["attention_causal" if causal else "attention"].run((q, k, v, out, scale))
