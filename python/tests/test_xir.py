@@ -472,27 +472,36 @@ def test_threads_call_concurrently(rng):
 
 # ---- the worked example of docs/python.md ----
 
-def test_llm_block_example():
+def load_example(name):
+    """python/examples/<name>.py as a module."""
     import importlib.util
     import pathlib
-    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "llm_block.py"
-    spec = importlib.util.spec_from_file_location("llm_block", path)
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     ex = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ex)
-    p = ex.make_weights()
-    x = np.random.default_rng(1).standard_normal((16, 256)).astype(np.float32)
-    y = ex.block(x, p)
-    # the same block in fp64 NumPy
-    f = {k: (v.astype(np.float64) if isinstance(v, np.ndarray) else v) for k, v in p.items()}
-    T, HQ, HKV, D = 16, p["HQ"], p["HKV"], p["D"]
-    x64 = x.astype(np.float64)
+    return ex
+
+
+def ref_block(x64, f):
+    """The worked example's decoder block in fp64 NumPy (x64 [T, C]; f: the weights as float64)."""
+    T, HQ, HKV, D = x64.shape[0], f["HQ"], f["HKV"], f["D"]
     h = ref_rmsnorm(x64, f["norm1"])
     q, k, v = ref_rope(h @ f["wq"], D), ref_rope(h @ f["wk"], D), h @ f["wv"]
     heads = lambda a, n: a.reshape(T, n, D).transpose(1, 0, 2)[None]
     o = ref_attention(heads(q, HQ), heads(k, HKV), heads(v, HKV), causal=True)
     x1 = x64 + o[0].transpose(1, 0, 2).reshape(T, HQ * D) @ f["wo"]
     h = ref_rmsnorm(x1, f["norm2"])
-    ref = x1 + (silu(h @ f["gate"]) * (h @ f["up"])) @ f["down"]
+    return x1 + (silu(h @ f["gate"]) * (h @ f["up"])) @ f["down"]
+
+
+def test_llm_block_example():
+    ex = load_example("llm_block")
+    p = ex.make_weights()
+    x = np.random.default_rng(1).standard_normal((16, 256)).astype(np.float32)
+    y = ex.block(x, p)
+    f = {k: (v.astype(np.float64) if isinstance(v, np.ndarray) else v) for k, v in p.items()}
+    ref = ref_block(x.astype(np.float64), f)
     err = np.abs(y - ref).max() / np.abs(ref).max()
     assert y.dtype == np.float32 and err < 1e-4, err
     # in bf16 (activations bf16, weights float32): rounded at every step, so compared with the
@@ -824,3 +833,22 @@ def test_torch_is_not_imported_by_xir():
             "assert type(y) is np.ndarray and 'torch' not in sys.modules, sorted(sys.modules)")
     r = subprocess.run([sys.executable, "-c", code, site], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_llm_block_torch_example():
+    """python/examples/llm_block_torch.py: the block on torch bf16 tensors (weights bf16 too, torch's
+    bf16 matmuls) against the same block in fp64 NumPy over the same bf16 values; every step
+    rounds to bf16, so compared as a whole like the NumPy example's bf16 run (it measures 0.004)."""
+    torch = need_torch()
+    ex = load_example("llm_block_torch")
+    p = ex.make_weights()
+    x = torch.randn(16, 256, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    with torch.inference_mode():
+        y = ex.block(x, p)
+    assert type(y) is torch.Tensor and y.dtype == torch.bfloat16 and tuple(y.shape) == (16, 256)
+    f = {k: (v.double().numpy() if isinstance(v, torch.Tensor) else v) for k, v in p.items()}
+    ref = ref_block(x.double().numpy(), f)
+    y64 = y.double().numpy()
+    assert not np.isnan(y64).any()
+    err = np.linalg.norm(y64 - ref) / np.linalg.norm(ref)
+    assert err < 2e-2, err
