@@ -464,10 +464,12 @@ static int from_dlpack(ProgramObject *po, int i, PyObject *obj, binding *b) {
   b->hold2[i] = cap;
   const DLTensor_ *t = &m->dl_tensor;
   if (t->device.device_type != 1 /* kDLCPU */) {
-    snprintf(text, sizeof text, "DLPack device type %d", (int)t->device.device_type);
-    PyErr_Format(g_arg_error, "%s: %s is on device %s, not the CPU: xir reads CPU memory (pass "
-                 "%s.cpu())", kname, pi->name, attr_text(obj, "device", text, sizeof text),
-                 pi->name);
+    char dev[96] = "";
+    attr_text(obj, "device", dev, sizeof dev); /* torch: "cuda:0" */
+    if (dev[0]) snprintf(text, sizeof text, "device %s", dev);
+    else snprintf(text, sizeof text, "DLPack device type %d", (int)t->device.device_type);
+    PyErr_Format(g_arg_error, "%s: %s is on %s, not the CPU: xir reads CPU memory (pass %s.cpu())",
+                 kname, pi->name, text, pi->name);
     return -1;
   }
   xir_elem e = XIR_ELEM_NONE;

@@ -290,6 +290,45 @@ def test_non_contiguous_dlpack_inputs_are_copied(rng):
         xir.rmsnorm(DLPackOnly(big.astype(np.float64)), big[0])
 
 
+class FakeDLPack:
+    """A DLPack producer of a [2, 8] float32 tensor on DLPack device `device_type` (2: CUDA), its
+    capsule built with ctypes (the ABI of dlpack.h, the legacy "dltensor" capsule)."""
+
+    def __init__(self, device_type):
+        import ctypes as c
+
+        class Tensor(c.Structure):
+            _fields_ = [("data", c.c_void_p), ("device_type", c.c_int32), ("device_id", c.c_int32),
+                        ("ndim", c.c_int32), ("code", c.c_uint8), ("bits", c.c_uint8), ("lanes", c.c_uint16),
+                        ("shape", c.POINTER(c.c_int64)), ("strides", c.c_void_p), ("byte_offset", c.c_uint64),
+                        ("manager_ctx", c.c_void_p), ("deleter", c.c_void_p)]
+
+        self.data = np.zeros((2, 8), np.float32)
+        self.shape = (c.c_int64 * 2)(2, 8)
+        self.m = Tensor(self.data.ctypes.data, device_type, 0, 2, 2, 32, 1, self.shape, None, 0, None, None)
+        self.new_capsule = c.pythonapi.PyCapsule_New
+        self.new_capsule.restype = c.py_object
+        self.new_capsule.argtypes = [c.c_void_p, c.c_char_p, c.c_void_p]
+        self.addr = c.addressof(self.m)
+
+    def __dlpack__(self, **kw):
+        return self.new_capsule(self.addr, _DLTENSOR, None)
+
+    def __dlpack_device__(self):
+        return (self.m.device_type, 0)
+
+
+_DLTENSOR = b"dltensor"  # the capsule's name: must outlive every capsule
+
+
+def test_dlpack_device_other_than_the_cpu_is_a_clear_error(rng):
+    w = rand(rng, 8)
+    with pytest.raises(ValueError, match=r"rmsnorm: x is on DLPack device type 2, not the CPU: xir reads CPU "
+                                         r"memory \(pass x\.cpu\(\)\)"):
+        xir.rmsnorm(FakeDLPack(2), w)
+    check("rmsnorm", xir.rmsnorm(FakeDLPack(1), w), ref_rmsnorm(np.zeros((2, 8)), w))  # the same on the CPU
+
+
 def need_torch():
     """torch, or a skip where it is not installed (the package's test venv, CI). Under
     XIR_REQUIRE_TORCH=1 (scripts/test.sh's torch step) a missing torch is a failure instead."""
