@@ -21,6 +21,23 @@ if [ "${XIR_SKIP_PYTHON:-0}" = 1 ]; then
 else
   bash scripts/setup_python.sh build
   XIR_CACHE_DIR="$PWD/build/test-cache" build/pyenv/bin/pytest -q python/tests
+  # The torch tests (every test whose name or file name says torch) skip above: build/pyenv has no
+  # torch (3 GB; CI installs none). Where the peers' venv (docs/peers.md) has torch, they run
+  # again with its python and build/pyenv's site-packages APPENDED to sys.path (numpy and torch
+  # stay the venv's; xir, pytest and ml_dtypes come from build/pyenv; neither venv is modified);
+  # XIR_REQUIRE_TORCH=1 turns a skip for a missing torch into a failure.
+  peers_py="$HOME/.cache/xir-peers/venv/bin/python"
+  pyver='import sys; print("%d.%d" % sys.version_info[:2])'
+  if [ -x "$peers_py" ] && "$peers_py" -c 'import torch' >/dev/null 2>&1 &&
+     [ "$("$peers_py" -c "$pyver")" = "$(build/pyenv/bin/python -c "$pyver")" ]; then
+    site=$(build/pyenv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    XIR_CACHE_DIR="$PWD/build/test-cache" XIR_REQUIRE_TORCH=1 "$peers_py" -c \
+      'import sys; sys.path.append(sys.argv[1]); import pytest; sys.exit(pytest.main(sys.argv[2:]))' \
+      "$site" -q -k torch python/tests
+  else
+    echo "test.sh: the torch tests were SKIPPED: no $peers_py that imports torch" \
+         "(with build/pyenv's Python version)" >&2
+  fi
 fi
 bash scripts/setup.sh build-asan -DXIR_SANITIZE=address,undefined
 (cd build-asan && XIR_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE slow -E 'cli_fuzz')
