@@ -52,6 +52,9 @@ typedef struct bcase {
   char why[256];
 } bcase;
 
+/* External peer names a run may have (the three of --peers-dir, the Python side's two, --peer). */
+#define BENCH_MAX_PEERS 8
+
 typedef struct bench_env {
   xir_runtime *rt;
   xir_compiler *cc;
@@ -62,8 +65,11 @@ typedef struct bench_env {
   int input_offset; /* every case's inputs at this many bytes past a page boundary
                      * (xir__case_place_inputs); -1: where malloc puts them */
   const char *peers_dir;
-  ext_peer *peers[8];
-  char peer_names[8][32];
+  ext_peer *peers[BENCH_MAX_PEERS]; /* one process may answer for several names (the Python
+                                      * side: xir_python and torch_eager_py): the same pointer */
+  char peer_names[BENCH_MAX_PEERS][32];
+  int peer_shared[BENCH_MAX_PEERS]; /* its process answers for several names: prepare says which
+                                     * ("peer") */
   int npeers;
 } bench_env;
 

@@ -226,8 +226,12 @@ static void check_probe(const bcase *c, xir_compare *out) {
 
 static xir_status prepare_ext(bench_env *e, bcase *c, xir_diag *d) {
   const char *name = c->decl.config + 4;
+  int shared = 0;
   for (int i = 0; i < e->npeers; i++)
-    if (!strcmp(e->peer_names[i], name)) c->ext = e->peers[i];
+    if (!strcmp(e->peer_names[i], name)) {
+      c->ext = e->peers[i];
+      shared = e->peer_shared[i];
+    }
   if (!c->ext) {
     c->unsupported = 1;
     snprintf(c->why, sizeof c->why, "external peer '%s' is not available", name);
@@ -239,6 +243,7 @@ static xir_status prepare_ext(bench_env *e, bcase *c, xir_diag *d) {
   cJSON_AddStringToObject(req, "op", "prepare");
   cJSON_AddStringToObject(req, "case", c->tmpdir); /* several cases are prepared at once */
   cJSON_AddStringToObject(req, "kernel", c->decl.kernel);
+  if (shared) cJSON_AddStringToObject(req, "peer", name); /* which of the process's names */
   cJSON *dims = cJSON_AddObjectToObject(req, "dims");
   for (int k = 0; k < xir_program_num_dims(c->p); k++)
     cJSON_AddNumberToObject(dims, xir_program_dim_name(c->p, k), (double)c->shape.dims[k]);

@@ -56,8 +56,17 @@ xir_status ext_peer_start(const char *name, const char *command, ext_peer **out,
   cJSON *ans;
   xir_status st = ext_peer_request(p, "{\"op\":\"hello\"}", &ans, d);
   if (st) {
+    char why[sizeof d->msg]; /* d->msg is written below: not its own argument */
+    snprintf(why, sizeof why, "%s", d ? d->msg : "");
     ext_peer_stop(p);
-    return xir__err(d, XIR_ERR_RUNTIME, "peer '%s' (%s) did not answer hello: %s", name, command, d ? d->msg : "");
+    return xir__err(d, XIR_ERR_RUNTIME, "peer '%s' (%s) did not answer hello: %s", name, command, why);
+  }
+  if (cJSON_IsFalse(cJSON_GetObjectItem(ans, "ok"))) { /* it runs, but cannot serve (its reason) */
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error"));
+    xir__err(d, XIR_ERR_RUNTIME, "peer '%s' cannot serve: %s", name, why ? why : "hello answered ok false");
+    cJSON_Delete(ans);
+    ext_peer_stop(p);
+    return XIR_ERR_RUNTIME;
   }
   const char *ver = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "version"));
   const char *det = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "detail"));

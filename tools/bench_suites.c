@@ -16,7 +16,9 @@
  *                causal and not (xir causal / non-causal). `--configs` may add
  *                joint_tasks (vs c_fast_omp), joint_tasks_1w (vs c_fast_1t), peer:c_strict_omp
  *                (the strict-IEEE C, vs default) and fixed candidates
- *                (fixed:l=64,B=64,G=max,H=1: vs c_fast_1t when H=1, else vs c_fast_omp)
+ *                (fixed:l=64,B=64,G=max,H=1: vs c_fast_1t when H=1, else vs c_fast_omp).
+ *                The Python side (external peers xir_python and torch_eager_py, one process):
+ *                xir_python vs torch_eager_py and vs default, nothing else.
  *   smoke        two tiny cases for CI
  * Everything here is deterministic: the audit rebuilds the suite and compares. */
 #include <stdlib.h>
@@ -189,8 +191,16 @@ static void fixed_grains(builder *b, const char *k, const char *shape) {
   }
 }
 
-static const char *g_ext_peers[4];
+static const char *g_ext_peers[BENCH_MAX_PEERS];
 static int g_next;
+/* the Python side's two names among them (bench_set_ext_peers) */
+static int g_py_xir, g_py_torch;
+
+/* The names of the Python side (one process: python/bench/xir_peer.py --torch): compared with
+ * each other and with xir's C launch, never in the comparisons of the peers. */
+static int python_side_name(const char *n) {
+  return !strcmp(n, "xir_python") || !strcmp(n, "torch_eager_py");
+}
 
 /* 1 when --configs names cfg (configurations that are only measured on request). */
 static int named(const builder *b, const char *cfg) {
@@ -208,8 +218,15 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
   pair_configs(b, k, shape, "peer:c_fast_1t", "default");
   for (int i = 0; i < g_next; i++) {
     char cfg[96];
+    if (python_side_name(g_ext_peers[i])) continue; /* below: not a peer of xir's C launch */
     snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
     pair_configs(b, k, shape, cfg, "default");
+  }
+  /* the Python side (docs/bench.md): xir called from Python against torch eager in the same
+   * process, and against xir's own C launch (the overhead of the Python call) */
+  if (g_py_xir) {
+    if (g_py_torch) pair_configs(b, k, shape, "ext:torch_eager_py", "ext:xir_python");
+    pair_configs(b, k, shape, "default", "ext:xir_python");
   }
   /* the streaming floor of the large row cases and of the decode case: xir / (the same bytes
    * streamed), and every peer / the same (the fraction of the floor each reaches) */
@@ -220,6 +237,7 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
     pair_configs(b, k, shape, "probe:stream", "peer:c_fast_1t");
     for (int i = 0; i < g_next; i++) {
       char cfg[96];
+      if (python_side_name(g_ext_peers[i])) continue;
       snprintf(cfg, sizeof cfg, "ext:%s", g_ext_peers[i]);
       pair_configs(b, k, shape, "probe:stream", cfg);
     }
@@ -296,8 +314,13 @@ static int make_orders(bench_suite *s, int four) {
 }
 
 void bench_set_ext_peers(const char **names, int n) {
-  g_next = n > 4 ? 4 : n;
-  for (int i = 0; i < g_next; i++) g_ext_peers[i] = names[i];
+  g_next = n > BENCH_MAX_PEERS ? BENCH_MAX_PEERS : n;
+  g_py_xir = g_py_torch = 0;
+  for (int i = 0; i < g_next; i++) {
+    g_ext_peers[i] = names[i];
+    g_py_xir |= !strcmp(names[i], "xir_python");
+    g_py_torch |= !strcmp(names[i], "torch_eager_py");
+  }
 }
 
 /* The row shapes of --extra-shapes: each "R=N,C=N" (N >= 1, nothing else), at most 32; their

@@ -33,10 +33,10 @@ static int check_configuration(const char *dir, const cJSON *rec) {
   if (cJSON_GetObjectItem(filter, "shapes")) f.shapes = jstr(filter, "shapes");
   if (cJSON_GetObjectItem(filter, "configs")) f.configs = jstr(filter, "configs");
   if (cJSON_GetObjectItem(filter, "extra_shapes")) f.extra = jstr(filter, "extra_shapes");
-  const char *names[4];
+  const char *names[BENCH_MAX_PEERS];
   int np = 0;
   const cJSON *pn;
-  cJSON_ArrayForEach(pn, cJSON_GetObjectItemCaseSensitive(rec, "peers")) if (np < 4 && cJSON_IsString(pn))
+  cJSON_ArrayForEach(pn, cJSON_GetObjectItemCaseSensitive(rec, "peers")) if (np < BENCH_MAX_PEERS && cJSON_IsString(pn))
       names[np++] = pn->valuestring;
   bench_set_ext_peers(names, np);
   bench_suite s;

@@ -9,6 +9,8 @@
  * Every round is kept. The timed region is one batch of n launches plus the wait. */
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench/python_side.h"
 #include "bench/records.h"
 #include "cli.h"
 #include "util/sha256.h"
@@ -25,6 +28,7 @@
 
 typedef struct bench_opts {
   const char *suite, *out, *peers_dir;
+  const char *pyenv; /* --pyenv: the venv holding the xir Python package (the Python side) */
   suite_filter filter;
   int rounds;
   double warmup_ms, sample_ms;
@@ -33,9 +37,21 @@ typedef struct bench_opts {
   int samples;
   int plot;
   int list; /* --list: print the suite's cases and comparisons, measure nothing */
-  char ext_names[4][32], ext_cmds[4][4400];
+  char ext_names[BENCH_MAX_PEERS][32], ext_cmds[BENCH_MAX_PEERS][4400];
   int next;
 } bench_opts;
+
+/* The peers suite's Python side (docs/bench.md, "The Python side"): one process, the peers
+ * venv's python running python/bench/xir_peer.py --torch with the xir package of BUILD/pyenv,
+ * answering for the external peers xir_python and torch_eager_py. */
+typedef struct py_side {
+  int declared; /* the peers suite: records.python_side says whether it was measured */
+  int want;     /* both found: start the server */
+  int measured; /* the names are in the run (the server answered hello, or --peer named them) */
+  char reason[1400];
+  char pyenv[2048];
+  char cmd[4400];
+} py_side;
 
 static void help(void) {
   printf(
@@ -69,6 +85,10 @@ static void help(void) {
       "                        malloc: where malloc puts each (16 past a page when large)\n"
       "  --peers-dir DIR       external peers set up by scripts/setup_peers.sh DIR\n"
       "  --peer NAME=COMMAND   an external peer server (repeatable; docs/peers.md)\n"
+      "  --pyenv DIR           peers suite, the Python side: the venv with the xir Python\n"
+      "                        package (default: $XIR_PYENV, else pyenv beside this binary,\n"
+      "                        i.e. BUILD/pyenv of scripts/setup_python.sh BUILD); measured\n"
+      "                        with the torch of --peers-dir's venv, in one process\n"
       "  --out DIR             output folder (default results/SUITE-YYYYmmdd-HHMMSS)\n"
       "  --no-plot             skip ratios.svg\n"
       "  --list                print the suite's cases and comparisons (variant / baseline) after\n"
@@ -384,6 +404,7 @@ static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) 
   if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(rec, "suite")), "peers")) {
     headline h;
     write_headline(f, rec, &h);
+    xir__bench_python_side_table(f, rec);
   }
   write_floor_and_causal(f, rec);
   fprintf(f, "## Comparisons\n\n| kernel | shape | baseline | variant | baseline µs | variant µs "
@@ -519,6 +540,95 @@ static cJSON *grain_identity(bcase *cs, int n) {
 
 int bench_start_peers(bench_env *e, bench_opts *o, xir_diag *d);
 
+/* 1 when the comma list names item (NULL: every item). */
+static int list_has(const char *list, const char *item) {
+  if (!list) return 1;
+  size_t n = strlen(item);
+  for (const char *s = list; *s;) {
+    const char *e = strchr(s, ',');
+    size_t l = e ? (size_t)(e - s) : strlen(s);
+    if (l == n && !strncmp(s, item, n)) return 1;
+    if (!e) break;
+    s = e + 1;
+  }
+  return 0;
+}
+
+/* Where the xir Python package is looked for: --pyenv, else $XIR_PYENV (the variable with which
+ * scripts/setup_python.sh puts the venv elsewhere), else `pyenv` beside this binary (BUILD/xir ->
+ * BUILD/pyenv, where scripts/setup_python.sh BUILD makes it). Absolute when it exists. */
+static void find_pyenv(const char *opt, char *out, size_t cap) {
+  const char *env = getenv("XIR_PYENV");
+  char dir[PATH_MAX + 16] = "";
+  if (opt && *opt) {
+    snprintf(dir, sizeof dir, "%s", opt);
+  } else if (env && *env) {
+    snprintf(dir, sizeof dir, "%s", env);
+  } else {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = 0;
+      char *sl = strrchr(exe, '/');
+      if (sl) *sl = 0;
+      snprintf(dir, sizeof dir, "%s/pyenv", exe);
+    }
+  }
+  char abs[PATH_MAX];
+  snprintf(out, cap, "%.2000s", realpath(dir, abs) ? abs : dir);
+}
+
+/* What the peers suite can do about its Python side, before anything runs: the reason when it
+ * cannot be measured, else the server's command (ps->want). */
+static void python_side_plan(const bench_opts *o, py_side *ps) {
+  memset(ps, 0, sizeof *ps);
+  if (strcmp(o->suite, "peers") != 0) return;
+  ps->declared = 1;
+  for (int i = 0; i < o->next; i++)
+    if (!strcmp(o->ext_names[i], "xir_python") || !strcmp(o->ext_names[i], "torch_eager_py")) {
+      ps->measured = 1; /* the caller's own server (--peer) */
+      return;
+    }
+  find_pyenv(o->pyenv, ps->pyenv, sizeof ps->pyenv);
+  char venv[2048];
+  snprintf(venv, sizeof venv, "%s/venv/bin/python", o->peers_dir ? o->peers_dir : "");
+  char pat[2300];
+  snprintf(pat, sizeof pat, "%s/lib/python3*/site-packages/xir/__init__.py", ps->pyenv);
+  glob_t g;
+  int found = ps->pyenv[0] && glob(pat, 0, NULL, &g) == 0;
+  if (found) globfree(&g);
+  if (!list_has(o->filter.configs, XIR_PY_SIDE_XIR))
+    snprintf(ps->reason, sizeof ps->reason, "--configs does not name %s", XIR_PY_SIDE_XIR);
+  else if (!o->peers_dir)
+    snprintf(ps->reason, sizeof ps->reason, "no torch: without --peers-dir there is no peers venv "
+             "(scripts/setup_peers.sh DIR, then --peers-dir DIR)");
+  else if (access(venv, X_OK) != 0)
+    snprintf(ps->reason, sizeof ps->reason, "no torch: %.600s is missing (scripts/setup_peers.sh %.600s)",
+             venv, o->peers_dir);
+  else if (!found)
+    snprintf(ps->reason, sizeof ps->reason, "no xir Python package in %.1200s (lib/python3.*/"
+             "site-packages/xir): make it with bash scripts/setup_python.sh BUILD, or name another "
+             "with --pyenv DIR or XIR_PYENV", ps->pyenv[0] ? ps->pyenv : "(no pyenv found)");
+  else if (o->next + 2 > BENCH_MAX_PEERS)
+    snprintf(ps->reason, sizeof ps->reason, "%d external peers already, at most %d in all",
+             o->next, BENCH_MAX_PEERS);
+  else {
+    ps->want = 1;
+    snprintf(ps->cmd, sizeof ps->cmd, "'%s' '%s/python/bench/xir_peer.py' --torch --xir-pyenv '%s'",
+             venv, XIR_SOURCE_DIR, ps->pyenv);
+  }
+}
+
+/* records.python_side: whether the Python side was measured, and if not why. */
+static cJSON *python_side_json(const py_side *ps) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddBoolToObject(o, "measured", ps->measured);
+  if (!ps->measured) cJSON_AddStringToObject(o, "reason", ps->reason);
+  if (ps->pyenv[0]) cJSON_AddStringToObject(o, "pyenv", ps->pyenv);
+  if (ps->measured) cJSON_AddStringToObject(o, "server", ps->cmd[0] ? ps->cmd : "--peer");
+  return o;
+}
+
 int cmd_bench(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i++) /* the regret suite has its own options */
     if (!strcmp(argv[i], "--suite") && !strcmp(argv[i + 1], "regret")) return bench_regret_main(argc, argv);
@@ -536,7 +646,7 @@ int cmd_bench(int argc, char **argv) {
       {"out", required_argument, 0, 'o'},       {"no-plot", no_argument, 0, 'x'},
       {"settle-ms", required_argument, 0, 'T'}, {"list", no_argument, 0, 'L'},
       {"extra-shapes", required_argument, 0, 'X'}, {"input-offset", required_argument, 0, 'I'},
-      {0, 0, 0, 0}};
+      {"pyenv", required_argument, 0, 'Y'},     {0, 0, 0, 0}};
   bench_opts o;
   memset(&o, 0, sizeof o);
   o.warmup_ms = 75;
@@ -562,6 +672,7 @@ int cmd_bench(int argc, char **argv) {
       case 'c': o.filter.configs = optarg; break;
       case 'o': o.out = optarg; break;
       case 'P': o.peers_dir = optarg; break;
+      case 'Y': o.pyenv = optarg; break;
       case 'x': o.plot = 0; break;
       case 'L': o.list = 1; break;
       case 'I':
@@ -614,23 +725,50 @@ int cmd_bench(int argc, char **argv) {
   if (o.peers_dir) {
     char path[2048];
     snprintf(path, sizeof path, "%s/venv/bin/python", o.peers_dir);
-    if (access(path, X_OK) == 0 && o.next + 2 <= 4) {
+    if (access(path, X_OK) == 0 && o.next + 2 <= BENCH_MAX_PEERS) {
       snprintf(o.ext_names[o.next], 32, "torch_eager");
       snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s' '%s/peers/ext/torch_peer.py' --mode eager", path, XIR_SOURCE_DIR);
       snprintf(o.ext_names[o.next], 32, "torch_compile");
       snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s' '%s/peers/ext/torch_peer.py' --mode compile", path, XIR_SOURCE_DIR);
     }
     snprintf(path, sizeof path, "%s/bin/onednn_peer", o.peers_dir);
-    if (access(path, X_OK) == 0 && o.next < 4) {
+    if (access(path, X_OK) == 0 && o.next < BENCH_MAX_PEERS) {
       snprintf(o.ext_names[o.next], 32, "onednn");
       snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s'", path);
     }
   }
-  const char *names[4];
-  for (int i = 0; i < o.next; i++) names[i] = o.ext_names[i];
-  bench_set_ext_peers(names, o.next);
-  if (bench_suite_build(o.suite, &o.filter, &s, &d)) return cli_fail(&d);
+  /* the Python side: one server, two names; started now (its hello decides the names), listed
+   * without starting it */
+  py_side ps;
+  python_side_plan(&o, &ps);
+  ext_peer *py_proc = NULL;
+  if (ps.want && o.list) {
+    ps.measured = 1;
+  } else if (ps.want) {
+    fprintf(stderr, "xir bench: starting the Python side (xir_python, torch_eager_py): %s\n", ps.cmd);
+    if (ext_peer_start("xir_python", ps.cmd, &py_proc, &d) == XIR_OK) {
+      ps.measured = 1;
+    } else {
+      snprintf(ps.reason, sizeof ps.reason, "its server did not start: %.1200s", d.msg);
+      fprintf(stderr, "xir bench: Python side not measured: %s\n", ps.reason);
+    }
+  }
+  const char *names[BENCH_MAX_PEERS];
+  int nnames = 0;
+  for (int i = 0; i < o.next; i++) names[nnames++] = o.ext_names[i];
+  if (ps.measured && ps.want) {
+    names[nnames++] = "xir_python";
+    names[nnames++] = "torch_eager_py";
+  }
+  bench_set_ext_peers(names, nnames);
+  if (bench_suite_build(o.suite, &o.filter, &s, &d)) {
+    ext_peer_stop(py_proc);
+    return cli_fail(&d);
+  }
   if (o.list) {
+    if (ps.declared)
+      printf("python side: %s%s\n", ps.measured ? "measured by " : "not measured: ",
+             ps.measured ? (ps.cmd[0] ? ps.cmd : "--peer") : ps.reason);
     for (int i = 0; i < s.ncases; i++)
       printf("case %d: %s %s %s\n", i, s.cases[i].kernel, s.cases[i].shape, s.cases[i].config);
     for (int k = 0; k < s.ncomparisons; k++) {
@@ -655,6 +793,14 @@ int cmd_bench(int argc, char **argv) {
       char b[1200];
       fprintf(stderr, "xir bench: peer %s unavailable: %s\n", o.ext_names[i], xir_diag_format(&d, b, sizeof b));
     }
+  }
+  if (py_proc) { /* one process, two names: prepare says which ("peer") */
+    for (int k = 0; k < 2; k++) {
+      e.peers[e.npeers] = py_proc;
+      e.peer_shared[e.npeers] = 1;
+      snprintf(e.peer_names[e.npeers++], 32, "%s", k ? "torch_eager_py" : "xir_python");
+    }
+    py_proc = NULL; /* e.peers owns it */
   }
   /* the output folder first (with its parents): a run never measures for nothing */
   char dir[2048];
@@ -733,11 +879,20 @@ int cmd_bench(int argc, char **argv) {
   cJSON_AddStringToObject(rec, "suite", s.name);
   cJSON_AddItemToObject(rec, "filter", filter_json(&o.filter));
   cJSON *pj = cJSON_AddArrayToObject(rec, "peers");
-  for (int i = 0; i < o.next; i++) cJSON_AddItemToArray(pj, cJSON_CreateString(o.ext_names[i]));
+  for (int i = 0; i < nnames; i++) cJSON_AddItemToArray(pj, cJSON_CreateString(names[i]));
+  if (ps.declared) cJSON_AddItemToObject(rec, "python_side", python_side_json(&ps));
   cJSON *ph = cJSON_AddArrayToObject(rec, "peer_hello");
   for (int i = 0; i < e.npeers; i++) {
+    /* one entry per process: "xir_python + torch_eager_py" for the Python side's */
+    int first = 1;
+    for (int j = 0; j < i; j++) first &= e.peers[j] != e.peers[i];
+    if (!first) continue;
+    char nm[256] = "";
+    for (int j = i; j < e.npeers; j++)
+      if (e.peers[j] == e.peers[i])
+        snprintf(nm + strlen(nm), sizeof nm - strlen(nm), "%s%s", j > i ? " + " : "", e.peer_names[j]);
     cJSON *h = cJSON_CreateObject();
-    cJSON_AddStringToObject(h, "name", e.peer_names[i]);
+    cJSON_AddStringToObject(h, "name", nm);
     cJSON_AddStringToObject(h, "hello", ext_peer_hello(e.peers[i]));
     cJSON_AddItemToArray(ph, h);
   }
@@ -856,6 +1011,9 @@ int cmd_bench(int argc, char **argv) {
       printf("\nxir default vs the best peer over %d cases: geometric mean %.3f, worst %s at "
              "%.3f, xir loses in %d of %d\n", h.n, exp(h.log_sum / h.n), h.worst_name, h.worst,
              h.losses, h.n);
+    char line[1600];
+    xir__bench_python_side_line(rec, line, sizeof line);
+    if (line[0]) printf("%s\n", line);
   }
   printf("\nrecords: %s/raw.json.gz  (check them: xir audit %s)\n", dir, dir);
   rc = 0;
@@ -866,7 +1024,12 @@ out:
   for (int i = 0; cs && i < s.ncases; i++) bcase_release(&cs[i]);
   xir__free(cs);
   cJSON_Delete(rec);
-  for (int i = 0; i < e.npeers; i++) ext_peer_stop(e.peers[i]);
+  for (int i = 0; i < e.npeers; i++) {
+    int first = 1; /* a process with several names is stopped once */
+    for (int j = 0; j < i; j++) first &= e.peers[j] != e.peers[i];
+    if (first) ext_peer_stop(e.peers[i]);
+  }
+  ext_peer_stop(py_proc); /* started, but the run failed before it joined e.peers */
   bench_suite_free(&s);
   xir_compiler_destroy(e.cc);
   xir_runtime_destroy(e.rt);

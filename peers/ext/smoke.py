@@ -160,6 +160,9 @@ def main():
                     help='use the optional "case" member: prepare every kernel first, then run them in reverse')
     ap.add_argument("--require", action="store_true",
                     help="an unsupported kernel is a failure too (exit status 1)")
+    ap.add_argument("--peer", metavar="NAME",
+                    help='add "peer": NAME to every prepare (a server that answers for several names, '
+                         'e.g. python/bench/xir_peer.py --torch: xir_python, torch_eager_py)')
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd[:1] == ["--"] else a.cmd
@@ -183,6 +186,8 @@ def main():
                    "inputs": paths, "output": "o" if kernel.startswith("attention") else "y"}
             if a.case_ids:
                 req["case"] = idx
+            if a.peer:
+                req["peer"] = a.peer
             r = srv.ask(req)
             if not r.get("ok"):
                 print(f"{kernel:16s} {shape:22s} unsupported: {r.get('error')}")

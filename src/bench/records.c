@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "bench/python_side.h"
 #include "util/sha256.h"
 #include "util/util.h"
 #include "xir_runtime.h"
@@ -239,6 +240,9 @@ xir_status xir__bench_summarize(cJSON *records, xir_diag *d) {
     cJSON_AddNumberToObject(o, "max_ratio", k ? mx : NAN);
     cJSON_AddItemToArray(scmp, o);
   }
+  /* the peers suite's Python side (python_side.h), from the same p50s */
+  cJSON *py = xir__bench_python_side(records);
+  if (py) cJSON_AddItemToObject(summary, "python_side", py);
   char hex[65];
   xir__bench_samples_digest(records, hex);
   cJSON_AddStringToObject(summary, "samples_sha256", hex);
@@ -252,6 +256,53 @@ xir_status xir__bench_summarize(cJSON *records, xir_diag *d) {
 static int same(double a, double b) {
   if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
   return fabs(a - b) <= 1e-9 * fabs(b);
+}
+
+/* A number as the JSON round trip gives it: NaN is written as null. */
+static double jval(const cJSON *v) { return cJSON_IsNumber(v) ? v->valuedouble : NAN; }
+
+/* Compares a recorded JSON value with its recomputation: numbers by same() (null = NaN), strings
+ * exactly, objects member by member (the same members), arrays item by item. 0 when equal, else
+ * 1 with the path of the first difference (and both values) in what. */
+static int json_differs(const cJSON *rec, const cJSON *want, char *path, size_t cap, char *what,
+                        size_t wcap) {
+  size_t len = strlen(path);
+  if ((cJSON_IsNumber(want) || cJSON_IsNull(want)) && (cJSON_IsNumber(rec) || cJSON_IsNull(rec))) {
+    if (same(jval(rec), jval(want))) return 0;
+    snprintf(what, wcap, "%s is recorded as %.17g, the samples give %.17g", path, jval(rec), jval(want));
+    return 1;
+  }
+  if (cJSON_IsString(want) && cJSON_IsString(rec)) {
+    if (!strcmp(rec->valuestring, want->valuestring)) return 0;
+    snprintf(what, wcap, "%s is recorded as \"%.80s\", the records give \"%.80s\"", path,
+             rec->valuestring, want->valuestring);
+    return 1;
+  }
+  if ((cJSON_IsObject(want) && cJSON_IsObject(rec)) || (cJSON_IsArray(want) && cJSON_IsArray(rec))) {
+    int obj = cJSON_IsObject(want);
+    if (cJSON_GetArraySize(rec) != cJSON_GetArraySize(want)) {
+      snprintf(what, wcap, "%s has %d %s, the samples give %d", path, cJSON_GetArraySize(rec),
+               obj ? "members" : "items", cJSON_GetArraySize(want));
+      return 1;
+    }
+    const cJSON *w;
+    int i = 0;
+    cJSON_ArrayForEach(w, want) {
+      const cJSON *r = obj ? cJSON_GetObjectItemCaseSensitive(rec, w->string) : cJSON_GetArrayItem(rec, i);
+      if (obj) snprintf(path + len, len < cap ? cap - len : 0, ".%s", w->string);
+      else snprintf(path + len, len < cap ? cap - len : 0, "[%d]", i);
+      if (!r) {
+        snprintf(what, wcap, "%s is missing", path);
+        return 1;
+      }
+      if (json_differs(r, w, path, cap, what, wcap)) return 1;
+      path[len] = 0;
+      i++;
+    }
+    return 0;
+  }
+  snprintf(what, wcap, "%s is %s, not what the samples give", path, rec ? "of another type" : "missing");
+  return 1;
 }
 
 int xir__is_sha256_hex(const char *s) {
@@ -425,6 +476,7 @@ xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
                     cJSON_IsString(fmt) ? fmt->valuestring : "missing");
   xir_status cst = check_declaration(records, d);
   if (cst) return cst;
+  if ((cst = xir__bench_python_side_check(records, d))) return cst;
   const cJSON *cases = cJSON_GetObjectItemCaseSensitive(records, "cases");
   const cJSON *orders = cJSON_GetObjectItemCaseSensitive(records, "orders");
   const cJSON *visits = cJSON_GetObjectItemCaseSensitive(records, "visits");
@@ -545,6 +597,17 @@ xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d) {
                         "%s is recorded as %.17g, the samples give %.17g", lists[l], k,
                         fields[l][f], x, y);
       }
+  }
+  if (!st) {
+    /* the Python side's statistics (python_side.h): recomputed with the rest */
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(summary, "python_side");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "summary"), "python_side");
+    char path[256] = "summary.python_side", what[1024];
+    if (!a != !b)
+      st = xir__err(d, XIR_ERR_FORMAT, "a summary does not follow from its samples: %s is %s, "
+                    "the cases give %s", path, a ? "recorded" : "missing", b ? "one" : "none");
+    else if (a && json_differs(a, b, path, sizeof path, what, sizeof what))
+      st = xir__err(d, XIR_ERR_FORMAT, "a summary does not follow from its samples: %s", what);
   }
   cJSON_Delete(copy);
   return st;

@@ -38,7 +38,8 @@ void xir__bench_samples_digest(const cJSON *records, char hex[65]);
 
 /* Computes, from records.visits[*].samples_ns and .n, every visit's p50 (ns per launch), then
  * records.summary: per case the median over rounds of the p50s (and min, max), per comparison
- * the median over rounds of the same-round ratio variant/baseline (and min, max), and the sample
+ * the median over rounds of the same-round ratio variant/baseline (and min, max), the peers
+ * suite's Python side when it has one (python_side.h: summary.python_side), and the sample
  * digest. Replaces any existing summary. */
 xir_status xir__bench_summarize(cJSON *records, xir_diag *d);
 
@@ -53,7 +54,8 @@ int xir__is_sha256_hex(const char *s);
  * a SHA-256 output hash); across a case's visits the same output hash as the case's (external
  * peers exempt), the same max_abs/rel_l2 for the same output, max_abs_err their maximum; visits
  * complete, unique and in the declared order of their round; the digest; every p50 and the
- * summary equal to a recomputation; every visit's oracle check present and passed. Fails with
+ * summary (summary.python_side included) equal to a recomputation; the Python side's declaration
+ * (xir__bench_python_side_check); every visit's oracle check present and passed. Fails with
  * XIR_ERR_FORMAT and a message naming the first problem. */
 xir_status xir__bench_audit_records(const cJSON *records, xir_diag *d);
 
