@@ -413,6 +413,13 @@ xir_status bcase_check(bench_env *e, bcase *c, xir_compare *out, int *sentinels_
     cJSON *ans;
     xir_status st = ext_peer_request(c->ext, line, &ans, d);
     if (st) return st;
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(ans, "ok"))) { /* its reason, not a missing file's */
+      const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(ans, "error"));
+      st = xir__err(d, XIR_ERR_RUNTIME, "peer %s did not write the output of %s: %s",
+                    c->decl.config, c->decl.kernel, why ? why : "no reason given");
+      cJSON_Delete(ans);
+      return st;
+    }
     cJSON_Delete(ans);
     float *data;
     size_t sh[XIR_MAX_RANK];

@@ -538,8 +538,6 @@ static cJSON *grain_identity(bcase *cs, int n) {
   return arr;
 }
 
-int bench_start_peers(bench_env *e, bench_opts *o, xir_diag *d);
-
 /* 1 when the comma list names item (NULL: every item). */
 static int list_has(const char *list, const char *item) {
   if (!list) return 1;
