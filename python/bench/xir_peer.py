@@ -25,7 +25,9 @@ By hand (without the bench), xir only, in any Python that has the package:
 
 `--xir-pyenv DIR` APPENDS DIR's site-packages (for this interpreter's version) to sys.path, after
 the interpreter's own entries, so numpy and torch come from the running venv and only xir from DIR
-(as python/bench/bf16_torch.py does); both must be the same Python minor version. If xir or torch
+(as python/bench/bf16_torch.py does); both must be the same Python minor version. `--xir-site DIR`
+appends DIR itself, the directory that holds xir/ (for a package outside a venv's lib/pythonX.Y/
+site-packages; python/tests/test_xir_peer.py passes the one its own Python imported). If xir or torch
 cannot be imported, the server still answers: hello says {"ok": false, "error": WHY}, and the
 bench reports the Python side as not measured, with that reason. `--threads N` =
 xir.set_num_threads(N) and torch.set_num_threads(N) (default 2, as the other peers). stdout
@@ -203,6 +205,12 @@ class Server:
                 site = site_packages(a.xir_pyenv)
                 if site not in sys.path:
                     sys.path.append(site)
+            if a.xir_site:
+                if not os.path.isfile(os.path.join(a.xir_site, "xir", "__init__.py")):
+                    raise ValueError(f"no xir package in {a.xir_site} (--xir-site: the directory "
+                                     "that holds xir/__init__.py)")
+                if a.xir_site not in sys.path:
+                    sys.path.append(a.xir_site)
             import numpy
             np = numpy
             import xir as xir_mod
@@ -290,6 +298,9 @@ def main():
                     help="also serve torch eager in this process (peer torch_eager_py)")
     ap.add_argument("--xir-pyenv", metavar="DIR",
                     help="append DIR's site-packages (BUILD/pyenv) to sys.path to find xir")
+    ap.add_argument("--xir-site", metavar="DIR",
+                    help="append DIR itself (the directory holding xir/, e.g. the dirname of the "
+                         "dirname of xir.__file__) to sys.path to find xir")
     a = ap.parse_args()
     srv = Server(a)
     ops = {"hello": srv.hello, "prepare": srv.prepare, "run": srv.run, "output": srv.output}
