@@ -306,38 +306,44 @@ static struct {
 } g_torch;
 static PyObject *g_kw_dtype; /* ("dtype",): the keyword names of torch.empty(shape, dtype=...) */
 
-/* 1 when torch is loaded (sys.modules["torch"]) and its parts are looked up (once). */
+/* 1 when torch is loaded (sys.modules["torch"]) and its parts are looked up (once). The import
+ * and the lookups can run Python code, which may hand the GIL to another thread that gets here
+ * too: the parts are looked up into locals and published only if no other thread published its
+ * own meanwhile (else ours are dropped), so none is overwritten and leaked. */
 static int torch_ready(void) {
   if (g_torch.ready) return 1;
   PyObject *mods = PyImport_GetModuleDict();                         /* borrowed */
   PyObject *torch = mods ? PyDict_GetItemString(mods, "torch") : NULL; /* borrowed */
   if (!torch) return 0;
+  Py_INCREF(torch); /* sys.modules may drop it while the GIL is elsewhere */
+  enum { N = 8 };
+  static const char *const names[N - 1] = {"Tensor",  "empty",   "is_grad_enabled", "float32",
+                                           "float16", "bfloat16", "int64"};
+  PyObject *p[N] = {NULL}; /* to_dlpack, then names[] */
   PyObject *dl = PyImport_ImportModule("torch.utils.dlpack"); /* loaded with torch already */
   if (dl) {
-    g_torch.to_dlpack = PyObject_GetAttrString(dl, "to_dlpack");
+    p[0] = PyObject_GetAttrString(dl, "to_dlpack");
     Py_DECREF(dl);
   }
-  g_torch.tensor = PyObject_GetAttrString(torch, "Tensor");
-  g_torch.empty = PyObject_GetAttrString(torch, "empty");
-  g_torch.grad_enabled = PyObject_GetAttrString(torch, "is_grad_enabled");
-  g_torch.f32 = PyObject_GetAttrString(torch, "float32");
-  g_torch.f16 = PyObject_GetAttrString(torch, "float16");
-  g_torch.bf16 = PyObject_GetAttrString(torch, "bfloat16");
-  g_torch.i64 = PyObject_GetAttrString(torch, "int64");
+  for (int i = 1; i < N; i++) p[i] = PyObject_GetAttrString(torch, names[i - 1]);
+  Py_DECREF(torch);
   PyErr_Clear();
-  if (!g_torch.to_dlpack || !g_torch.tensor || !PyType_Check(g_torch.tensor) || !g_torch.empty ||
-      !g_torch.grad_enabled || !g_torch.f32 || !g_torch.f16 || !g_torch.bf16 || !g_torch.i64) {
-    /* torch half-imported, or not the torch we know: try again on a later call */
-    Py_CLEAR(g_torch.to_dlpack);
-    Py_CLEAR(g_torch.tensor);
-    Py_CLEAR(g_torch.empty);
-    Py_CLEAR(g_torch.grad_enabled);
-    Py_CLEAR(g_torch.f32);
-    Py_CLEAR(g_torch.f16);
-    Py_CLEAR(g_torch.bf16);
-    Py_CLEAR(g_torch.i64);
-    return 0;
+  int ok = p[1] && PyType_Check(p[1]);
+  for (int i = 0; i < N; i++) ok &= p[i] != NULL;
+  if (!ok || g_torch.ready) {
+    /* torch half-imported, or not the torch we know: try again on a later call; or another
+     * thread published its parts while ours were looked up */
+    for (int i = 0; i < N; i++) Py_XDECREF(p[i]);
+    return g_torch.ready;
   }
+  g_torch.to_dlpack = p[0];
+  g_torch.tensor = p[1];
+  g_torch.empty = p[2];
+  g_torch.grad_enabled = p[3];
+  g_torch.f32 = p[4];
+  g_torch.f16 = p[5];
+  g_torch.bf16 = p[6];
+  g_torch.i64 = p[7];
   g_torch.ready = 1;
   return 1;
 }

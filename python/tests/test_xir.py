@@ -874,6 +874,78 @@ def test_torch_is_not_imported_by_xir():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+_TORCH_RACE = r"""
+import sys, threading, types
+sys.path.append(sys.argv[1])
+import numpy as np
+import xir
+
+# A stand-in for torch (no torch needed): its Tensor attribute is a property, and the first lookup,
+# in thread A inside xir's first look at torch, lets thread B run that look to the end before it
+# returns: the lookups can run Python code, so the GIL may pass to another thread between them.
+class Tensor: pass
+def empty(*a, **k): raise AssertionError("not a torch call")
+def is_grad_enabled(): return False
+def to_dlpack(t): raise AssertionError("not a torch tensor")
+f32, f16, bf16, i64 = object(), object(), object(), object()
+
+class D:  # not a buffer, has __dlpack__: xir asks whether it is a torch tensor
+    def __init__(self, a): self.a = a
+    def __dlpack__(self): return self.a.__dlpack__()
+    def __dlpack_device__(self): return self.a.__dlpack_device__()
+
+x = np.ones((2, 8), np.float32)
+w = np.ones(8, np.float32)
+seen, errors = [], []
+
+def call():
+    try:
+        y = xir.rmsnorm(D(x), w)
+        assert type(y) is np.ndarray
+    except BaseException as e:
+        errors.append(repr(e))
+
+class FakeTorch(types.ModuleType):
+    @property
+    def Tensor(self):
+        seen.append(threading.current_thread().name)
+        if len(seen) == 1:
+            b = threading.Thread(target=call, name="B")
+            b.start()
+            b.join(60)
+            assert not b.is_alive(), "thread B did not finish"
+        return Tensor
+
+t = FakeTorch("torch")
+for k, v in dict(empty=empty, is_grad_enabled=is_grad_enabled, float32=f32, float16=f16,
+                 bfloat16=bf16, int64=i64).items():
+    setattr(t, k, v)
+dl = types.ModuleType("torch.utils.dlpack")
+dl.to_dlpack = to_dlpack
+sys.modules.update({"torch": t, "torch.utils": types.ModuleType("torch.utils"), "torch.utils.dlpack": dl})
+del k, v
+parts = [Tensor, empty, is_grad_enabled, to_dlpack, f32, f16, bf16, i64]
+before = [sys.getrefcount(p) for p in parts]
+call()
+assert not errors, errors
+assert seen == ["MainThread", "B"], seen
+after = [sys.getrefcount(p) for p in parts]
+# xir keeps ONE reference to each part (for the life of the process); a second one is a leak
+assert [a - b for a, b in zip(after, before)] == [1] * len(parts), (before, after)
+print("ok")
+"""
+
+
+def test_torch_lookup_is_thread_safe():
+    """xir's first look at torch (torch.Tensor, torch.empty, ... looked up once) fills its
+    references once when two threads look at once: the second's are dropped, not leaked over."""
+    import subprocess
+    site = os.path.dirname(os.path.dirname(os.path.abspath(xir.__file__)))
+    r = subprocess.run([sys.executable, "-c", _TORCH_RACE, site], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stdout + r.stderr
+
+
 def test_llm_block_torch_example():
     """python/examples/llm_block_torch.py: the block on torch bf16 tensors (weights bf16 too, torch's
     bf16 matmuls) against the same block in fp64 NumPy over the same bf16 values; every step
