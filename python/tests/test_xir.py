@@ -862,6 +862,23 @@ def test_torch_unreadable_tensors_are_clear_errors(rng):
         xir.rmsnorm(torch.empty(2, 8, device="meta"), w)
 
 
+def test_torch_out_does_not_bump_the_version_counter(rng):
+    """docs/python.md: a write into a torch out= tensor goes through DLPack, so torch's version
+    counter stays as it was and autograd does not see the in-place change (no error on backward,
+    the new values used) — unlike torch's own in-place ops."""
+    torch = need_torch()
+    x = torch.from_numpy(rng.standard_normal((2, 8)).astype(np.float32))
+    w = torch.ones(8)
+    a = torch.ones(2, 8, requires_grad=True)
+    buf = torch.zeros(2, 8)
+    z = a * buf  # buf saved for the backward pass
+    v0 = buf._version
+    assert xir.rmsnorm(x, w, out=buf) is buf
+    assert buf._version == v0
+    z.sum().backward()  # no "modified by an inplace operation"
+    assert torch.equal(a.grad, buf) and bool(buf.abs().sum() > 0)
+
+
 def test_torch_is_not_imported_by_xir():
     """xir uses torch only once the caller has imported it (NumPy calls never load it)."""
     need_torch()
