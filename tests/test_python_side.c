@@ -35,17 +35,21 @@ static cJSON *add_obj(cJSON *arr) {
 }
 
 /* Records a peers run could have written (everything xir__bench_audit_records checks), with
- * three samples per visit whose median is kP50 (n = 2: the samples are 2 p50). */
-static cJSON *records(int with_py) {
+ * three samples per visit whose median is kP50 (n = 2: the samples are 2 p50); without the
+ * python_side declaration (decl 0) as a run from before the Python side wrote them (with_py: the
+ * ext:xir_python cases of a --peer xir_python=... server). */
+static cJSON *records_as(int with_py, int decl) {
   cJSON *r = cJSON_CreateObject();
   cJSON_AddStringToObject(r, "format", XIR_BENCH_FORMAT);
   cJSON *prov = cJSON_AddObjectToObject(r, "provenance");
   cJSON_AddNumberToObject(cJSON_AddObjectToObject(prov, "runtime"), "workers", 2);
   cJSON_AddNumberToObject(prov, "simd_width", 16);
   cJSON_AddStringToObject(r, "suite", "peers");
-  cJSON *ps = cJSON_AddObjectToObject(r, "python_side");
-  cJSON_AddBoolToObject(ps, "measured", with_py);
-  if (!with_py) cJSON_AddStringToObject(ps, "reason", "no torch: /p/venv/bin/python is missing");
+  if (decl) {
+    cJSON *ps = cJSON_AddObjectToObject(r, "python_side");
+    cJSON_AddBoolToObject(ps, "measured", with_py);
+    if (!with_py) cJSON_AddStringToObject(ps, "reason", "no torch: /p/venv/bin/python is missing");
+  }
   cJSON_AddNumberToObject(r, "rounds", ROUNDS);
   cJSON_AddNumberToObject(r, "samples", 3);
   cJSON_AddNumberToObject(r, "warmup_ms", 1);
@@ -114,6 +118,8 @@ static cJSON *records(int with_py) {
   assert_int_equal(xir__bench_summarize(r, &d), XIR_OK);
   return r;
 }
+
+static cJSON *records(int with_py) { return records_as(with_py, 1); }
 
 /* The JSON round trip of the written records (NaN becomes null), as the audit reads them. */
 static cJSON *round_trip(cJSON *r) {
@@ -289,8 +295,8 @@ static void test_audit_recomputes_the_python_side(void **state) {
 static void test_audit_checks_the_declaration(void **state) {
   (void)state;
   cJSON *r = round_trip(records(1));
-  cJSON_DeleteItemFromObject(r, "python_side");
-  expect_reject(r, "declaration field python_side is missing");
+  cJSON_DeleteItemFromObject(r, "python_side"); /* a measured run's, the declaration removed */
+  expect_reject(r, "declaration field python_side is missing, but summary.python_side is recorded");
   r = round_trip(records(1));
   cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r, "python_side"), "measured", cJSON_CreateString("yes"));
   expect_reject(r, "without a boolean \"measured\"");
@@ -307,6 +313,54 @@ static void test_audit_checks_the_declaration(void **state) {
   expect_reject(r, "declaration field python_side in a pilot suite");
 }
 
+/* Measured, yet no statistics (every ext:xir_python case unsupported; or records of the binary
+ * before this check, which declared a --peer server measured without looking): the line and the
+ * table say so, and no count comes from a NaN (undefined behaviour when converted to int). */
+static void test_measured_without_statistics(void **state) {
+  (void)state;
+  cJSON *r = round_trip(records(1));
+  cJSON_DeleteItemFromObject(cJSON_GetObjectItem(r, "summary"), "python_side");
+  char line[512];
+  xir__bench_python_side_line(r, line, sizeof line);
+  assert_string_equal(line, "Python side: no xir_python case has a ratio to report (see tables.md)");
+  char *t = table_of(r);
+  if (!strstr(t, "No case of the Python side ran") || strstr(t, "Over "))
+    fail_msg("the section is wrong:\n%s", t);
+  free(t);
+  /* statistics whose counts are null (NaN written as JSON) or absurd: no ratio line from them */
+  cJSON_Delete(r);
+  r = round_trip(records(1));
+  cJSON *ps = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "summary"), "python_side");
+  cJSON_ReplaceItemInObject(ps, "n_vs_torch", cJSON_CreateNull());
+  cJSON_ReplaceItemInObject(ps, "n_vs_c", cJSON_CreateNumber(1e300));
+  xir__bench_python_side_line(r, line, sizeof line);
+  assert_string_equal(line, "Python side: no xir_python case has a ratio to report (see tables.md)");
+  cJSON_Delete(r);
+}
+
+/* Records from before the Python side (XIR_BENCH_FORMAT unchanged): no declaration, no
+ * summary.python_side. The record audit accepts them, with no Python-side case and with the
+ * ext:xir_python cases of a --peer xir_python=... server (then an external peer like any other:
+ * no statistics, no section); what gives a removed declaration away is the summary. */
+static void test_records_from_before_the_python_side(void **state) {
+  (void)state;
+  xir_diag d;
+  for (int with_py = 0; with_py < 2; with_py++) {
+    cJSON *r = round_trip(records_as(with_py, 0));
+    assert_null(py(r));
+    if (xir__bench_audit_records(r, &d))
+      fail_msg("audit rejected records from before the Python side (%s): %s",
+               with_py ? "--peer xir_python" : "no Python-side case", d.msg);
+    char *t = table_of(r);
+    assert_string_equal(t, "");
+    free(t);
+    char line[512];
+    xir__bench_python_side_line(r, line, sizeof line);
+    assert_string_equal(line, "");
+    cJSON_Delete(r);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_statistics_from_the_p50s),
@@ -314,6 +368,8 @@ int main(void) {
       cmocka_unit_test(test_not_measured_says_why),
       cmocka_unit_test(test_audit_recomputes_the_python_side),
       cmocka_unit_test(test_audit_checks_the_declaration),
+      cmocka_unit_test(test_measured_without_statistics),
+      cmocka_unit_test(test_records_from_before_the_python_side),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

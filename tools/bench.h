@@ -117,8 +117,11 @@ void bench_suite_free(bench_suite *s);
 /* Drops the cases with drop[i] != 0 (what could not be measured), the comparisons that involve
  * them, and rebuilds the visit orders for the cases left. */
 xir_status bench_suite_drop(bench_suite *s, const char *drop);
-/* Sets the names of the external peers the peers suite compares with (before building it). */
-void bench_set_ext_peers(const char **names, int n);
+/* Sets the names of the external peers the peers suite compares with (before building it).
+ * python_side 1 (every run, and records with the python_side declaration): xir_python and
+ * torch_eager_py are the Python side (compared with each other and with default only); 0 (records
+ * from before it): they are external peers like the others (vs default, vs probe:stream). */
+void bench_set_ext_peers(const char **names, int n, int python_side);
 
 /* Case lifecycle. prepare: inputs, oracle, plan/compile or peer setup (outside timing).
  * run: the timed region (n launches + wait), returning wall ns. check: the whole output vs the

@@ -193,13 +193,14 @@ static void fixed_grains(builder *b, const char *k, const char *shape) {
 
 static const char *g_ext_peers[BENCH_MAX_PEERS];
 static int g_next;
-/* the Python side's two names among them (bench_set_ext_peers) */
-static int g_py_xir, g_py_torch;
+/* the Python side's two names among them (bench_set_ext_peers); g_py_side 0: records from before
+ * the Python side, where they are external peers like the others */
+static int g_py_xir, g_py_torch, g_py_side = 1;
 
 /* The names of the Python side (one process: python/bench/xir_peer.py --torch): compared with
  * each other and with xir's C launch, never in the comparisons of the peers. */
 static int python_side_name(const char *n) {
-  return !strcmp(n, "xir_python") || !strcmp(n, "torch_eager_py");
+  return g_py_side && (!strcmp(n, "xir_python") || !strcmp(n, "torch_eager_py"));
 }
 
 /* 1 when --configs names cfg (configurations that are only measured on request). */
@@ -313,13 +314,14 @@ static int make_orders(bench_suite *s, int four) {
   return 0;
 }
 
-void bench_set_ext_peers(const char **names, int n) {
+void bench_set_ext_peers(const char **names, int n, int python_side) {
   g_next = n > BENCH_MAX_PEERS ? BENCH_MAX_PEERS : n;
+  g_py_side = python_side;
   g_py_xir = g_py_torch = 0;
   for (int i = 0; i < g_next; i++) {
     g_ext_peers[i] = names[i];
-    g_py_xir |= !strcmp(names[i], "xir_python");
-    g_py_torch |= !strcmp(names[i], "torch_eager_py");
+    g_py_xir |= python_side && !strcmp(names[i], "xir_python");
+    g_py_torch |= python_side && !strcmp(names[i], "torch_eager_py");
   }
 }
 

@@ -38,7 +38,9 @@ static int check_configuration(const char *dir, const cJSON *rec) {
   const cJSON *pn;
   cJSON_ArrayForEach(pn, cJSON_GetObjectItemCaseSensitive(rec, "peers")) if (np < BENCH_MAX_PEERS && cJSON_IsString(pn))
       names[np++] = pn->valuestring;
-  bench_set_ext_peers(names, np);
+  /* records without the python_side declaration are from before the Python side: xir_python
+   * and torch_eager_py there were external peers like the others (--peer NAME=...) */
+  bench_set_ext_peers(names, np, cJSON_GetObjectItemCaseSensitive(rec, "python_side") != NULL);
   bench_suite s;
   xir_diag d;
   if (bench_suite_build(jstr(rec, "suite"), &f, &s, &d))

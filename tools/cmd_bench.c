@@ -758,7 +758,7 @@ int cmd_bench(int argc, char **argv) {
     names[nnames++] = "xir_python";
     names[nnames++] = "torch_eager_py";
   }
-  bench_set_ext_peers(names, nnames);
+  bench_set_ext_peers(names, nnames, 1);
   if (bench_suite_build(o.suite, &o.filter, &s, &d)) {
     ext_peer_stop(py_proc);
     return cli_fail(&d);

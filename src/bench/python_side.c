@@ -2,6 +2,7 @@
  * tables.md section (python_side.h). */
 #include "bench/python_side.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -10,6 +11,13 @@
 static double num(const cJSON *o, const char *k) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
   return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* A count member (n_vs_torch, ...) as an int: 0 when absent, not a number or out of range (a
+ * NaN converted to int is undefined behaviour). */
+static int count(const cJSON *o, const char *k) {
+  double v = num(o, k);
+  return v >= 0 && v <= INT_MAX ? (int)v : 0;
 }
 
 static const char *str(const cJSON *o, const char *k) {
@@ -72,6 +80,9 @@ cJSON *xir__bench_python_side(const cJSON *records) {
   const cJSON *visits = cJSON_GetObjectItemCaseSensitive(records, "visits");
   int ncases = cJSON_GetArraySize(cases), rounds = (int)num(records, "rounds");
   if (ncases <= 0 || rounds <= 0 || rounds > 1000) return NULL;
+  /* records from before the Python side (no declaration): an ext:xir_python case there is an
+   * external peer like any other (--peer xir_python=...), with no statistics of its own */
+  if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(records, "python_side"))) return NULL;
   const cJSON *c;
   int any = 0;
   cJSON_ArrayForEach(c, cases) any |= !strcmp(str(c, "config"), XIR_PY_SIDE_XIR);
@@ -159,12 +170,23 @@ xir_status xir__bench_python_side_check(const cJSON *records, xir_diag *d) {
                       "peers suite has a Python side)", str(records, "suite"));
     return XIR_OK;
   }
+  if (!decl) {
+    /* records from before the Python side (XIR_BENCH_FORMAT unchanged, as for input_offset):
+     * no declaration and no summary.python_side; an ext:xir_python or ext:torch_eager_py case
+     * there is an external peer of before (--peer NAME=...), compared as every external peer was
+     * (the audit's configuration check rebuilds the suite that way) */
+    if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(records, "summary"),
+                                         "python_side"))
+      return xir__err(d, XIR_ERR_FORMAT, "declaration field python_side is missing, but "
+                      "summary.python_side is recorded (records from before the Python side have "
+                      "neither)");
+    return XIR_OK;
+  }
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(decl, "measured");
   if (!cJSON_IsObject(decl) || !cJSON_IsBool(m))
     return xir__err(d, XIR_ERR_FORMAT, "declaration field python_side is %s: a peers suite says "
                     "whether its Python side was measured ({\"measured\": true|false, ...})",
-                    !decl ? "missing" : !cJSON_IsObject(decl) ? "not an object"
-                                                              : "without a boolean \"measured\"");
+                    !cJSON_IsObject(decl) ? "not an object" : "without a boolean \"measured\"");
   if (cJSON_IsTrue(m)) return XIR_OK;
   const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(decl, "reason"));
   if (!why || !*why)
@@ -233,10 +255,10 @@ void xir__bench_python_side_table(FILE *f, const cJSON *records) {
       fprintf(f, " %s |\n", fmt_us(num(r, "overhead_ns"), o, sizeof o));
     }
     fprintf(f, "\n");
-    int nt = (int)num(ps, "n_vs_torch"), nc = (int)num(ps, "n_vs_c");
+    int nt = count(ps, "n_vs_torch"), nc = count(ps, "n_vs_c");
     if (nt)
       fprintf(f, "Over %d cases: geometric mean of xir/torch %.3f; xir from Python is faster in %d "
-                 "of %d.", nt, num(ps, "geomean_vs_torch"), (int)num(ps, "xir_faster"), nt);
+                 "of %d.", nt, num(ps, "geomean_vs_torch"), count(ps, "xir_faster"), nt);
     if (nc) {
       char o[32];
       fprintf(f, "%sOver %d cases: geometric mean of Python / C launch %.3f; median + %s µs per "
@@ -264,12 +286,16 @@ void xir__bench_python_side_line(const cJSON *records, char *buf, size_t cap) {
     snprintf(buf, cap, "Python side not measured: %s", str(decl, "reason"));
     return;
   }
-  int nt = (int)num(ps, "n_vs_torch"), nc = (int)num(ps, "n_vs_c");
+  int nt = count(ps, "n_vs_torch"), nc = count(ps, "n_vs_c");
+  if (decl && !nt && !nc) { /* measured, yet no ratio: no ext:xir_python case (or no pair) ran */
+    snprintf(buf, cap, "Python side: no xir_python case has a ratio to report (see tables.md)");
+    return;
+  }
   size_t o = 0;
   if (nt)
     o += (size_t)snprintf(buf, cap, "xir from Python vs torch eager (same process) over %d cases: "
                           "geometric mean %.3f, xir faster in %d", nt, num(ps, "geomean_vs_torch"),
-                          (int)num(ps, "xir_faster"));
+                          count(ps, "xir_faster"));
   if (nc && o < cap)
     snprintf(buf + o, cap - o, "%sPython call / C launch over %d cases: geometric mean %.3f",
              nt ? "; " : "", nc, num(ps, "geomean_vs_c"));

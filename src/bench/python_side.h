@@ -16,7 +16,8 @@
  * geomean_vs_c, median_overhead_ns (median of the rows' overhead_ns).
  *
  * The declaration records.python_side = {"measured": bool, "reason": "...", "pyenv": "..."}
- * says whether the run measured the Python side, and if not why (a peers suite always has one). */
+ * says whether the run measured the Python side, and if not why (every peers run since 2026-12-05
+ * writes one; records from before have neither it nor summary.python_side). */
 #ifndef XIR_BENCH_PYTHON_SIDE_H
 #define XIR_BENCH_PYTHON_SIDE_H
 
@@ -29,11 +30,15 @@
 #define XIR_PY_SIDE_TORCH "ext:torch_eager_py"
 
 /* The statistics above from records.cases and the visits' p50_ns (set by xir__bench_summarize
- * before it calls this); NULL when no case is ext:xir_python (or out of memory). */
+ * before it calls this); NULL when no case is ext:xir_python, when the records have no
+ * declaration (records from before the Python side) or out of memory. */
 cJSON *xir__bench_python_side(const cJSON *records);
 
-/* The audit's checks of the declaration: present exactly in the peers suite, an object whose
- * "measured" is a boolean; not measured: a non-empty "reason" and no Python-side case. */
+/* The audit's checks of the declaration: only in the peers suite, an object whose "measured" is
+ * a boolean; not measured: a non-empty "reason" and no Python-side case. A peers suite without
+ * it is a record from before the Python side (XIR_BENCH_FORMAT did not change): accepted when it
+ * has no summary.python_side either; its ext:xir_python / ext:torch_eager_py cases, if any, are
+ * external peers of before (--peer NAME=...: bench_set_ext_peers with python_side 0). */
 xir_status xir__bench_python_side_check(const cJSON *records, xir_diag *d);
 
 /* tables.md's section "Python side" (peers suite), from records.summary.python_side and the
