@@ -47,7 +47,9 @@ typedef struct bench_opts {
 typedef struct py_side {
   int declared; /* the peers suite: records.python_side says whether it was measured */
   int want;     /* both found: start the server */
-  int measured; /* the names are in the run (the server answered hello, or --peer named them) */
+  int via_peer; /* --peer named xir_python or torch_eager_py: the caller's own server */
+  int measured; /* the names are in the run (the server answered hello, or --peer named them);
+                   cleared when the suite keeps no case of them (python_side_cases) */
   char reason[1400];
   char pyenv[2048];
   char cmd[4400];
@@ -552,6 +554,59 @@ static int list_has(const char *list, const char *item) {
   return 0;
 }
 
+/* Appends w to the sh command out (its length *n, cap bytes), after a space: with quote as ONE
+ * sh word ('...', each ' written '\'': any path, spaces and quotes included), else as it is (the
+ * options written here). 0, or -1 when it does not fit. */
+static int cmd_add(char *out, size_t cap, size_t *n, const char *w, int quote) {
+  size_t k = *n, need = strlen(w) + 1 + (quote ? 2 : 0);
+  for (const char *c = w; quote && *c; c++) need += *c == '\'' ? 3 : 0;
+  if (k + need + 1 > cap) return -1;
+  if (k) out[k++] = ' ';
+  if (quote) out[k++] = '\'';
+  for (const char *c = w; *c; c++) {
+    if (quote && *c == '\'') {
+      memcpy(out + k, "'\\''", 4);
+      k += 4;
+    } else {
+      out[k++] = *c;
+    }
+  }
+  if (quote) out[k++] = '\'';
+  out[k] = 0;
+  *n = k;
+  return 0;
+}
+
+/* The command of a Python script of this source tree run by python: 'python' 'SCRIPT' OPTIONS
+ * (OPTIONS as they are), into out; 0, or -1 when it does not fit. */
+static int script_cmd(char *out, size_t cap, const char *python, const char *script, const char *opts) {
+  size_t n = 0;
+  out[0] = 0;
+  return cmd_add(out, cap, &n, python, 1) || cmd_add(out, cap, &n, script, 1) ||
+                 cmd_add(out, cap, &n, opts, 0)
+             ? -1
+             : 0;
+}
+
+static int is_py_side(const char *cfg) {
+  return !strcmp(cfg, XIR_PY_SIDE_XIR) || !strcmp(cfg, XIR_PY_SIDE_TORCH);
+}
+
+static int is_py_side_name(const char *name) {
+  return !strcmp(name, "xir_python") || !strcmp(name, "torch_eager_py");
+}
+
+/* After the suite is built (and again once the unsupported cases are dropped): the Python side
+ * is measured only when a case of it is left; else not, with the reason (the one already given,
+ * e.g. a --peer server that did not start, or `why`). */
+static void python_side_cases(py_side *ps, const bench_suite *s, const char *why) {
+  if (!ps->measured) return;
+  for (int i = 0; i < s->ncases; i++)
+    if (is_py_side(s->cases[i].config)) return;
+  ps->measured = 0;
+  if (!ps->reason[0]) snprintf(ps->reason, sizeof ps->reason, "%s", why);
+}
+
 /* Where the xir Python package is looked for: --pyenv, else $XIR_PYENV (the variable with which
  * scripts/setup_python.sh puts the venv elsewhere), else `pyenv` beside this binary (BUILD/xir ->
  * BUILD/pyenv, where scripts/setup_python.sh BUILD makes it). Absolute when it exists. */
@@ -578,15 +633,23 @@ static void find_pyenv(const char *opt, char *out, size_t cap) {
 
 /* What the peers suite can do about its Python side, before anything runs: the reason when it
  * cannot be measured, else the server's command (ps->want). */
-static void python_side_plan(const bench_opts *o, py_side *ps) {
+static void python_side_plan(const bench_opts *o, unsigned workers, py_side *ps) {
   memset(ps, 0, sizeof *ps);
   if (strcmp(o->suite, "peers") != 0) return;
   ps->declared = 1;
-  for (int i = 0; i < o->next; i++)
-    if (!strcmp(o->ext_names[i], "xir_python") || !strcmp(o->ext_names[i], "torch_eager_py")) {
-      ps->measured = 1; /* the caller's own server (--peer) */
-      return;
-    }
+  int xir_named = 0;
+  for (int i = 0; i < o->next; i++) {
+    ps->via_peer |= is_py_side_name(o->ext_names[i]);
+    xir_named |= !strcmp(o->ext_names[i], "xir_python");
+  }
+  if (ps->via_peer) {
+    /* the caller's own server (--peer): measured if it starts and --configs keeps a case of it
+     * (python_side_cases) */
+    ps->measured = 1;
+    if (!xir_named)
+      snprintf(ps->reason, sizeof ps->reason, "--peer names torch_eager_py without xir_python");
+    return;
+  }
   find_pyenv(o->pyenv, ps->pyenv, sizeof ps->pyenv);
   char venv[2048];
   snprintf(venv, sizeof venv, "%s/venv/bin/python", o->peers_dir ? o->peers_dir : "");
@@ -611,9 +674,18 @@ static void python_side_plan(const bench_opts *o, py_side *ps) {
     snprintf(ps->reason, sizeof ps->reason, "%d external peers already, at most %d in all",
              o->next, BENCH_MAX_PEERS);
   else {
-    ps->want = 1;
-    snprintf(ps->cmd, sizeof ps->cmd, "'%s' '%s/python/bench/xir_peer.py' --torch --xir-pyenv '%s'",
-             venv, XIR_SOURCE_DIR, ps->pyenv);
+    /* xir_python and torch_eager_py with the run's workers, as xir's default case */
+    char opts[64];
+    size_t n = 0;
+    snprintf(opts, sizeof opts, "--torch --threads %u --xir-pyenv", workers);
+    ps->cmd[0] = 0;
+    if (cmd_add(ps->cmd, sizeof ps->cmd, &n, venv, 1) ||
+        cmd_add(ps->cmd, sizeof ps->cmd, &n, XIR_SOURCE_DIR "/python/bench/xir_peer.py", 1) ||
+        cmd_add(ps->cmd, sizeof ps->cmd, &n, opts, 0) || cmd_add(ps->cmd, sizeof ps->cmd, &n, ps->pyenv, 1))
+      snprintf(ps->reason, sizeof ps->reason, "the server's command does not fit in %zu bytes "
+               "(--peers-dir and the pyenv are too long)", sizeof ps->cmd);
+    else
+      ps->want = 1;
   }
 }
 
@@ -721,24 +793,33 @@ int cmd_bench(int argc, char **argv) {
   cJSON *rec = NULL;
   memset(&s, 0, sizeof s);
   if (o.peers_dir) {
+    /* the commands run by sh -c: every path one quoted word (any character in --peers-dir) */
     char path[2048];
+    const size_t cap = sizeof o.ext_cmds[0];
+    size_t n = 0;
+    int bad = 0;
     snprintf(path, sizeof path, "%s/venv/bin/python", o.peers_dir);
     if (access(path, X_OK) == 0 && o.next + 2 <= BENCH_MAX_PEERS) {
+      const char *tp = XIR_SOURCE_DIR "/peers/ext/torch_peer.py";
       snprintf(o.ext_names[o.next], 32, "torch_eager");
-      snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s' '%s/peers/ext/torch_peer.py' --mode eager", path, XIR_SOURCE_DIR);
+      bad |= script_cmd(o.ext_cmds[o.next++], cap, path, tp, "--mode eager");
       snprintf(o.ext_names[o.next], 32, "torch_compile");
-      snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s' '%s/peers/ext/torch_peer.py' --mode compile", path, XIR_SOURCE_DIR);
+      bad |= script_cmd(o.ext_cmds[o.next++], cap, path, tp, "--mode compile");
     }
     snprintf(path, sizeof path, "%s/bin/onednn_peer", o.peers_dir);
     if (access(path, X_OK) == 0 && o.next < BENCH_MAX_PEERS) {
       snprintf(o.ext_names[o.next], 32, "onednn");
-      snprintf(o.ext_cmds[o.next++], sizeof o.ext_cmds[0], "'%s'", path);
+      o.ext_cmds[o.next][0] = 0;
+      bad |= cmd_add(o.ext_cmds[o.next++], cap, &n, path, 1);
     }
+    if (bad)
+      return cli_usage_error("bench", "--peers-dir '%s': a peer's command does not fit in %zu bytes",
+                             o.peers_dir, cap);
   }
   /* the Python side: one server, two names; started now (its hello decides the names), listed
    * without starting it */
   py_side ps;
-  python_side_plan(&o, &ps);
+  python_side_plan(&o, e.workers, &ps);
   ext_peer *py_proc = NULL;
   if (ps.want && o.list) {
     ps.measured = 1;
@@ -763,6 +844,8 @@ int cmd_bench(int argc, char **argv) {
     ext_peer_stop(py_proc);
     return cli_fail(&d);
   }
+  python_side_cases(&ps, &s, "--configs keeps no case of it (ext:xir_python is measured with "
+                    "default or ext:torch_eager_py beside it)");
   if (o.list) {
     if (ps.declared)
       printf("python side: %s%s\n", ps.measured ? "measured by " : "not measured: ",
@@ -790,6 +873,9 @@ int cmd_bench(int argc, char **argv) {
     else {
       char b[1200];
       fprintf(stderr, "xir bench: peer %s unavailable: %s\n", o.ext_names[i], xir_diag_format(&d, b, sizeof b));
+      if (ps.via_peer && is_py_side_name(o.ext_names[i]) && !ps.reason[0])
+        snprintf(ps.reason, sizeof ps.reason, "its server (--peer %s) did not start: %.1200s",
+                 o.ext_names[i], d.msg);
     }
   }
   if (py_proc) { /* one process, two names: prepare says which ("peer") */
@@ -871,6 +957,7 @@ int cmd_bench(int argc, char **argv) {
     xir__err(&d, dst ? dst : XIR_ERR_INVALID_ARG, "no case of suite '%s' can run here", o.suite);
     goto fail;
   }
+  python_side_cases(&ps, &s, "none of its cases could run (each is listed under \"Not measured\")");
   /* records: declaration */
   cJSON_AddStringToObject(rec, "format", XIR_BENCH_FORMAT);
   cJSON_AddItemToObject(rec, "provenance", provenance(argc + 1, argv - 1, &e, xir_compiler_features(e.cc)));

@@ -7,7 +7,9 @@ The peers suite starts it by itself when it finds both the xir package (BUILD/py
 scripts/setup_python.sh; `xir bench --pyenv DIR` or $XIR_PYENV name another) and the peers' venv
 (--peers-dir DIR: DIR/venv/bin/python, scripts/setup_peers.sh), as
 
-    DIR/venv/bin/python python/bench/xir_peer.py --torch --xir-pyenv BUILD/pyenv
+    DIR/venv/bin/python python/bench/xir_peer.py --torch --threads N --xir-pyenv BUILD/pyenv
+
+(N = the run's --workers, the threads of xir's C launch too; every path one quoted sh word)
 
 One server answers for both names: a prepare request carries "peer": "xir_python" (the default)
 or "peer": "torch_eager_py"; run and output find the case by its "case" member (or the last one
