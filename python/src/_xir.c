@@ -24,7 +24,7 @@ static PyObject *g_parse_error;  /* xir.ParseError(Error, SyntaxError-like Value
 static PyObject *g_arg_error;    /* xir.ArgumentError(Error, ValueError) */
 static PyObject *g_lookup_error; /* xir.NotFoundError(Error, LookupError) */
 static PyObject *g_np_empty, *g_np_asc, *g_np_asarray, *g_np_from_dlpack, *g_np_f32, *g_np_f16,
-    *g_np_u16, *g_np_i64, *g_np_bf16;
+    *g_np_u16, *g_np_u8, *g_np_i64, *g_np_bf16;
 static PyObject *g_str_dlpack, *g_str_array_interface, *g_str_array, *g_str_dtype;
 
 /* Raises the exception matching d's status, with the library's message; for text errors the
@@ -850,6 +850,45 @@ static PyObject *np_dtype(xir_elem e) {
   return g_np_bf16;
 }
 
+/* Results of at least XIR_PY_ALIGN_MIN bytes start on a 64-byte line: numpy.empty of a large
+ * array gets its memory from mmap through malloc, 16 bytes past a page, and rows that start inside
+ * a line cost the row kernels split loads and stores and the streaming (non-temporal) store path
+ * (docs/python.md, "Where results lie"). A uint8 array 64 bytes longer, sliced at the first line
+ * boundary, viewed as dt and reshaped: the result's .base is that buffer. Smaller results come
+ * from numpy.empty as they are. New reference, or NULL with an exception. */
+#define XIR_PY_ALIGN_MIN (64 * 1024)
+static PyObject *new_result(PyObject *shape, PyObject *dt, xir_elem e) {
+  Py_ssize_t n = 1;
+  for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(shape); k++) {
+    Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, k));
+    if (d < 0) return PyErr_Occurred() ? NULL : PyObject_CallFunctionObjArgs(g_np_empty, shape, dt, NULL);
+    if (d && n > PY_SSIZE_T_MAX / 2 / d) return PyObject_CallFunctionObjArgs(g_np_empty, shape, dt, NULL);
+    n *= d;
+  }
+  Py_ssize_t bytes = n * (Py_ssize_t)xir_elem_size(e);
+  if (bytes < XIR_PY_ALIGN_MIN) return PyObject_CallFunctionObjArgs(g_np_empty, shape, dt, NULL);
+  PyObject *len = PyLong_FromSsize_t(bytes + 64);
+  PyObject *raw = len ? PyObject_CallFunctionObjArgs(g_np_empty, len, g_np_u8, NULL) : NULL;
+  Py_XDECREF(len);
+  if (!raw) return NULL;
+  Py_buffer v;
+  if (PyObject_GetBuffer(raw, &v, PyBUF_SIMPLE) < 0) {
+    Py_DECREF(raw);
+    return NULL;
+  }
+  Py_ssize_t off = (Py_ssize_t)((64 - ((uintptr_t)v.buf & 63)) & 63);
+  PyBuffer_Release(&v);
+  PyObject *part = PySequence_GetSlice(raw, off, off + bytes);
+  Py_DECREF(raw);
+  if (!part) return NULL;
+  PyObject *typed = PyObject_CallMethod(part, "view", "O", dt);
+  Py_DECREF(part);
+  if (!typed) return NULL;
+  PyObject *r = PyObject_CallMethod(typed, "reshape", "O", shape);
+  Py_DECREF(typed);
+  return r;
+}
+
 /* Allocates every output left as None (its shape from the dims, its type b->a[i].elem): a torch
  * tensor (torch.empty, read back through DLPack as an out= tensor is) when the activations are a
  * torch tensor, else a NumPy array. */
@@ -884,7 +923,7 @@ static int alloc_outputs(ProgramObject *po, PyObject *const *objs, binding *b) {
       b->args[i].out = b->a[i].buf;
       continue;
     }
-    PyObject *arr_ = PyObject_CallFunctionObjArgs(g_np_empty, shape, dt, NULL);
+    PyObject *arr_ = new_result(shape, dt, b->a[i].elem);
     Py_DECREF(shape);
     if (!arr_) return -1;
     b->hold[i] = arr_;
@@ -1370,10 +1409,11 @@ PyMODINIT_FUNC PyInit__xir(void) {
   g_np_f32 = PyObject_GetAttrString(np, "float32");
   g_np_f16 = PyObject_GetAttrString(np, "float16");
   g_np_u16 = PyObject_GetAttrString(np, "uint16");
+  g_np_u8 = PyObject_GetAttrString(np, "uint8");
   g_np_i64 = PyObject_GetAttrString(np, "int64");
   Py_DECREF(np);
   if (!g_np_empty || !g_np_asc || !g_np_asarray || !g_np_from_dlpack || !g_np_f32 || !g_np_f16 ||
-      !g_np_u16 || !g_np_i64)
+      !g_np_u16 || !g_np_u8 || !g_np_i64)
     goto fail;
   g_kw_dtype = Py_BuildValue("(s)", "dtype");
   if (!g_kw_dtype) goto fail;

@@ -980,3 +980,27 @@ def test_llm_block_torch_example():
     assert not np.isnan(y64).any()
     err = np.linalg.norm(y64 - ref) / np.linalg.norm(ref)
     assert err < 2e-2, err
+
+
+# ---- where results lie ----
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+def test_large_results_start_on_a_line(rng, dtype):
+    """A result of 64 KiB or more starts on a 64-byte line (numpy.empty puts large arrays 16 bytes
+    past a page); its values, dtype, shape and C order are those of a plain result, and it stays
+    valid after the call's other objects are gone."""
+    R, C = 40, 1000  # 160 KB of f32, 80 KB of a 16-bit type
+    x, w = rand(rng, R, C).astype(dtype), rand(rng, C).astype(dtype)
+    for _ in range(3):  # several allocations: any address malloc gives
+        y = xir.rmsnorm(x, w)
+        assert y.ctypes.data % 64 == 0
+        assert y.shape == (R, C) and y.dtype == dtype and y.flags.c_contiguous and y.flags.writeable
+        ref = ref_rmsnorm(x.astype(np.float64), w.astype(np.float64))
+        if dtype == np.float32:
+            check("rmsnorm", y, ref)
+        else:
+            check16("rmsnorm", y, ref, dtype)
+    y = xir.softmax(rand(rng, 1, 20000))  # one long row: 80 KB
+    assert y.ctypes.data % 64 == 0 and abs(float(y.astype(np.float64).sum()) - 1.0) < 1e-4
+    small = xir.rmsnorm(rand(rng, 3, 7), rand(rng, 7))  # small results: numpy.empty's own
+    assert small.base is None
