@@ -131,7 +131,7 @@ void xir__narrow_values(const xir_program *p, uint8_t *narrow);
  * dims, scalar parameters and iota only (no root index, load or reduction). */
 void xir__root_invariant(const xir_program *p, uint8_t *inv);
 enum { XIR_HOIST_MAX = 16384 }; /* elements of a hoisted tile */
-enum { XIR_HOIST_HALF_BYTES = 16384 }; /* f32 bytes of the hoisted bf16/f16 loads of a call */
+enum { XIR_HOIST_HALF_BYTES = 8192 }; /* f32 bytes of the hoisted bf16/f16 loads of a call */
 /* hoist[i] = 1 for the tiles the lowering computes once per native call (per task) instead of
  * once per root program: root-invariant 1-D f32 tiles whose op is transcendental (RoPE's
  * frequencies), and loads of bf16/f16 buffers at root-invariant indices (a weight vector: the

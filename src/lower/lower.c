@@ -2718,22 +2718,37 @@ static void emit_hoisted(lw *L) {
     /* a few steps are emitted unrolled, at constant element indices: what depends on the index
      * only folds to constants (RoPE's exponent −2i/HD, and pow's special cases of it) */
     int64_t nstep = (M + D * L->W - 1) / (D * L->W);
+    /* the steps whose lanes all lie inside [0, N) keep c affine (a bf16 weight: one contiguous
+     * load, not a 16-bit gather, which has no instruction and became 16 scalar inserts); only
+     * the steps past them are clamped */
+    int64_t last = D * ((int64_t)L->W - 1); /* the last lane's offset from the step's base */
+    int64_t nfull = N > last ? (N - 1 - last) / (D * L->W) + 1 : 0;
+    if (nfull > nstep) nfull = nstep;
     int unroll = nstep <= 8;
-    loop lp;
-    if (!unroll) loop_begin(L, &lp, ci64(L, 0), ci64(L, nstep));
-    for (int64_t t = 0; t < (unroll ? nstep : 1); t++) {
-      LLVMValueRef base = unroll ? ci64(L, t * D * (int64_t)L->W) : LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "");
-      val c = vaff(base, D);
-      c = clamp(L, &c, N - 1);
-      LLVMValueRef cv[MAXK];
-      ivecs(L, &c, cv);
-      L->env[X] = vvec(L, cv);
-      L->env_set[X] = 1;
-      L->gen++;
-      val v = eval_uncached(L, id);
-      spread_store(L, v.v[0], D, buf, base);
+    for (int part = 0; part < 2; part++) {
+      int64_t t0 = unroll ? 0 : part ? nfull : 0, t1 = unroll ? nstep : part ? nstep : nfull;
+      if ((unroll && part) || t0 >= t1) continue;
+      int as_loop = !unroll && !part;
+      loop lp;
+      if (as_loop) loop_begin(L, &lp, ci64(L, t0), ci64(L, t1));
+      for (int64_t t = t0; t < (as_loop ? t0 + 1 : t1); t++) {
+        LLVMValueRef base = as_loop ? LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "")
+                                    : ci64(L, t * D * (int64_t)L->W);
+        val c = vaff(base, D);
+        if (!as_loop && t >= nfull) {
+          c = clamp(L, &c, N - 1);
+          LLVMValueRef cv[MAXK];
+          ivecs(L, &c, cv);
+          c = vvec(L, cv);
+        }
+        L->env[X] = c;
+        L->env_set[X] = 1;
+        L->gen++;
+        val v = eval_uncached(L, id);
+        spread_store(L, v.v[0], D, buf, base);
+      }
+      if (as_loop) loop_end(L, &lp);
     }
-    if (!unroll) loop_end(L, &lp);
     /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
     /* then copied as far as the chunks and the period buffers read it (xir__hoist_extent) */
