@@ -106,6 +106,15 @@ def gelu_tanh(x):
 ROWS = [(1, 1), (3, 7), (17, 65), (64, 256), (33, 1000)]
 
 
+def run_threads(work, n):
+    """Starts work(0) .. work(n - 1) on n threads and joins them all."""
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(2024)
@@ -501,11 +510,7 @@ def test_threads_call_concurrently(rng):
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, len(cases))
     assert not errors, errors[0]
 
 
@@ -703,11 +708,7 @@ def test_16bit_threads_call_concurrently(rng):
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(cases))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(work, len(cases))
     assert not errors, errors[0]
 def test_16bit_out_and_plan(rng):
     x, w = rand(rng, 8, 64).astype(BF16), rand(rng, 64)
