@@ -1005,3 +1005,61 @@ def test_large_results_start_on_a_line(rng, dtype):
     assert y.ctypes.data % 64 == 0 and abs(float(y.astype(np.float64).sum()) - 1.0) < 1e-4
     small = xir.rmsnorm(rand(rng, 3, 7), rand(rng, 7))  # small results: numpy.empty's own
     assert small.base is None
+
+
+# ---- leading batch axes ----
+
+def test_leading_axes_are_flattened(rng):
+    """rmsnorm, layernorm, plain and masked softmax, swiglu and gelu_residual take x of shape
+    [..., C]: the result has x's shape and equals the 2-D call on x.reshape(-1, C); out= of that
+    shape is written in place; the second operand must have x's shape."""
+    shp = (2, 3, 40)
+    x, y2, m = rand(rng, *shp), rand(rng, *shp), rand(rng, *shp)
+    w, b = rand(rng, 40), rand(rng, 40)
+    flat = lambda a: a.reshape(-1, 40)
+    cases = [
+        ("rmsnorm", lambda o: xir.rmsnorm(x, w, out=o), ref_rmsnorm(flat(x), w)),
+        ("layernorm", lambda o: xir.layernorm(x, w, b, out=o), ref_layernorm(flat(x), w, b)),
+        ("softmax_mask", lambda o: xir.softmax(x, m, 0.5, out=o),
+         xir.softmax(flat(x), flat(m), 0.5).astype(np.float64)),
+        ("softmax_mask", lambda o: xir.softmax(x, None, 0.5, out=o),
+         xir.softmax(flat(x), None, 0.5).astype(np.float64)),
+        ("swiglu", lambda o: xir.swiglu(x, y2, out=o),
+         (flat(x) / (1 + np.exp(-flat(x).astype(np.float64)))) * flat(y2)),
+        ("gelu_residual", lambda o: xir.gelu_residual(x, y2, out=o),
+         gelu_tanh(flat(x).astype(np.float64)) + flat(y2)),
+    ]
+    for name, call, ref in cases:
+        y = call(None)
+        assert y.shape == shp, (name, y.shape)
+        check(name, y.reshape(-1, 40), ref)
+        out = np.full(shp, np.nan, np.float32)
+        assert call(out) is out or np.shares_memory(call(out), out)
+        check(name, out.reshape(-1, 40), ref)
+    with pytest.raises(ValueError, match="expected"):
+        xir.swiglu(x, y2.reshape(6, 40))  # the second operand of another shape
+    with pytest.raises(ValueError, match="C-contiguous"):
+        xir.rmsnorm(x, w, out=np.empty((2, 40, 3), np.float32).transpose(0, 2, 1))
+    with pytest.raises(ValueError):  # causal: the row index is the query position
+        xir.softmax(x, causal=True)
+    with pytest.raises(ValueError):  # rope: the row index is the position
+        xir.rope(x, 8)
+
+
+def test_torch_leading_axes_are_flattened(rng):
+    """A torch bf16 [B, T, C] tensor (the usual hidden-state layout) through rmsnorm and swiglu:
+    a torch result of the same shape and dtype, equal to the 2-D call; out= of that shape is
+    written in place."""
+    torch = need_torch()
+    x = torch.from_numpy(rand(rng, 2, 5, 64)).to(torch.bfloat16)
+    g = torch.from_numpy(rand(rng, 2, 5, 64)).to(torch.bfloat16)
+    w = torch.from_numpy(rand(rng, 64)).to(torch.bfloat16)
+    y = xir.rmsnorm(x, w)
+    assert type(y) is torch.Tensor and y.dtype == torch.bfloat16 and tuple(y.shape) == (2, 5, 64)
+    assert torch.equal(y.reshape(-1, 64), xir.rmsnorm(x.reshape(-1, 64), w))
+    s = xir.swiglu(x, g)
+    assert tuple(s.shape) == (2, 5, 64) and torch.equal(s.reshape(-1, 64),
+                                                         xir.swiglu(x.reshape(-1, 64), g.reshape(-1, 64)))
+    out = torch.empty(2, 5, 64, dtype=torch.bfloat16)
+    assert xir.rmsnorm(x, w, out=out).data_ptr() == out.data_ptr()
+    assert torch.equal(out, y)

@@ -4,7 +4,8 @@ Every built-in kernel is a function (``rmsnorm``, ``layernorm``, ``rope``, ``rop
 ``softmax``, ``swiglu``, ``gelu_residual``, ``attention``) taking NumPy arrays or anything with
 the buffer protocol, DLPack (torch CPU tensors) or ``__array_interface__``, without a copy.
 Arrays are float32, float16 or bfloat16 (``ml_dtypes.bfloat16``; ``pos`` of ``rope_cache`` is
-int64), row-major; inputs that are not C-contiguous are copied, an ``out=`` array must be
+int64), row-major ([R, C]; the row-wise kernels without a position also [..., C]); inputs that
+are not C-contiguous are copied, an ``out=`` array must be
 C-contiguous, writable and must not overlap an input. Results are new arrays of the first
 input's dtype (or ``out``, whose dtype then decides): NumPy arrays, or torch tensors when that
 input (the activations: x, a, q) is a torch tensor. A torch tensor that requires grad is read
@@ -95,12 +96,54 @@ def session_stats() -> Dict[str, int]:
 _new_session(0)
 
 
+def _ndim(a: Any) -> int:
+    nd = getattr(a, "ndim", None)
+    return 2 if nd is None else int(nd)
+
+
+def _flat_rows(fn: str, x: Array, others: Tuple[Any, ...], out: Optional[Array]):
+    """Leading batch axes: x of shape [..., C] (rank > 2) is viewed as [N, C] (a reshape: a view
+    of a C-contiguous array; anything else is copied, as inputs are); ``others`` of the same
+    shape as x (a mask, the second operand) likewise; ``out`` must be C-contiguous (a view is
+    written, so a reshape that copied would lose the result). Returns (x2, others2, out2, shape)
+    or None when x has rank <= 2. Only for kernels whose rows are independent and do not depend
+    on the row index (not rope, rope_cache or causal softmax)."""
+    if _ndim(x) <= 2 or not hasattr(x, "reshape"):
+        return None  # rank <= 2, or no reshape (a memoryview): the kernel's own shape check
+    shape = tuple(x.shape)
+    c = shape[-1]
+    conv = []
+    for name, o in others:
+        if o is not None:
+            if tuple(getattr(o, "shape", ())) != shape or not hasattr(o, "reshape"):
+                raise ArgumentError(f"{fn}: {name} has shape {tuple(getattr(o, 'shape', ()))}, "
+                                    f"expected {shape} (the shape of x)")
+            o = o.reshape(-1, c)
+        conv.append(o)
+    if out is not None:
+        if tuple(getattr(out, "shape", ())) != shape:
+            raise ArgumentError(f"{fn}: out has shape {tuple(getattr(out, 'shape', ()))}, "
+                                f"expected {shape}")
+        contiguous = getattr(out, "flags", None)
+        ok = contiguous["C_CONTIGUOUS"] if contiguous is not None else out.is_contiguous()
+        if not ok:
+            raise ArgumentError(f"{fn}: out must be C-contiguous")
+        out = out.reshape(-1, c)
+    return x.reshape(-1, c), conv, out, shape
+
+
+def _unflat(y: Any, shape: Tuple[int, ...]) -> Any:
+    return y.reshape(shape)
+
+
 def rmsnorm(x: Array, w: Array, eps: float = 1e-5, out: Optional[Array] = None) -> Array:
     """RMSNorm over the last axis: ``y = x * rsqrt(mean(x**2, axis=-1) + eps) * w``.
 
-    x: [R, C]; w: [C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
-    ``out``)."""
-    return _P["rmsnorm"].run((x, w, out, eps))
+    x: [R, C] or [..., C] (leading axes flattened); w: [C]. Returns y of x's shape in x's
+    dtype, a torch tensor when x is one (or ``out``)."""
+    if getattr(x, "ndim", 2) <= 2 or (f := _flat_rows("rmsnorm", x, (), out)) is None:
+        return _P["rmsnorm"].run((x, w, out, eps))
+    return _unflat(_P["rmsnorm"].run((f[0], w, f[2], eps)), f[3])
 
 
 def layernorm(x: Array, w: Array, b: Array, eps: float = 1e-5,
@@ -108,9 +151,11 @@ def layernorm(x: Array, w: Array, b: Array, eps: float = 1e-5,
     """LayerNorm over the last axis (population variance):
     ``y = (x - mean) * rsqrt(var + eps) * w + b``.
 
-    x: [R, C]; w, b: [C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
-    ``out``)."""
-    return _P["layernorm"].run((x, w, b, out, eps))
+    x: [R, C] or [..., C] (leading axes flattened); w, b: [C]. Returns y of x's shape in x's
+    dtype, a torch tensor when x is one (or ``out``)."""
+    if getattr(x, "ndim", 2) <= 2 or (f := _flat_rows("layernorm", x, (), out)) is None:
+        return _P["layernorm"].run((x, w, b, out, eps))
+    return _unflat(_P["layernorm"].run((f[0], w, b, f[2], eps)), f[3])
 
 
 def rope(x: Array, head_dim: int, theta: float = 10000.0, offset: int = 0,
@@ -143,8 +188,15 @@ def softmax(x: Array, mask: Optional[Array] = None, scale: float = 1.0, causal: 
     (``softmax(x * scale + mask)``, mask may hold -inf), or ``causal`` (column c of row r is
     masked when c > r). A row whose every column is masked gives zeros, never NaN.
 
-    x, mask: [R, C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
-    ``out``)."""
+    x, mask: [R, C]; without ``causal`` also [..., C] (leading axes flattened; mask of x's
+    shape). Returns y of x's shape in x's dtype, a torch tensor when x is one (or ``out``)."""
+    if not causal and getattr(x, "ndim", 2) > 2:
+        f = _flat_rows("softmax", x, (("mask", mask),), out)
+        if f is not None:
+            m = f[1][0]
+            y = (_P["softmax_mask"].run((f[0], m, f[2], scale)) if m is not None
+                 else _P["softmax"].run((f[0], f[2], scale)))
+            return _unflat(y, f[3])
     if causal:
         if mask is not None:
             raise ValueError("softmax: give a mask or causal=True, not both")
@@ -157,18 +209,22 @@ def softmax(x: Array, mask: Optional[Array] = None, scale: float = 1.0, causal: 
 def swiglu(a: Array, b: Array, out: Optional[Array] = None) -> Array:
     """SwiGLU: ``y = silu(a) * b`` with ``silu(a) = a * sigmoid(a)``, elementwise.
 
-    a, b: [R, C]. Returns y: [R, C] in a's dtype, a torch tensor when a is one (or
-    ``out``)."""
-    return _P["swiglu"].run((a, b, out))
+    a, b: [R, C], or both [..., C] (leading axes flattened). Returns y of a's shape in a's
+    dtype, a torch tensor when a is one (or ``out``)."""
+    if getattr(a, "ndim", 2) <= 2 or (f := _flat_rows("swiglu", a, (("b", b),), out)) is None:
+        return _P["swiglu"].run((a, b, out))
+    return _unflat(_P["swiglu"].run((f[0], f[1][0], f[2])), f[3])
 
 
 def gelu_residual(x: Array, r: Array, out: Optional[Array] = None) -> Array:
     """GELU (tanh approximation) plus a residual, elementwise:
     ``y = 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3))) + r``.
 
-    x, r: [R, C]. Returns y: [R, C] in x's dtype, a torch tensor when x is one (or
-    ``out``)."""
-    return _P["gelu_residual"].run((x, r, out))
+    x, r: [R, C], or both [..., C] (leading axes flattened). Returns y of x's shape in x's
+    dtype, a torch tensor when x is one (or ``out``)."""
+    if getattr(x, "ndim", 2) <= 2 or (f := _flat_rows("gelu_residual", x, (("r", r),), out)) is None:
+        return _P["gelu_residual"].run((x, r, out))
+    return _unflat(_P["gelu_residual"].run((f[0], f[1][0], f[2])), f[3])
 
 
 def attention(q: Array, k: Array, v: Array, scale: Optional[float] = None, causal: bool = False,
