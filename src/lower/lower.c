@@ -2688,6 +2688,24 @@ out:
   return rc;
 }
 
+/* One step of a hoisted tile's fill: its values at c = base + D·lane (clamped to [0, hi] when
+ * hi >= 0, else affine: a contiguous load where the tile is one), spread into buf from base. */
+static void hoist_step(lw *L, int id, int X, int64_t D, LLVMValueRef buf, LLVMValueRef base,
+                       int64_t hi) {
+  val c = vaff(base, D);
+  if (hi >= 0) {
+    c = clamp(L, &c, hi);
+    LLVMValueRef cv[MAXK];
+    ivecs(L, &c, cv);
+    c = vvec(L, cv);
+  }
+  L->env[X] = c;
+  L->env_set[X] = 1;
+  L->gen++;
+  val v = eval_uncached(L, id);
+  spread_store(L, v.v[0], D, buf, base);
+}
+
 /* At the entry: every hoisted tile, W elements at a time (c = t·W + lane, clamped into the
  * extent), into a buffer padded to a multiple of W. */
 static void emit_hoisted(lw *L) {
@@ -2724,31 +2742,17 @@ static void emit_hoisted(lw *L) {
     int64_t last = D * ((int64_t)L->W - 1); /* the last lane's offset from the step's base */
     int64_t nfull = N > last ? (N - 1 - last) / (D * L->W) + 1 : 0;
     if (nfull > nstep) nfull = nstep;
-    int unroll = nstep <= 8;
-    for (int part = 0; part < 2; part++) {
-      int64_t t0 = unroll ? 0 : part ? nfull : 0, t1 = unroll ? nstep : part ? nstep : nfull;
-      if ((unroll && part) || t0 >= t1) continue;
-      int as_loop = !unroll && !part;
+    /* the whole steps in a loop when there are more than 8 steps; the rest one by one (every
+     * step when there are few, else the one or two that reach past the extent) */
+    int64_t nloop = nstep <= 8 ? 0 : nfull;
+    if (nloop > 0) {
       loop lp;
-      if (as_loop) loop_begin(L, &lp, ci64(L, t0), ci64(L, t1));
-      for (int64_t t = t0; t < (as_loop ? t0 + 1 : t1); t++) {
-        LLVMValueRef base = as_loop ? LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), "")
-                                    : ci64(L, t * D * (int64_t)L->W);
-        val c = vaff(base, D);
-        if (!as_loop && t >= nfull) {
-          c = clamp(L, &c, N - 1);
-          LLVMValueRef cv[MAXK];
-          ivecs(L, &c, cv);
-          c = vvec(L, cv);
-        }
-        L->env[X] = c;
-        L->env_set[X] = 1;
-        L->gen++;
-        val v = eval_uncached(L, id);
-        spread_store(L, v.v[0], D, buf, base);
-      }
-      if (as_loop) loop_end(L, &lp);
+      loop_begin(L, &lp, ci64(L, 0), ci64(L, nloop));
+      hoist_step(L, id, X, D, buf, LLVMBuildMul(L->b, lp.i, ci64(L, D * L->W), ""), -1);
+      loop_end(L, &lp);
     }
+    for (int64_t t = nloop; t < nstep; t++)
+      hoist_step(L, id, X, D, buf, ci64(L, t * D * (int64_t)L->W), t >= nfull ? N - 1 : -1);
     /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
     /* then copied as far as the chunks and the period buffers read it (xir__hoist_extent) */
