@@ -75,11 +75,21 @@ static size_t paired(const double *p50, int rounds, int ncases, int a, int b, ch
   return k;
 }
 
-cJSON *xir__bench_python_side(const cJSON *records) {
+/* Adds to row the other case's index (name), its median p50 (ns_key) and the paired ratio
+ * me / other (key: median, min, max); returns that median. */
+static double add_vs(cJSON *row, const char *name, const char *ns_key, const char *key,
+                     const double *p50, int rounds, int ncases, int me, int other, double *tmp) {
+  cJSON_AddNumberToObject(row, name, other);
+  cJSON_AddNumberToObject(row, ns_key, case_median(p50, rounds, ncases, other, tmp));
+  cJSON *s = stat3(tmp, paired(p50, rounds, ncases, me, other, 'r', tmp));
+  cJSON_AddItemToObject(row, key, s);
+  return num(s, "median");
+}
+
+cJSON *xir__bench_python_side(const cJSON *records, const double *p50, int ncases, int rounds) {
   const cJSON *cases = cJSON_GetObjectItemCaseSensitive(records, "cases");
-  const cJSON *visits = cJSON_GetObjectItemCaseSensitive(records, "visits");
-  int ncases = cJSON_GetArraySize(cases), rounds = (int)num(records, "rounds");
-  if (ncases <= 0 || rounds <= 0 || rounds > 1000) return NULL;
+  if (ncases <= 0 || rounds <= 0 || rounds > 1000 || ncases != cJSON_GetArraySize(cases))
+    return NULL;
   /* records from before the Python side (no declaration): an ext:xir_python case there is an
    * external peer like any other (--peer xir_python=...), with no statistics of its own */
   if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(records, "python_side"))) return NULL;
@@ -87,22 +97,14 @@ cJSON *xir__bench_python_side(const cJSON *records) {
   int any = 0;
   cJSON_ArrayForEach(c, cases) any |= !strcmp(str(c, "config"), XIR_PY_SIDE_XIR);
   if (!any) return NULL;
-  double *p50 = xir__malloc(sizeof(double) * (size_t)ncases * (size_t)rounds);
   double *tmp = xir__malloc(sizeof(double) * (size_t)(ncases > rounds ? ncases : rounds));
   double *gt = xir__malloc(sizeof(double) * (size_t)ncases);
   cJSON *o = cJSON_CreateObject();
-  if (!p50 || !tmp || !gt || !o) {
-    xir__free(p50);
+  if (!tmp || !gt || !o) {
     xir__free(tmp);
     xir__free(gt);
     cJSON_Delete(o);
     return NULL;
-  }
-  for (int i = 0; i < ncases * rounds; i++) p50[i] = NAN;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, visits) {
-    int r = (int)num(v, "round"), k = (int)num(v, "case");
-    if (r >= 0 && r < rounds && k >= 0 && k < ncases) p50[r * ncases + k] = num(v, "p50_ns");
   }
   cJSON *rows = cJSON_AddArrayToObject(o, "rows");
   int n_torch = 0, n_c = 0, faster = 0;
@@ -119,12 +121,7 @@ cJSON *xir__bench_python_side(const cJSON *records) {
     cJSON_AddNumberToObject(row, "xir_python", me);
     cJSON_AddNumberToObject(row, "xir_python_ns", case_median(p50, rounds, ncases, me, tmp));
     if (t >= 0) {
-      cJSON_AddNumberToObject(row, "torch_eager_py", t);
-      cJSON_AddNumberToObject(row, "torch_ns", case_median(p50, rounds, ncases, t, tmp));
-      size_t k = paired(p50, rounds, ncases, me, t, 'r', tmp);
-      cJSON *s = stat3(tmp, k);
-      cJSON_AddItemToObject(row, "vs_torch", s);
-      double m = num(s, "median");
+      double m = add_vs(row, "torch_eager_py", "torch_ns", "vs_torch", p50, rounds, ncases, me, t, tmp);
       if (m > 0 && isfinite(m)) {
         n_torch++;
         log_torch += log(m);
@@ -132,17 +129,12 @@ cJSON *xir__bench_python_side(const cJSON *records) {
       }
     }
     if (dflt >= 0) {
-      cJSON_AddNumberToObject(row, "default", dflt);
-      cJSON_AddNumberToObject(row, "default_ns", case_median(p50, rounds, ncases, dflt, tmp));
-      size_t k = paired(p50, rounds, ncases, me, dflt, 'r', tmp);
-      cJSON *s = stat3(tmp, k);
-      cJSON_AddItemToObject(row, "vs_c", s);
-      double m = num(s, "median");
+      double m = add_vs(row, "default", "default_ns", "vs_c", p50, rounds, ncases, me, dflt, tmp);
       if (m > 0 && isfinite(m)) {
         n_c++;
         log_c += log(m);
       }
-      k = paired(p50, rounds, ncases, me, dflt, 'd', tmp);
+      size_t k = paired(p50, rounds, ncases, me, dflt, 'd', tmp);
       double od = xir__median(tmp, k);
       cJSON_AddNumberToObject(row, "overhead_ns", od);
       if (!isnan(od)) gt[nover++] = od;
@@ -155,7 +147,6 @@ cJSON *xir__bench_python_side(const cJSON *records) {
   cJSON_AddNumberToObject(o, "n_vs_c", n_c);
   cJSON_AddNumberToObject(o, "geomean_vs_c", n_c ? exp(log_c / n_c) : NAN);
   cJSON_AddNumberToObject(o, "median_overhead_ns", xir__median(gt, nover));
-  xir__free(p50);
   xir__free(tmp);
   xir__free(gt);
   return o;

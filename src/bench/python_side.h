@@ -29,10 +29,10 @@
 #define XIR_PY_SIDE_XIR "ext:xir_python"
 #define XIR_PY_SIDE_TORCH "ext:torch_eager_py"
 
-/* The statistics above from records.cases and the visits' p50_ns (set by xir__bench_summarize
- * before it calls this); NULL when no case is ext:xir_python, when the records have no
- * declaration (records from before the Python side) or out of memory. */
-cJSON *xir__bench_python_side(const cJSON *records);
+/* The statistics above from records.cases and xir__bench_summarize's table of p50s
+ * (p50[round * ncases + case], NaN where no visit); NULL when no case is ext:xir_python, when the
+ * records have no declaration (records from before the Python side) or out of memory. */
+cJSON *xir__bench_python_side(const cJSON *records, const double *p50, int ncases, int rounds);
 
 /* The audit's checks of the declaration: only in the peers suite, an object whose "measured" is
  * a boolean; not measured: a non-empty "reason" and no Python-side case. A peers suite without

@@ -241,7 +241,7 @@ xir_status xir__bench_summarize(cJSON *records, xir_diag *d) {
     cJSON_AddItemToArray(scmp, o);
   }
   /* the peers suite's Python side (python_side.h), from the same p50s */
-  cJSON *py = xir__bench_python_side(records);
+  cJSON *py = xir__bench_python_side(records, p50, ncases, rounds);
   if (py) cJSON_AddItemToObject(summary, "python_side", py);
   char hex[65];
   xir__bench_samples_digest(records, hex);
