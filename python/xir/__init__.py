@@ -96,20 +96,16 @@ def session_stats() -> Dict[str, int]:
 _new_session(0)
 
 
-def _ndim(a: Any) -> int:
-    nd = getattr(a, "ndim", None)
-    return 2 if nd is None else int(nd)
-
-
 def _flat_rows(fn: str, x: Array, others: Tuple[Any, ...], out: Optional[Array]):
     """Leading batch axes: x of shape [..., C] (rank > 2) is viewed as [N, C] (a reshape: a view
     of a C-contiguous array; anything else is copied, as inputs are); ``others`` of the same
     shape as x (a mask, the second operand) likewise; ``out`` must be C-contiguous (a view is
-    written, so a reshape that copied would lose the result). Returns (x2, others2, out2, shape)
-    or None when x has rank <= 2. Only for kernels whose rows are independent and do not depend
-    on the row index (not rope, rope_cache or causal softmax)."""
-    if _ndim(x) <= 2 or not hasattr(x, "reshape"):
-        return None  # rank <= 2, or no reshape (a memoryview): the kernel's own shape check
+    written, so a reshape that copied would lose the result). Callers check that x has rank > 2.
+    Returns (x2, others2, out2, shape), or None when x has no reshape (a memoryview: the
+    kernel's own shape check answers). Only for kernels whose rows are independent and do not
+    depend on the row index (not rope, rope_cache or causal softmax)."""
+    if not hasattr(x, "reshape"):
+        return None
     shape = tuple(x.shape)
     c = shape[-1]
     conv = []
@@ -132,10 +128,6 @@ def _flat_rows(fn: str, x: Array, others: Tuple[Any, ...], out: Optional[Array])
     return x.reshape(-1, c), conv, out, shape
 
 
-def _unflat(y: Any, shape: Tuple[int, ...]) -> Any:
-    return y.reshape(shape)
-
-
 def rmsnorm(x: Array, w: Array, eps: float = 1e-5, out: Optional[Array] = None) -> Array:
     """RMSNorm over the last axis: ``y = x * rsqrt(mean(x**2, axis=-1) + eps) * w``.
 
@@ -143,7 +135,7 @@ def rmsnorm(x: Array, w: Array, eps: float = 1e-5, out: Optional[Array] = None) 
     dtype, a torch tensor when x is one (or ``out``)."""
     if getattr(x, "ndim", 2) <= 2 or (f := _flat_rows("rmsnorm", x, (), out)) is None:
         return _P["rmsnorm"].run((x, w, out, eps))
-    return _unflat(_P["rmsnorm"].run((f[0], w, f[2], eps)), f[3])
+    return _P["rmsnorm"].run((f[0], w, f[2], eps)).reshape(f[3])
 
 
 def layernorm(x: Array, w: Array, b: Array, eps: float = 1e-5,
@@ -155,7 +147,7 @@ def layernorm(x: Array, w: Array, b: Array, eps: float = 1e-5,
     dtype, a torch tensor when x is one (or ``out``)."""
     if getattr(x, "ndim", 2) <= 2 or (f := _flat_rows("layernorm", x, (), out)) is None:
         return _P["layernorm"].run((x, w, b, out, eps))
-    return _unflat(_P["layernorm"].run((f[0], w, b, f[2], eps)), f[3])
+    return _P["layernorm"].run((f[0], w, b, f[2], eps)).reshape(f[3])
 
 
 def rope(x: Array, head_dim: int, theta: float = 10000.0, offset: int = 0,
@@ -196,7 +188,7 @@ def softmax(x: Array, mask: Optional[Array] = None, scale: float = 1.0, causal: 
             m = f[1][0]
             y = (_P["softmax_mask"].run((f[0], m, f[2], scale)) if m is not None
                  else _P["softmax"].run((f[0], f[2], scale)))
-            return _unflat(y, f[3])
+            return y.reshape(f[3])
     if causal:
         if mask is not None:
             raise ValueError("softmax: give a mask or causal=True, not both")
@@ -213,7 +205,7 @@ def swiglu(a: Array, b: Array, out: Optional[Array] = None) -> Array:
     dtype, a torch tensor when a is one (or ``out``)."""
     if getattr(a, "ndim", 2) <= 2 or (f := _flat_rows("swiglu", a, (("b", b),), out)) is None:
         return _P["swiglu"].run((a, b, out))
-    return _unflat(_P["swiglu"].run((f[0], f[1][0], f[2])), f[3])
+    return _P["swiglu"].run((f[0], f[1][0], f[2])).reshape(f[3])
 
 
 def gelu_residual(x: Array, r: Array, out: Optional[Array] = None) -> Array:
@@ -224,7 +216,7 @@ def gelu_residual(x: Array, r: Array, out: Optional[Array] = None) -> Array:
     dtype, a torch tensor when x is one (or ``out``)."""
     if getattr(x, "ndim", 2) <= 2 or (f := _flat_rows("gelu_residual", x, (("r", r),), out)) is None:
         return _P["gelu_residual"].run((x, r, out))
-    return _unflat(_P["gelu_residual"].run((f[0], f[1][0], f[2])), f[3])
+    return _P["gelu_residual"].run((f[0], f[1][0], f[2])).reshape(f[3])
 
 
 def attention(q: Array, k: Array, v: Array, scale: Optional[float] = None, causal: bool = False,
