@@ -112,6 +112,10 @@ static void test_bridge_fixed_dims(void **state) {
   expect_fixed("gelu_residual", "R=129,C=768", 1, "C");
   /* RoPE: HD builds the hoisted frequencies; rope_cache: HD in the index, H2 a row length */
   expect_fixed("rope", "R=129,C=768,HD=128", 16, "C,HD");
+  /* past XIR_HOIST_MAX no hoisted tile reads HD: `c % HD` divides by it (rule 6; launch-time
+   * it was one scalar idiv per lane, rope 8x24576 453 us instead of 9.6) */
+  expect_fixed("rope", "R=8,C=24576,HD=128", 16, "C,HD");
+  expect_fixed("rope", "R=1,C=128000,HD=128", 1, "C,HD");
   expect_fixed("rope_cache", "R=129,C=768,HD=64,P=4096,H2=32", 16, "C,HD,H2");
   /* attention: B, Q and K are launch-time; HQ and HKV feed the GQA index, D and DV are rows */
   expect_fixed("attention", "B=1,HQ=8,HKV=2,Q=16,K=128,D=64,DV=64", 1, "HQ,HKV,D,DV");
@@ -134,7 +138,7 @@ static void test_bridge_fixed_dims(void **state) {
 static void expect_refused(const xir_kernel *k, const xir_program *p, const char *spec,
                            xir_status want, const char *needle);
 
-/* The attention mapping fixes HQ, HKV, D and DV (dims.c, rule 6): B, Q and K are launch-time,
+/* The attention mapping fixes HQ, HKV, D and DV (dims.c, rule 7): B, Q and K are launch-time,
  * and K has no launch bound. A masked kernel's mask axis and the dims its end reads are compile-time
  * (rule 5): softmax_causal's end r + 1 reads none, an end r + (C - R) reads R and C. */
 static void test_bridge_attn_and_mask_dims(void **state) {
@@ -190,6 +194,39 @@ static void test_bridge_attn_and_mask_dims(void **state) {
     check_case(&cs, "mask end r + (C - R)");
     xir__case_free(&cs);
     expect_refused(k, p, "R=38,C=20", XIR_ERR_INVALID_ARG, "R = 37");
+  }
+  xir_program_free(p);
+}
+
+/* A dim that only divides (rule 6): K in `c % K` and `c / K` is compile-time in every candidate
+ * (launch-time it was a scalar idiv per lane), and the kernel matches the oracle. */
+static void test_divisor_dims_fixed(void **state) {
+  (void)state;
+  const char *text =
+      "kernel divdims[R, C, K](x: f32[R, C], y: out f32[R, C])\n"
+      "root r in R {\n"
+      "  c = iota(C)\n"
+      "  store y[r, :] = load x[r, :] * f32(c % K) + f32(c / K)\n"
+      "}\n";
+  xir_program *p;
+  xir_diag d;
+  if (xir_program_parse(text, strlen(text), "divdims.xir", &p, &d)) die(&d);
+  xir_shape s = shape_of(p, "R=5,C=100,K=7");
+  uint8_t perm[1] = {0};
+  uint32_t W = xir_compiler_width(g_cc);
+  for (uint32_t l = 1; l <= 4 * W; l *= 2) {
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, W, l > W ? l : W, l, perm, &c, &d)) die(&d);
+    assert_int_equal(c.fixed_dims & mask_of(p, "C,K"), mask_of(p, "C,K"));
+    assert_int_equal(c.fixed_dims & mask_of(p, "R"), 0);
+    const xir_kernel *k;
+    if (xir_compile(g_cc, p, &s, &c, &k, &d)) die(&d);
+    xir_case cs;
+    if (xir__case_init(&cs, p, &s, 5, &d) || xir__case_oracle(&cs, &d)) die(&d);
+    launch(k, &cs, 0);
+    check_case(&cs, "c % K, c / K");
+    xir__case_free(&cs);
+    expect_refused(k, p, "R=5,C=100,K=8", XIR_ERR_INVALID_ARG, "K = 7");
   }
   xir_program_free(p);
 }
@@ -752,6 +789,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bridge_fixed_dims),
+      cmocka_unit_test(test_divisor_dims_fixed),
       cmocka_unit_test(test_bridge_attn_and_mask_dims),
       cmocka_unit_test(test_strided_16bit_refused),
       cmocka_unit_test(test_row_kernels_many_r),

@@ -77,7 +77,7 @@ xir_status xir_candidate_make_attn(const xir_program *p, const xir_shape *shape,
   c->attn_hb = hb;
   /* compile-time: HQ and HKV (the tile decomposition, the group E), D and DV (the register
    * blocking, the tails of the vectors), and any dim the group expression reads; B, Q and K
-   * (and the dims of the scale and of a mask's end) are launch arguments (dims.c, rule 6) */
+   * (and the dims of the scale and of a mask's end) are launch arguments (dims.c, rule 7) */
   c->fixed_dims = 1u << f.dim_hq | 1u << f.dim_hkv | 1u << f.dim_d | 1u << f.dim_dv |
                   f.group_dims;
   return XIR_OK;

@@ -15,9 +15,13 @@
  *   5. for a masked kernel (xir__mask_skips finds a prefix mask the lowering bounds loops by), the
  *      mask's axis and every dim its end reads (the ranged loops and the unit's end are built
  *      from their values);
- *   6. for an attention-mapping candidate (attn_vec set; src/bridge/attn.c): HQ and HKV (the tile
+ *   6. every dim an integer division or remainder divides by: x86 has no vector integer
+ *      division, so a launch-time divisor costs one scalar idiv per lane (RoPE's `c % HD` at
+ *      C > XIR_HOIST_MAX, where no hoisted tile fixes HD: 4.5 ns an element), a constant one is a
+ *      multiply and shifts, and the period analyses need its value;
+ *   7. for an attention-mapping candidate (attn_vec set; src/bridge/attn.c): HQ and HKV (the tile
  *      decomposition and the group E = HQ/HKV, with every dim E reads), D and DV (the register
- *      blocking of q·kᵀ and p·v, the vector tails). Rules 1–5 do not apply: its B, Q and K —
+ *      blocking of q·kᵀ and p·v, the vector tails). Rules 1–6 do not apply: its B, Q and K —
  *      and with them the causal end i + (K − Q) + 1 — are launch-time, and it has no K-sized
  *      stack buffer (one block of XIR_ATTN_KEY_BLOCK scores), so K has no launch bound.
  * The rest — the root extents (R of the row kernels; B and Q of attention), attention's key
@@ -105,6 +109,11 @@ xir_status xir__fixed_dims(const xir_program *p, const xir_shape *shape, uint32_
           dims_under(p, n->args[k], seen, stack, &fixed);
         }
     }
+    if ((n->op == XIR_OP_DIV || n->op == XIR_OP_REM) && n->args[1] >= 0 &&
+        n->type.elem == XIR_I64) {
+      memset(seen, 0, nn);
+      dims_under(p, n->args[1], seen, stack, &fixed);
+    }
     if (hoist[i]) {
       fixed |= 1u << n->type.axes[0];
       memset(seen, 0, nn);
@@ -140,7 +149,7 @@ xir_status xir__fixed_dims(const xir_program *p, const xir_shape *shape, uint32_
 
 int64_t xir_candidate_dim_max(const xir_program *p, const xir_candidate *c, int dim) {
   if (!p || !c || dim < 0 || dim >= p->ndims) return 0;
-  if (c->attn_vec) return INT32_MAX; /* no stack buffer grows with a launch-time dim (rule 6) */
+  if (c->attn_vec) return INT32_MAX; /* no stack buffer grows with a launch-time dim (rule 7) */
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
     for (int a = 0; a < n->type.rank; a++)
