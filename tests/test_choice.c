@@ -64,7 +64,7 @@ static void drive(xir__choice *c, int n, double pool_ns, double caller_ns, int *
     uint32_t g = xir__choice_next(c, &s, &t);
     assert_int_equal(g, c->grain[s]);
     count[s]++;
-    if (t) xir__choice_note(c, s, s == 0 ? pool_ns : caller_ns);
+    if (t) xir__choice_note_launch(c, s, t, s == 0 ? pool_ns : caller_ns);
   }
 }
 
@@ -88,6 +88,48 @@ static void test_follows_the_faster_service_and_explores(void **state) {
   xir__choice_note(&c, 0, 200);
   drive(&c, 8192, 200, 600, k);
   assert_int_equal(k[1], 8192 / 2048 * 8);
+  xir_plan_free(pl);
+}
+
+/* Like drive, but the first launch on the pool after a caller launch pays for waking it. */
+static void drive_wake(xir__choice *c, int n, double wake_ns, double pool_ns, double caller_ns,
+                       int *count) {
+  count[0] = count[1] = 0;
+  int prev = 1;
+  for (int i = 0; i < n; i++) {
+    int s, t;
+    xir__choice_next(c, &s, &t);
+    count[s]++;
+    double ns = s == 1 ? caller_ns : prev == 1 ? wake_ns + pool_ns : pool_ns;
+    if (t) xir__choice_note_launch(c, s, t, ns);
+    prev = s;
+  }
+}
+
+/* A 0.12 us kernel whose pool exploration costs a wake (25 us) and 8 x 1 us: exploring every
+ * 2048 launches would add 13 ns a launch (11 %); the period grows until an exploration costs at
+ * most 1/64 of the period's launches, and comes back when exploring is cheap again. */
+static void test_exploration_period_follows_its_cost(void **state) {
+  (void)state;
+  xir_plan *pl = small_plan();
+  xir__choice c;
+  xir__choice_init(&c, pl, 1);
+  assert_int_equal(xir__choice_period(&c), 256); /* nothing measured */
+  assert_true(xir__choice_run_cost(&c) < 0);
+  int k[2];
+  drive_wake(&c, 1 << 16, 25000, 1000, 120, k);
+  assert_true(xir__choice_run_cost(&c) >= 25000 + 8 * 1000 - 1e-9);
+  uint64_t per = xir__choice_period(&c);
+  /* 64 x (33000 - 8 x 120) / 120 = 17088 -> 32768 */
+  assert_int_equal(per, 32768);
+  drive_wake(&c, 1 << 17, 25000, 1000, 120, k);
+  assert_true(k[0] <= (1 << 17) / 32768 * 8);
+  assert_true(k[0] >= 8);
+  /* the pool's explorations become cheap (no wake, 150 ns): after the next one the period
+   * is the far one again (150 > 1.3 x 120 ... no: 150 / 120 = 1.25, the near one) */
+  drive_wake(&c, 1 << 16, 0, 150, 120, k);
+  assert_true(xir__choice_run_cost(&c) <= 8 * 150 + 1e-9);
+  assert_int_equal(xir__choice_period(&c), 256);
   xir_plan_free(pl);
 }
 
@@ -152,6 +194,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_adaptive_only_for_ns_costs_with_both_services),
       cmocka_unit_test(test_follows_the_faster_service_and_explores),
+      cmocka_unit_test(test_exploration_period_follows_its_cost),
       cmocka_unit_test(test_a_slow_outlier_does_not_decide),
       cmocka_unit_test(test_session_outputs_do_not_depend_on_the_service),
   };

@@ -6,11 +6,25 @@
 
 #include "util/util.h"
 
-/* explorations: XIR__CHOICE_RUN launches in a row every PERIOD launches, or every FAR_PERIOD
- * when the other service measured more than 1.3x slower (exploring it then costs more and says
- * less); only launches the model puts below XIR__CHOICE_MAX_NS are chosen at launch time (for
- * longer ones a microsecond of activation does not decide) */
-enum { XIR__CHOICE_PERIOD = 256, XIR__CHOICE_FAR_PERIOD = 2048, XIR__CHOICE_RUN = 8 };
+/* explorations: XIR__CHOICE_RUN launches in a row every period launches: XIR__CHOICE_PERIOD, or
+ * XIR__CHOICE_FAR_PERIOD when the other service measured more than 1.3x slower (exploring it then
+ * costs more and says less), doubled (up to XIR__CHOICE_MAX_PERIOD) while what one run costs over
+ * the same launches on the faster service, the run as last measured whole (the wake of a sleeping
+ * pool included), is more than 1/XIR__CHOICE_BUDGET of the period's launches on the faster one. Of the others, one in XIR__CHOICE_TIME_EVERY is
+ * timed, one in XIR__CHOICE_TIME_EVERY_SHORT when they take less than XIR__CHOICE_SHORT_NS (two
+ * clock reads are some tens of ns on a virtual machine). Only launches the model puts below
+ * XIR__CHOICE_MAX_NS are chosen at launch time (for longer ones a microsecond of activation does
+ * not decide). */
+enum {
+  XIR__CHOICE_PERIOD = 256,
+  XIR__CHOICE_FAR_PERIOD = 2048,
+  XIR__CHOICE_MAX_PERIOD = 1 << 16,
+  XIR__CHOICE_BUDGET = 64,
+  XIR__CHOICE_RUN = 8,
+  XIR__CHOICE_TIME_EVERY = 4,
+  XIR__CHOICE_TIME_EVERY_SHORT = 16
+};
+#define XIR__CHOICE_SHORT_NS 1000.0
 #define XIR__CHOICE_MAX_NS 50000.0
 
 /* The plan copies one candidate into each of its grains' entries: equal bytes, equal mapping. */
@@ -23,6 +37,8 @@ void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated) {
   atomic_init(&c->n, 0);
   atomic_init(&c->ns_bits[0], 0);
   atomic_init(&c->ns_bits[1], 0);
+  atomic_init(&c->run_bits, 0);
+  atomic_init(&c->run_acc_bits, 0);
   if (!plan || !plan->count) return;
   const xir_plan_entry *e0 = &plan->entries[0];
   c->plan_grain = e0->work.grain;
@@ -41,12 +57,41 @@ void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated) {
                 (t[0] < XIR__CHOICE_MAX_NS || t[1] < XIR__CHOICE_MAX_NS);
 }
 
-double xir__choice_average(const xir__choice *c, int service) {
-  uint64_t b = atomic_load_explicit(&((xir__choice *)c)->ns_bits[service & 1], memory_order_relaxed);
-  if (!b) return -1;
+static double load_ns(const _Atomic uint64_t *a) {
+  uint64_t b = atomic_load_explicit((_Atomic uint64_t *)a, memory_order_relaxed);
   double v;
   memcpy(&v, &b, sizeof v);
   return v;
+}
+
+static void store_ns(_Atomic uint64_t *a, double v) {
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  atomic_store_explicit(a, b, memory_order_relaxed);
+}
+
+double xir__choice_average(const xir__choice *c, int service) {
+  double v = load_ns(&c->ns_bits[service & 1]);
+  return v > 0 ? v : -1;
+}
+
+double xir__choice_run_cost(const xir__choice *c) {
+  double v = load_ns(&c->run_bits);
+  return v > 0 ? v : -1;
+}
+
+uint64_t xir__choice_period(const xir__choice *c) {
+  double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
+  uint64_t period = XIR__CHOICE_PERIOD;
+  if (p > 0 && q > 0 && (p > 1.3 * q || q > 1.3 * p)) period = XIR__CHOICE_FAR_PERIOD;
+  double best = p > 0 && q > 0 ? fmin(p, q) : -1;
+  double run = xir__choice_run_cost(c);
+  if (run < 0 && best > 0) run = XIR__CHOICE_RUN * fmax(p, q); /* no whole run measured yet */
+  double extra = run - XIR__CHOICE_RUN * best; /* what exploring costs over not exploring */
+  if (best > 0 && extra > 0)
+    while (period < XIR__CHOICE_MAX_PERIOD && (double)period * best < XIR__CHOICE_BUDGET * extra)
+      period *= 2;
+  return period;
 }
 
 uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
@@ -60,15 +105,38 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
   int best = p >= 0 && q >= 0 ? (p <= q ? 0 : 1) : c->plan_service;
   /* Explorations are runs of XIR__CHOICE_RUN launches on the other service, timed in their
    * second half only: a service's first launches after a switch pay for moving the data
-   * between the cores' caches, which its steady state does not. The same holds after a run. */
-  uint64_t period = XIR__CHOICE_PERIOD, run = XIR__CHOICE_RUN;
-  if (p > 0 && q > 0 && (p > 1.3 * q || q > 1.3 * p)) period = XIR__CHOICE_FAR_PERIOD;
+   * between the cores' caches, which its steady state does not. The same holds after a run.
+   * Every launch of a run is timed for the run's whole cost, which sets the period. */
+  uint64_t period = xir__choice_period(c), run = XIR__CHOICE_RUN;
   uint64_t ph = n % period;
   int explore = ph >= period - run;
   int s = explore ? !best : best;
   *service = s;
-  *timed = explore ? ph >= period - run / 2 : ph >= run && ph % 4 == 0;
+  double b = best == 0 ? p : q;
+  uint64_t every = b > 0 && b < XIR__CHOICE_SHORT_NS ? XIR__CHOICE_TIME_EVERY_SHORT
+                                                      : XIR__CHOICE_TIME_EVERY;
+  if (explore)
+    *timed = XIR__CHOICE_TIMED_RUN | (ph >= period - run / 2 ? XIR__CHOICE_TIMED : 0) |
+             (ph == period - run ? XIR__CHOICE_TIMED_RUN_START : 0) |
+             (ph == period - 1 ? XIR__CHOICE_TIMED_RUN_END : 0);
+  else
+    *timed = ph >= run && ph % every == 0 ? XIR__CHOICE_TIMED : 0;
   return c->grain[s];
+}
+
+void xir__choice_note_launch(xir__choice *c, int service, int timed, double ns) {
+  if (!(ns > 0) || !isfinite(ns)) return;
+  if (timed & XIR__CHOICE_TIMED) xir__choice_note(c, service, ns);
+  if (timed & XIR__CHOICE_TIMED_RUN) {
+    /* concurrent launches of one kernel may mix two runs' sums: an estimate either way */
+    double acc = timed & XIR__CHOICE_TIMED_RUN_START ? 0 : load_ns(&c->run_acc_bits);
+    acc = (acc > 0 ? acc : 0) + ns;
+    if (timed & XIR__CHOICE_TIMED_RUN_END) {
+      store_ns(&c->run_bits, acc);
+      acc = 0;
+    }
+    store_ns(&c->run_acc_bits, acc);
+  }
 }
 
 xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k, xir_block_fn fn,
@@ -82,7 +150,7 @@ xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, const xir_kernel 
   }
   double t0 = timed ? xir__now_ns() : 0;
   xir_status st = xir_runtime_launch(rt, fn, ctx, L, g, workers, NULL, d);
-  if (timed && !st) xir__choice_note(c, service, xir__now_ns() - t0);
+  if (timed && !st) xir__choice_note_launch(c, service, timed, xir__now_ns() - t0);
   return st;
 }
 
@@ -94,7 +162,5 @@ void xir__choice_note(xir__choice *c, int service, double ns) {
    * does not decide, and a lasting change is followed within some tens of samples */
   double v = ns;
   if (prev > 0 && ns > prev) v = prev + (ns - prev < prev ? ns - prev : prev) / 16;
-  uint64_t b;
-  memcpy(&b, &v, sizeof b);
-  atomic_store_explicit(&c->ns_bits[service & 1], b, memory_order_relaxed);
+  store_ns(&c->ns_bits[service & 1], v);
 }

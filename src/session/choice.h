@@ -7,11 +7,13 @@
  * service is faster. So a prepared kernel whose plan has both a pool entry and a caller entry of
  * its chosen candidate (the same code: the grain never changes it), with model times within a
  * factor of 4 of each other and one of them below 50 µs, measures both: of every 256 launches (2048
- * when the other service measured more than 1.3x slower), 8 in a row run on the other service
- * (the last 4 of them timed: the first ones after a switch pay for moving data between the
- * cores' caches), one in four of the others is timed, and the launches run on the service whose
- * time per launch measures lower (the plan's until both have one). Outputs do not
- * depend on the choice. */
+ * when the other service measured more than 1.3x slower; doubled, up to 65536, while one
+ * exploration would cost more than 1/64 of the period's time over the same launches on the
+ * faster service — a 0.1 µs kernel whose pool must first be woken), 8 in a row run on the other service (the last 4 of
+ * them timed: the first ones after a switch pay for moving data between the cores' caches; all
+ * 8 for the exploration's whole cost), one in four of the others is timed (one in 16 below 1 µs),
+ * and the launches run on the service whose time per launch measures lower (the plan's until
+ * both have one). Outputs do not depend on the choice. */
 #ifndef XIR_SESSION_CHOICE_H
 #define XIR_SESSION_CHOICE_H
 
@@ -29,16 +31,37 @@ typedef struct xir__choice {
   int adaptive;               /* 0: always plan_grain */
   _Atomic uint64_t n;         /* launches so far */
   _Atomic uint64_t ns_bits[2]; /* average ns per launch of each service (double bits; 0 = none) */
+  _Atomic uint64_t run_bits;   /* the last exploration's whole time, ns (double bits; 0 = none) */
+  _Atomic uint64_t run_acc_bits; /* the current exploration's time so far */
 } xir__choice;
+
+/* The bits of xir__choice_next's *timed. */
+enum {
+  XIR__CHOICE_TIMED = 1,        /* a sample of the service's time per launch */
+  XIR__CHOICE_TIMED_RUN = 2,    /* a launch of an exploration: its time adds to the run's cost */
+  XIR__CHOICE_TIMED_RUN_START = 4, /* its first launch (a run cut short by a new period ends
+                                      * without XIR__CHOICE_TIMED_RUN_END: the next one restarts) */
+  XIR__CHOICE_TIMED_RUN_END = 8 /* the exploration's last launch */
+};
 
 /* From a plan: adaptive when the costs are the calibrated model's (ns), and entries[0]'s
  * candidate has entries of both kinds whose totals are within a factor of 4, one of them below
  * 50 µs. */
 void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated);
 
-/* The grain of the next launch; *service (0 pool, 1 caller) and *timed: whether the caller should
- * time it and report with xir__choice_note. Thread-safe. */
+/* The grain of the next launch; *service (0 pool, 1 caller) and *timed: 0, or XIR__CHOICE_TIMED*
+ * bits, when the caller should time it and report with xir__choice_note_launch. Thread-safe. */
 uint32_t xir__choice_next(xir__choice *c, int *service, int *timed);
+
+/* The launches between two explorations now (a power of two, 256 .. 65536). */
+uint64_t xir__choice_period(const xir__choice *c);
+
+/* A timed launch's ns, with xir__choice_next's *timed bits: a sample of the service's time
+ * (xir__choice_note) and/or a part of an exploration's whole cost. */
+void xir__choice_note_launch(xir__choice *c, int service, int timed, double ns);
+
+/* The last whole exploration's time in ns, or -1. */
+double xir__choice_run_cost(const xir__choice *c);
 
 /* A measured time per launch of a service: a faster sample replaces the estimate, a slower one
  * raises it by 1/16 of the difference (at most 1/16 of the estimate). Thread-safe; concurrent
