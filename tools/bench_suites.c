@@ -148,7 +148,7 @@ static void each_shape(builder *b, const char **kernels, int nk, const char **ro
     const char **shapes = is_attn ? attn : rows;
     int ns = is_attn ? nattn : nrows;
     for (int i = 0; i < ns; i++) {
-      char shape[160];
+      char shape[224];
       snprintf(shape, sizeof shape, "%s", shapes[i]);
       if (!strcmp(kernels[k], "rope")) {
         const char *cp = strstr(shapes[i], "C=");
@@ -325,17 +325,21 @@ void bench_set_ext_peers(const char **names, int n, int python_side) {
   }
 }
 
-/* The row shapes of --extra-shapes: each "R=N,C=N" (N >= 1, nothing else), at most 32; their
- * count, or -1 with the reason in d. */
+/* The shapes of --extra-shapes, at most 32: row shapes "R=N,C=N" (for the row kernels) and
+ * attention shapes "B=N,HQ=N,HKV=N,Q=N,K=N,D=N,DV=N" (for attention and attention_causal; the
+ * peers suite only), every N >= 1 and nothing else. Row shapes go to rows[], attention shapes to
+ * attn[]; returns the total, or -1 with the reason in d. */
 enum { MAX_EXTRA = 32 };
-static int extra_rows(const char *list, char out[][64], xir_diag *d) {
+static int extra_shapes(const char *list, char rows[][64], int *nrows, char attn[][192], int *nattn,
+                        xir_diag *d) {
   int n = 0;
+  *nrows = *nattn = 0;
   for (const char *s = list; s && *s;) {
     const char *e = strchr(s, ';');
     size_t l = e ? (size_t)(e - s) : strlen(s);
-    long R = 0, C = 0;
+    long R = 0, C = 0, v[7] = {0};
     int used = 0;
-    char one[64];
+    char one[96];
     if (l == 0 || l >= sizeof one) {
       xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes: shape %d is %s (want R=N,C=N)", n + 1,
                l ? "too long" : "empty");
@@ -343,17 +347,31 @@ static int extra_rows(const char *list, char out[][64], xir_diag *d) {
     }
     memcpy(one, s, l);
     one[l] = 0;
-    if (sscanf(one, "R=%ld,C=%ld%n", &R, &C, &used) != 2 || (size_t)used != l || R < 1 || C < 1) {
-      xir__err(d, XIR_ERR_INVALID_ARG,
-               "--extra-shapes: '%s' is not a row shape R=N,C=N with N >= 1 (the peers and dtype "
-               "suites' kernels are row kernels)", one);
-      return -1;
-    }
     if (n == MAX_EXTRA) {
       xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes: more than %d shapes", MAX_EXTRA);
       return -1;
     }
-    snprintf(out[n++], 64, "R=%ld,C=%ld", R, C);
+    if (sscanf(one, "R=%ld,C=%ld%n", &R, &C, &used) == 2 && (size_t)used == l && R >= 1 && C >= 1) {
+      snprintf(rows[(*nrows)++], 64, "R=%ld,C=%ld", R, C);
+    } else if (sscanf(one, "B=%ld,HQ=%ld,HKV=%ld,Q=%ld,K=%ld,D=%ld,DV=%ld%n", &v[0], &v[1], &v[2],
+                      &v[3], &v[4], &v[5], &v[6], &used) == 7 &&
+               (size_t)used == l && v[0] >= 1 && v[1] >= 1 && v[2] >= 1 && v[3] >= 1 &&
+               v[4] >= 1 && v[5] >= 1 && v[6] >= 1) {
+      if (v[1] % v[2] != 0) {
+        xir__err(d, XIR_ERR_INVALID_ARG,
+                 "--extra-shapes: '%s': HQ = %ld is not a multiple of HKV = %ld (grouped-query "
+                 "heads share a K/V head)", one, v[1], v[2]);
+        return -1;
+      }
+      snprintf(attn[(*nattn)++], 192, "B=%ld,HQ=%ld,HKV=%ld,Q=%ld,K=%ld,D=%ld,DV=%ld", v[0], v[1],
+               v[2], v[3], v[4], v[5], v[6]);
+    } else {
+      xir__err(d, XIR_ERR_INVALID_ARG,
+               "--extra-shapes: '%s' is neither a row shape R=N,C=N nor an attention shape "
+               "B=N,HQ=N,HKV=N,Q=N,K=N,D=N,DV=N (in that order, N >= 1)", one);
+      return -1;
+    }
+    n++;
     s = e ? e + 1 : s + l;
   }
   return n;
@@ -361,14 +379,20 @@ static int extra_rows(const char *list, char out[][64], xir_diag *d) {
 
 xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suite *s, xir_diag *d) {
   memset(s, 0, sizeof *s);
-  char extra[MAX_EXTRA][64];
-  const char *extra_p[MAX_EXTRA];
-  int nextra = f && f->extra ? extra_rows(f->extra, extra, d) : 0;
-  if (nextra < 0) return XIR_ERR_INVALID_ARG;
-  if (nextra && strcmp(name, "peers") && strcmp(name, "dtype"))
+  char extra[MAX_EXTRA][64], extra_at[MAX_EXTRA][192];
+  const char *extra_p[MAX_EXTRA], *extra_ap[MAX_EXTRA];
+  int nextra = 0, nextra_at = 0;
+  if (f && f->extra && extra_shapes(f->extra, extra, &nextra, extra_at, &nextra_at, d) < 0)
+    return XIR_ERR_INVALID_ARG;
+  if (nextra + nextra_at && strcmp(name, "peers") && strcmp(name, "dtype"))
     return xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes is for the peers and dtype suites, not '%s'",
                     name);
+  if (nextra_at && strcmp(name, "peers"))
+    return xir__err(d, XIR_ERR_INVALID_ARG,
+                    "--extra-shapes: attention shapes are for the peers suite (the dtype suite's "
+                    "kernels are row kernels)");
   for (int i = 0; i < nextra; i++) extra_p[i] = extra[i];
+  for (int i = 0; i < nextra_at; i++) extra_ap[i] = extra_at[i];
   snprintf(s->name, sizeof s->name, "%s", name);
   suite_filter none = {0};
   builder b = {.s = s, .f = f ? f : &none};
@@ -394,8 +418,8 @@ xir_status bench_suite_build(const char *name, const suite_filter *f, bench_suit
     }
     each_shape(&b, ks, nk, kPeerRows, (int)(sizeof kPeerRows / sizeof kPeerRows[0]), kAttnShapes,
                2, vs_peers);
-    /* the caller's own row shapes (no attention: its shapes are not rows) */
-    each_shape(&b, ks, nk, extra_p, nextra, NULL, 0, vs_peers);
+    /* the caller's own shapes: rows for the row kernels, attention shapes for attention */
+    each_shape(&b, ks, nk, extra_p, nextra, extra_ap, nextra_at, vs_peers);
     const char *causal[] = {"softmax_causal"};
     each_shape(&b, causal, 1, kCausalRows, 2, NULL, 0, vs_peers);
     const char *decode[] = {kDecodeShape}, *lng[] = {kLongShape};
