@@ -68,26 +68,48 @@ static void drive(xir__choice *c, int n, double pool_ns, double caller_ns, int *
   }
 }
 
+/* Over n launches (a multiple of the period, which stays put): exactly n / period runs of
+ * xir__choice_run launches explore the other service. */
+static void expect_cadence(xir__choice *c, double pool_ns, double caller_ns, int other) {
+  uint64_t per = xir__choice_period(c), run = xir__choice_run(c);
+  int k[2];
+  drive(c, (int)(4 * per), pool_ns, caller_ns, k);
+  assert_int_equal(xir__choice_period(c), per);
+  assert_int_equal(k[other], (int)(4 * run));
+}
+
 static void test_follows_the_faster_service_and_explores(void **state) {
   (void)state;
   xir_plan *pl = small_plan();
   xir__choice c;
   xir__choice_init(&c, pl, 1);
   int k[2];
+  assert_int_equal(xir__choice_run(&c), 8); /* nothing measured: 8 */
   /* the caller path measures faster: after the first exploration of it, it runs nearly all */
   drive(&c, 4096, 700, 600, k);
-  assert_true(k[1] > 3600); /* the plan's service until launch 248, then 8 in 256 explore */
-  assert_true(k[0] >= 4096 / 256 * 8 - 8); /* explorations of the pool continue */
+  assert_true(k[1] > 3400); /* the plan's service until launch 248, then explorations */
+  assert_true(k[0] >= 248 + 64); /* explorations of the pool continue */
   assert_true(xir__choice_average(&c, 1) == 600);
+  /* runs cover 64 us of the faster service (at most 64 launches): 64 of 600 ns */
+  assert_int_equal(xir__choice_run(&c), 64);
+  /* an exploration costs 64 x 100 ns over the caller: 1/64 of a period needs 1024 launches */
+  expect_cadence(&c, 700, 600, 0);
+  assert_int_equal(xir__choice_period(&c), 1024);
   /* the machine changes: the pool is now faster; within a few periods the choice follows */
+  drive(&c, 8192, 500, 600, k);
+  assert_true(k[0] > 6000); /* the next exploration (within 1024 launches) finds it */
   drive(&c, 4096, 500, 600, k);
-  assert_true(k[0] > 3000);
-  drive(&c, 2560, 500, 600, k);
-  assert_int_equal(k[1], 2560 / 256 * 8); /* steady state: only the explorations */
-  /* the other service much slower (> 1.3x): one exploration in 2048 launches */
+  expect_cadence(&c, 500, 600, 1); /* steady state: only the explorations */
+  /* the other service much slower (> 1.3x): at least 2048 launches a period */
   xir__choice_note(&c, 0, 200);
-  drive(&c, 8192, 200, 600, k);
-  assert_int_equal(k[1], 8192 / 2048 * 8);
+  drive(&c, 16384, 200, 600, k);
+  assert_true(xir__choice_period(&c) >= 2048);
+  expect_cadence(&c, 200, 600, 1);
+  /* a long kernel: runs of 8 (8 x 20 us covers 64 us) */
+  xir__choice_init(&c, pl, 1);
+  drive(&c, 4096, 20000, 25000, k);
+  assert_int_equal(xir__choice_run(&c), 8);
+  expect_cadence(&c, 20000, 25000, 1);
   xir_plan_free(pl);
 }
 
@@ -106,9 +128,10 @@ static void drive_wake(xir__choice *c, int n, double wake_ns, double pool_ns, do
   }
 }
 
-/* A 0.12 us kernel whose pool exploration costs a wake (25 us) and 8 x 1 us: exploring every
- * 2048 launches would add 13 ns a launch (11 %); the period grows until an exploration costs at
- * most 1/64 of the period's launches, and comes back when exploring is cheap again. */
+/* A 0.12 us kernel whose pool exploration costs a wake (25 us) and 64 x 1 us: exploring every
+ * 2048 launches would add 43 ns a launch (35 %); the period grows until an exploration costs
+ * at most 1/64 of the period's launches over the same launches on the caller, and comes back
+ * when exploring is cheap again. */
 static void test_exploration_period_follows_its_cost(void **state) {
   (void)state;
   xir_plan *pl = small_plan();
@@ -118,18 +141,17 @@ static void test_exploration_period_follows_its_cost(void **state) {
   assert_true(xir__choice_run_cost(&c) < 0);
   int k[2];
   drive_wake(&c, 1 << 16, 25000, 1000, 120, k);
-  assert_true(xir__choice_run_cost(&c) >= 25000 + 8 * 1000 - 1e-9);
-  uint64_t per = xir__choice_period(&c);
-  /* 64 x (33000 - 8 x 120) / 120 = 17088 -> 32768 */
-  assert_int_equal(per, 32768);
+  assert_int_equal(xir__choice_run(&c), 64);
+  assert_true(xir__choice_run_cost(&c) >= 25000 + 64 * 1000 - 1e-9);
+  /* 64 x (89000 - 64 x 120) / 120 = 43371 -> 65536, the cap */
+  assert_int_equal(xir__choice_period(&c), 65536);
   drive_wake(&c, 1 << 17, 25000, 1000, 120, k);
-  assert_true(k[0] <= (1 << 17) / 32768 * 8);
-  assert_true(k[0] >= 8);
-  /* the pool's explorations become cheap (no wake, 150 ns): after the next one the period
-   * is the far one again (150 > 1.3 x 120 ... no: 150 / 120 = 1.25, the near one) */
-  drive_wake(&c, 1 << 16, 0, 150, 120, k);
-  assert_true(xir__choice_run_cost(&c) <= 8 * 150 + 1e-9);
-  assert_int_equal(xir__choice_period(&c), 256);
+  assert_int_equal(k[0], 2 * 64);
+  /* the pool's explorations become cheap (no wake, 150 ns, within 1.3x): after the next one,
+   * 64 x (64 x 150 - 64 x 120) = 122880 = 1024 x 120 */
+  drive_wake(&c, 1 << 17, 0, 150, 120, k);
+  assert_true(xir__choice_run_cost(&c) <= 64 * 150 + 1e-9);
+  assert_int_equal(xir__choice_period(&c), 1024);
   xir_plan_free(pl);
 }
 

@@ -6,7 +6,13 @@
 
 #include "util/util.h"
 
-/* explorations: XIR__CHOICE_RUN launches in a row every period launches: XIR__CHOICE_PERIOD, or
+/* explorations: a run of launches in a row on the other service every period launches, the last
+ * quarter timed: XIR__CHOICE_RUN of the caller, and of the pool at least XIR__CHOICE_RUN, and as
+ * many as take XIR__CHOICE_RUN_NS on the caller, up to XIR__CHOICE_RUN_MAX. A pool that slept is slow for tens of µs after the
+ * wake (the 2026-12-05 Xeon VM, softmax_causal 7x5120, per launch after 3000 on the caller: 19-29
+ * µs, then seven at 2.8-2.9 µs, slower than the caller's 2.6, one of 7-11 µs, then 2.0-2.5, the
+ * pool's steady state): a run of 8 timed in its second half saw only the 2.8s, and the choice
+ * stayed on the caller, 1.2x the pool's time. Period: XIR__CHOICE_PERIOD, or
  * XIR__CHOICE_FAR_PERIOD when the other service measured more than 1.3x slower (exploring it then
  * costs more and says less), doubled (up to XIR__CHOICE_MAX_PERIOD) while what one run costs over
  * the same launches on the faster service, the run as last measured whole (the wake of a sleeping
@@ -21,10 +27,12 @@ enum {
   XIR__CHOICE_MAX_PERIOD = 1 << 16,
   XIR__CHOICE_BUDGET = 64,
   XIR__CHOICE_RUN = 8,
+  XIR__CHOICE_RUN_MAX = 64,
   XIR__CHOICE_TIME_EVERY = 4,
   XIR__CHOICE_TIME_EVERY_SHORT = 16
 };
 #define XIR__CHOICE_SHORT_NS 1000.0
+#define XIR__CHOICE_RUN_NS 64000.0
 #define XIR__CHOICE_MAX_NS 50000.0
 
 /* The plan copies one candidate into each of its grains' entries: equal bytes, equal mapping. */
@@ -39,6 +47,8 @@ void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated) {
   atomic_init(&c->ns_bits[1], 0);
   atomic_init(&c->run_bits, 0);
   atomic_init(&c->run_acc_bits, 0);
+  atomic_init(&c->run_n, 0);
+  atomic_init(&c->run_acc_n, 0);
   if (!plan || !plan->count) return;
   const xir_plan_entry *e0 = &plan->entries[0];
   c->plan_grain = e0->work.grain;
@@ -80,14 +90,29 @@ double xir__choice_run_cost(const xir__choice *c) {
   return v > 0 ? v : -1;
 }
 
+uint64_t xir__choice_run(const xir__choice *c) {
+  double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
+  /* exploring the caller (the pool the faster): 8, which keeps the pool's worker spinning (a run
+   * longer than its spin window puts it to sleep, and the pool pays the wake when it resumes) */
+  if (!(p > 0 && q > 0) || p <= q) return XIR__CHOICE_RUN;
+  double n = ceil(XIR__CHOICE_RUN_NS / q);
+  return n <= XIR__CHOICE_RUN ? XIR__CHOICE_RUN : n >= XIR__CHOICE_RUN_MAX ? XIR__CHOICE_RUN_MAX
+                                                                          : (uint64_t)n;
+}
+
 uint64_t xir__choice_period(const xir__choice *c) {
   double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
+  double len = (double)xir__choice_run(c);
   uint64_t period = XIR__CHOICE_PERIOD;
   if (p > 0 && q > 0 && (p > 1.3 * q || q > 1.3 * p)) period = XIR__CHOICE_FAR_PERIOD;
   double best = p > 0 && q > 0 ? fmin(p, q) : -1;
   double run = xir__choice_run_cost(c);
-  if (run < 0 && best > 0) run = XIR__CHOICE_RUN * fmax(p, q); /* no whole run measured yet */
-  double extra = run - XIR__CHOICE_RUN * best; /* what exploring costs over not exploring */
+  double n = (double)atomic_load_explicit(&((xir__choice *)c)->run_n, memory_order_relaxed);
+  if (run < 0 || n < 1) { /* no whole run measured yet */
+    run = best > 0 ? len * fmax(p, q) : -1;
+    n = len;
+  }
+  double extra = run - n * best; /* what the last exploration cost over not exploring */
   if (best > 0 && extra > 0)
     while (period < XIR__CHOICE_MAX_PERIOD && (double)period * best < XIR__CHOICE_BUDGET * extra)
       period *= 2;
@@ -103,11 +128,12 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
   uint64_t n = atomic_fetch_add_explicit(&c->n, 1, memory_order_relaxed);
   double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
   int best = p >= 0 && q >= 0 ? (p <= q ? 0 : 1) : c->plan_service;
-  /* Explorations are runs of XIR__CHOICE_RUN launches on the other service, timed in their
-   * second half only: a service's first launches after a switch pay for moving the data
-   * between the cores' caches, which its steady state does not. The same holds after a run.
-   * Every launch of a run is timed for the run's whole cost, which sets the period. */
-  uint64_t period = xir__choice_period(c), run = XIR__CHOICE_RUN;
+  /* Explorations are runs on the other service, timed in their last quarter only: a service's
+   * first launches after a switch pay for moving the data between the cores' caches and, on
+   * the pool, for waking a worker and its core's climb back to speed, which its steady state
+   * does not. The same holds after a run. Every launch of a run is timed for the run's whole
+   * cost, which sets the period. */
+  uint64_t period = xir__choice_period(c), run = xir__choice_run(c);
   uint64_t ph = n % period;
   int explore = ph >= period - run;
   int s = explore ? !best : best;
@@ -116,7 +142,7 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
   uint64_t every = b > 0 && b < XIR__CHOICE_SHORT_NS ? XIR__CHOICE_TIME_EVERY_SHORT
                                                       : XIR__CHOICE_TIME_EVERY;
   if (explore)
-    *timed = XIR__CHOICE_TIMED_RUN | (ph >= period - run / 2 ? XIR__CHOICE_TIMED : 0) |
+    *timed = XIR__CHOICE_TIMED_RUN | (ph >= period - run / 4 ? XIR__CHOICE_TIMED : 0) |
              (ph == period - run ? XIR__CHOICE_TIMED_RUN_START : 0) |
              (ph == period - 1 ? XIR__CHOICE_TIMED_RUN_END : 0);
   else
@@ -129,12 +155,18 @@ void xir__choice_note_launch(xir__choice *c, int service, int timed, double ns) 
   if (timed & XIR__CHOICE_TIMED) xir__choice_note(c, service, ns);
   if (timed & XIR__CHOICE_TIMED_RUN) {
     /* concurrent launches of one kernel may mix two runs' sums: an estimate either way */
-    double acc = timed & XIR__CHOICE_TIMED_RUN_START ? 0 : load_ns(&c->run_acc_bits);
+    int start = (timed & XIR__CHOICE_TIMED_RUN_START) != 0;
+    double acc = start ? 0 : load_ns(&c->run_acc_bits);
     acc = (acc > 0 ? acc : 0) + ns;
+    uint64_t cnt =
+        (start ? 0 : atomic_load_explicit(&c->run_acc_n, memory_order_relaxed)) + 1;
     if (timed & XIR__CHOICE_TIMED_RUN_END) {
       store_ns(&c->run_bits, acc);
+      atomic_store_explicit(&c->run_n, cnt, memory_order_relaxed);
       acc = 0;
+      cnt = 0;
     }
+    atomic_store_explicit(&c->run_acc_n, cnt, memory_order_relaxed);
     store_ns(&c->run_acc_bits, acc);
   }
 }

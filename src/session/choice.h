@@ -9,9 +9,11 @@
  * factor of 4 of each other and one of them below 50 µs, measures both: of every 256 launches (2048
  * when the other service measured more than 1.3x slower; doubled, up to 65536, while one
  * exploration would cost more than 1/64 of the period's time over the same launches on the
- * faster service — a 0.1 µs kernel whose pool must first be woken), 8 in a row run on the other service (the last 4 of
- * them timed: the first ones after a switch pay for moving data between the cores' caches; all
- * 8 for the exploration's whole cost), one in four of the others is timed (one in 16 below 1 µs),
+ * faster service — a 0.1 µs kernel whose pool must first be woken), a run of launches goes to
+ * the other service: 8 of the caller (longer ones would put the pool's worker to sleep); of the
+ * pool 8, or as many as take 64 µs on the caller, at most 64; the last quarter of them timed (the first ones after a switch pay for moving data between the cores' caches,
+ * and a pool that slept for its wake and its core's climb back to speed; all of them for the
+ * exploration's whole cost); one in four of the others is timed (one in 16 below 1 µs),
  * and the launches run on the service whose time per launch measures lower (the plan's until
  * both have one). Outputs do not depend on the choice. */
 #ifndef XIR_SESSION_CHOICE_H
@@ -33,6 +35,8 @@ typedef struct xir__choice {
   _Atomic uint64_t ns_bits[2]; /* average ns per launch of each service (double bits; 0 = none) */
   _Atomic uint64_t run_bits;   /* the last exploration's whole time, ns (double bits; 0 = none) */
   _Atomic uint64_t run_acc_bits; /* the current exploration's time so far */
+  _Atomic uint64_t run_n;      /* the launches of the last exploration */
+  _Atomic uint64_t run_acc_n;  /* the current exploration's launches so far */
 } xir__choice;
 
 /* The bits of xir__choice_next's *timed. */
@@ -52,6 +56,10 @@ void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated);
 /* The grain of the next launch; *service (0 pool, 1 caller) and *timed: 0, or XIR__CHOICE_TIMED*
  * bits, when the caller should time it and report with xir__choice_note_launch. Thread-safe. */
 uint32_t xir__choice_next(xir__choice *c, int *service, int *timed);
+
+/* The launches of the next exploration: 8 of the caller; of the pool (the caller the faster),
+ * 8, or as many as take 64 µs on the caller, at most 64. */
+uint64_t xir__choice_run(const xir__choice *c);
 
 /* The launches between two explorations now (a power of two, 256 .. 65536). */
 uint64_t xir__choice_period(const xir__choice *c);

@@ -533,8 +533,9 @@ xir_status xir_prepared_explain(const xir_prepared *k, char **text, xir_diag *d)
     grain_text(k->choice.grain[1], gc, sizeof gc);
     sb_printf(&b, "at launch time: the pool (G=%s, measured %.4g ns per launch so far) or the "
               "calling thread (G=%s, %.4g ns), whichever measures faster (-1: not measured yet); "
-              "the other explored 8 launches in %llu (the last exploration took %.4g ns)\n",
+              "the other explored %llu launches in %llu (the last exploration took %.4g ns)\n",
               gp, xir__choice_average(&k->choice, 0), gc, xir__choice_average(&k->choice, 1),
+              (unsigned long long)xir__choice_run(&k->choice),
               (unsigned long long)xir__choice_period(&k->choice), xir__choice_run_cost(&k->choice));
   }
   sb_printf(&b, "%4s %-28s %4s %-12s %7s %6s %6s %3s %7s", "rank", "candidate", "G", "impl", "Q",
