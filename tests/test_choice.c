@@ -105,11 +105,16 @@ static void test_follows_the_faster_service_and_explores(void **state) {
   drive(&c, 16384, 200, 600, k);
   assert_true(xir__choice_period(&c) >= 2048);
   expect_cadence(&c, 200, 600, 1);
-  /* a long kernel: runs of 8 (8 x 20 us covers 64 us) */
+  /* a long kernel on the caller: pool runs of 4 (64 us of the caller) raised to 8 */
   xir__choice_init(&c, pl, 1);
-  drive(&c, 4096, 20000, 25000, k);
+  drive(&c, 4096, 25000, 16000, k);
   assert_int_equal(xir__choice_run(&c), 8);
-  expect_cadence(&c, 20000, 25000, 1);
+  expect_cadence(&c, 25000, 16000, 0);
+  /* ... and of 32 at 2 us (no more than 64 us) */
+  xir__choice_init(&c, pl, 1);
+  drive(&c, 4096, 2500, 2000, k);
+  assert_int_equal(xir__choice_run(&c), 32);
+  expect_cadence(&c, 2500, 2000, 0);
   xir_plan_free(pl);
 }
 
@@ -129,7 +134,7 @@ static void drive_wake(xir__choice *c, int n, double wake_ns, double pool_ns, do
 }
 
 /* A 0.12 us kernel whose pool exploration costs a wake (25 us) and 64 x 1 us: exploring every
- * 2048 launches would add 43 ns a launch (35 %); the period grows until an exploration costs
+ * 2048 launches would add 40 ns a launch (33 %) over staying on the caller; the period grows until an exploration costs
  * at most 1/64 of the period's launches over the same launches on the caller, and comes back
  * when exploring is cheap again. */
 static void test_exploration_period_follows_its_cost(void **state) {

@@ -340,7 +340,8 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
   xir_status st = XIR_OK;
   if (c->kind == BC_XIR && c->choice.adaptive) {
     /* what xir_session_launch does (session/choice.h): each launch on the service that
-     * measures faster, timed one in four; n launches in a loop, timed as a whole */
+     * measures faster, some timed, with explorations of the other; n launches in a loop, timed
+     * as a whole */
     xir_block_fn fn = (xir_block_fn)xir_kernel_entry(c->k);
     uint64_t L = xir_kernel_blocks(c->k);
     double t0 = xir__now_ns();

@@ -341,8 +341,9 @@ static int extra_shapes(const char *list, char rows[][64], int *nrows, char attn
     int used = 0;
     char one[96];
     if (l == 0 || l >= sizeof one) {
-      xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes: shape %d is %s (want R=N,C=N)", n + 1,
-               l ? "too long" : "empty");
+      xir__err(d, XIR_ERR_INVALID_ARG,
+               "--extra-shapes: shape %d is %s (want R=N,C=N or B=N,HQ=N,HKV=N,Q=N,K=N,D=N,DV=N)",
+               n + 1, l ? "too long" : "empty");
       return -1;
     }
     memcpy(one, s, l);

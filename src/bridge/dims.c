@@ -18,7 +18,10 @@
  *   6. every dim an integer division or remainder divides by: x86 has no vector integer
  *      division, so a launch-time divisor costs one scalar idiv per lane (RoPE's `c % HD` at
  *      C > XIR_HOIST_MAX, where no hoisted tile fixes HD: 4.5 ns an element), a constant one is a
- *      multiply and shifts, and the period analyses need its value;
+ *      multiply and shifts; and the period analyses (xir__inner_period, the period buffers) take
+ *      the divisor's value from the shape, so a launch-time divisor would let a kernel built for
+ *      one value run at another with the first one's periods. Every divisor under a division
+ *      counts, even one that varies per lane (no built-in kernel has one: it only costs reuse);
  *   7. for an attention-mapping candidate (attn_vec set; src/bridge/attn.c): HQ and HKV (the tile
  *      decomposition and the group E = HQ/HKV, with every dim E reads), D and DV (the register
  *      blocking of q·kᵀ and p·v, the vector tails). Rules 1–6 do not apply: its B, Q and K —

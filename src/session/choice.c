@@ -6,23 +6,25 @@
 
 #include "util/util.h"
 
-/* explorations: a run of launches in a row on the other service every period launches, the last
- * quarter timed: XIR__CHOICE_RUN of the caller, and of the pool at least XIR__CHOICE_RUN, and as
- * many as take XIR__CHOICE_RUN_NS on the caller, up to XIR__CHOICE_RUN_MAX. A pool that slept is slow for tens of µs after the
- * wake (the 2026-12-05 Xeon VM, softmax_causal 7x5120, per launch after 3000 on the caller: 19-29
- * µs, then seven at 2.8-2.9 µs, slower than the caller's 2.6, one of 7-11 µs, then 2.0-2.5, the
- * pool's steady state): a run of 8 timed in its second half saw only the 2.8s, and the choice
- * stayed on the caller, 1.2x the pool's time. Period: XIR__CHOICE_PERIOD, or
- * XIR__CHOICE_FAR_PERIOD when the other service measured more than 1.3x slower (exploring it then
- * costs more and says less), doubled (up to XIR__CHOICE_MAX_PERIOD) while what one run costs over
- * the same launches on the faster service, the run as last measured whole (the wake of a sleeping
- * pool included), is more than 1/XIR__CHOICE_BUDGET of the period's launches on the faster one. Of the others, one in XIR__CHOICE_TIME_EVERY is
- * timed, one in XIR__CHOICE_TIME_EVERY_SHORT when they take less than XIR__CHOICE_SHORT_NS (two
- * clock reads are some tens of ns on a virtual machine). Only launches the model puts below
+/* Explorations: every period launches, a run of launches in a row on the other service, the
+ * last quarter of them timed. Of the caller, XIR__CHOICE_RUN; of the pool at least
+ * XIR__CHOICE_RUN and as many as take XIR__CHOICE_RUN_NS on the caller, up to XIR__CHOICE_RUN_MAX:
+ * a pool that slept is slow for tens of µs after the wake (the 2026-12-05 Xeon VM, softmax_causal
+ * 7x5120, per launch after 3000 on the caller: 19-29 µs, then seven of 2.8-2.9 µs, slower than
+ * the caller's 2.6, one of 7-11 µs, then 2.0-2.5, its steady state), and runs of 8 timed in
+ * their second half kept the choice on the caller at 1.2x the pool's time.
+ * Period: XIR__CHOICE_PERIOD, or XIR__CHOICE_FAR_PERIOD when the other service measured more than
+ * 1.3x slower (exploring it then costs more and says less), doubled (up to XIR__CHOICE_MAX_PERIOD)
+ * while what the last run of that service cost over the same launches on the faster one (the
+ * run measured whole, a sleeping pool's wake included) is more than 1/XIR__CHOICE_BUDGET of the
+ * period's launches on the faster one.
+ * Of the other launches one in XIR__CHOICE_TIME_EVERY is timed, one in
+ * XIR__CHOICE_TIME_EVERY_SHORT when they take less than XIR__CHOICE_SHORT_NS (two clock reads
+ * are some tens of ns on a virtual machine). Only launches the model puts below
  * XIR__CHOICE_MAX_NS are chosen at launch time (for longer ones a microsecond of activation does
  * not decide). */
 enum {
-  XIR__CHOICE_PERIOD = 256,
+  XIR__CHOICE_PERIOD = 256, /* > XIR__CHOICE_RUN_MAX: a run fits in every period */
   XIR__CHOICE_FAR_PERIOD = 2048,
   XIR__CHOICE_MAX_PERIOD = 1 << 16,
   XIR__CHOICE_BUDGET = 64,
@@ -33,6 +35,7 @@ enum {
 };
 #define XIR__CHOICE_SHORT_NS 1000.0
 #define XIR__CHOICE_RUN_NS 64000.0
+_Static_assert(XIR__CHOICE_RUN_MAX < XIR__CHOICE_PERIOD, "a run fits in a period");
 #define XIR__CHOICE_MAX_NS 50000.0
 
 /* The plan copies one candidate into each of its grains' entries: equal bytes, equal mapping. */
@@ -49,6 +52,9 @@ void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated) {
   atomic_init(&c->run_acc_bits, 0);
   atomic_init(&c->run_n, 0);
   atomic_init(&c->run_acc_n, 0);
+  atomic_init(&c->run_service, -1);
+  atomic_init(&c->run_len, XIR__CHOICE_RUN);
+  atomic_init(&c->period, XIR__CHOICE_PERIOD);
   if (!plan || !plan->count) return;
   const xir_plan_entry *e0 = &plan->entries[0];
   c->plan_grain = e0->work.grain;
@@ -90,7 +96,7 @@ double xir__choice_run_cost(const xir__choice *c) {
   return v > 0 ? v : -1;
 }
 
-uint64_t xir__choice_run(const xir__choice *c) {
+static uint64_t compute_run(const xir__choice *c) {
   double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
   /* exploring the caller (the pool the faster): 8, which keeps the pool's worker spinning (a run
    * longer than its spin window puts it to sleep, and the pool pays the wake when it resumes) */
@@ -100,15 +106,20 @@ uint64_t xir__choice_run(const xir__choice *c) {
                                                                           : (uint64_t)n;
 }
 
-uint64_t xir__choice_period(const xir__choice *c) {
+static uint64_t compute_period(const xir__choice *c, uint64_t runlen) {
   double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
-  double len = (double)xir__choice_run(c);
+  double len = (double)runlen;
   uint64_t period = XIR__CHOICE_PERIOD;
   if (p > 0 && q > 0 && (p > 1.3 * q || q > 1.3 * p)) period = XIR__CHOICE_FAR_PERIOD;
   double best = p > 0 && q > 0 ? fmin(p, q) : -1;
   double run = xir__choice_run_cost(c);
   double n = (double)atomic_load_explicit(&((xir__choice *)c)->run_n, memory_order_relaxed);
-  if (run < 0 || n < 1) { /* no whole run measured yet */
+  /* the last run measured the service the next one explores (the slower one); after the faster
+   * service changed, its cost says nothing about the next run */
+  int other = p <= q ? 1 : 0;
+  if (atomic_load_explicit(&((xir__choice *)c)->run_service, memory_order_relaxed) != other)
+    run = -1;
+  if (run < 0 || n < 1) { /* no whole run of that service measured yet */
     run = best > 0 ? len * fmax(p, q) : -1;
     n = len;
   }
@@ -117,6 +128,22 @@ uint64_t xir__choice_period(const xir__choice *c) {
     while (period < XIR__CHOICE_MAX_PERIOD && (double)period * best < XIR__CHOICE_BUDGET * extra)
       period *= 2;
   return period;
+}
+
+/* The run length and the period, computed when a measurement changes (not per launch:
+ * xir__choice_next runs on every launch of sub-µs kernels). */
+static void refresh(xir__choice *c) {
+  uint64_t run = compute_run(c);
+  atomic_store_explicit(&c->run_len, run, memory_order_relaxed);
+  atomic_store_explicit(&c->period, compute_period(c, run), memory_order_relaxed);
+}
+
+uint64_t xir__choice_run(const xir__choice *c) {
+  return atomic_load_explicit(&((xir__choice *)c)->run_len, memory_order_relaxed);
+}
+
+uint64_t xir__choice_period(const xir__choice *c) {
+  return atomic_load_explicit(&((xir__choice *)c)->period, memory_order_relaxed);
 }
 
 uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
@@ -134,6 +161,7 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
    * does not. The same holds after a run. Every launch of a run is timed for the run's whole
    * cost, which sets the period. */
   uint64_t period = xir__choice_period(c), run = xir__choice_run(c);
+  if (run >= period) run = XIR__CHOICE_RUN; /* a torn pair of loads */
   uint64_t ph = n % period;
   int explore = ph >= period - run;
   int s = explore ? !best : best;
@@ -163,6 +191,8 @@ void xir__choice_note_launch(xir__choice *c, int service, int timed, double ns) 
     if (timed & XIR__CHOICE_TIMED_RUN_END) {
       store_ns(&c->run_bits, acc);
       atomic_store_explicit(&c->run_n, cnt, memory_order_relaxed);
+      atomic_store_explicit(&c->run_service, service, memory_order_relaxed);
+      refresh(c);
       acc = 0;
       cnt = 0;
     }
@@ -195,4 +225,5 @@ void xir__choice_note(xir__choice *c, int service, double ns) {
   double v = ns;
   if (prev > 0 && ns > prev) v = prev + (ns - prev < prev ? ns - prev : prev) / 16;
   store_ns(&c->ns_bits[service & 1], v);
+  refresh(c);
 }

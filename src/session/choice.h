@@ -6,16 +6,17 @@
  * for minutes, then 0.2 again), and for a launch of a few microseconds that decides which
  * service is faster. So a prepared kernel whose plan has both a pool entry and a caller entry of
  * its chosen candidate (the same code: the grain never changes it), with model times within a
- * factor of 4 of each other and one of them below 50 µs, measures both: of every 256 launches (2048
- * when the other service measured more than 1.3x slower; doubled, up to 65536, while one
- * exploration would cost more than 1/64 of the period's time over the same launches on the
- * faster service — a 0.1 µs kernel whose pool must first be woken), a run of launches goes to
- * the other service: 8 of the caller (longer ones would put the pool's worker to sleep); of the
- * pool 8, or as many as take 64 µs on the caller, at most 64; the last quarter of them timed (the first ones after a switch pay for moving data between the cores' caches,
- * and a pool that slept for its wake and its core's climb back to speed; all of them for the
- * exploration's whole cost); one in four of the others is timed (one in 16 below 1 µs),
- * and the launches run on the service whose time per launch measures lower (the plan's until
- * both have one). Outputs do not depend on the choice. */
+ * factor of 4 of each other and one of them below 50 µs, measures both. Every period launches
+ * (256; 2048 when the other service measured more than 1.3x slower; doubled, up to 65536, while
+ * one exploration costs more than 1/64 of the period's time over the same launches on the
+ * faster service — a 0.1 µs kernel whose pool must first be woken) a run of launches goes to the
+ * other service: 8 of the caller (longer ones would put the pool's worker to sleep); of the pool
+ * 8, or as many as take 64 µs on the caller, at most 64. The last quarter of a run is timed (the
+ * first launches after a switch pay for moving data between the cores' caches, and a pool that
+ * slept for its wake and its core's climb back to speed), every launch of it for the
+ * exploration's whole cost; one in four of the other launches is timed (one in 16 below 1 µs);
+ * the launches run on the service whose time per launch measures lower (the plan's until both
+ * have one). Outputs do not depend on the choice. */
 #ifndef XIR_SESSION_CHOICE_H
 #define XIR_SESSION_CHOICE_H
 
@@ -37,6 +38,9 @@ typedef struct xir__choice {
   _Atomic uint64_t run_acc_bits; /* the current exploration's time so far */
   _Atomic uint64_t run_n;      /* the launches of the last exploration */
   _Atomic uint64_t run_acc_n;  /* the current exploration's launches so far */
+  _Atomic int run_service;     /* the service the last exploration ran on (-1: none yet) */
+  _Atomic uint64_t run_len;    /* the next exploration's launches (xir__choice_run) */
+  _Atomic uint64_t period;     /* launches from one exploration to the next (xir__choice_period) */
 } xir__choice;
 
 /* The bits of xir__choice_next's *timed. */
@@ -61,7 +65,8 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed);
  * 8, or as many as take 64 µs on the caller, at most 64. */
 uint64_t xir__choice_run(const xir__choice *c);
 
-/* The launches between two explorations now (a power of two, 256 .. 65536). */
+/* The launches between two explorations now (a power of two, 256 .. 65536). Both are
+ * recomputed when a measurement arrives, not per launch. */
 uint64_t xir__choice_period(const xir__choice *c);
 
 /* A timed launch's ns, with xir__choice_next's *timed bits: a sample of the service's time
