@@ -138,6 +138,22 @@ static void test_bridge_fixed_dims(void **state) {
 static void expect_refused(const xir_kernel *k, const xir_program *p, const char *spec,
                            xir_status want, const char *needle);
 
+/* Compiles candidate c of p at s, checks one launch against the oracle (inputs of `seed`), and
+ * expects a launch at shape `bad` to be refused with `needle` in the message. */
+static void compile_check_refuse(const xir_program *p, const xir_shape *s, const xir_candidate *c,
+                                 uint64_t seed, const char *what, const char *bad,
+                                 const char *needle) {
+  const xir_kernel *k;
+  xir_diag d;
+  if (xir_compile(g_cc, p, s, c, &k, &d)) die(&d);
+  xir_case cs;
+  if (xir__case_init(&cs, p, s, seed, &d) || xir__case_oracle(&cs, &d)) die(&d);
+  launch(k, &cs, 0);
+  check_case(&cs, what);
+  xir__case_free(&cs);
+  expect_refused(k, p, bad, XIR_ERR_INVALID_ARG, needle);
+}
+
 /* The attention mapping fixes HQ, HKV, D and DV (dims.c, rule 7): B, Q and K are launch-time,
  * and K has no launch bound. A masked kernel's mask axis and the dims its end reads are compile-time
  * (rule 5): softmax_causal's end r + 1 reads none, an end r + (C - R) reads R and C. */
@@ -186,14 +202,7 @@ static void test_bridge_attn_and_mask_dims(void **state) {
   for (uint32_t l = 1; l <= W; l *= 2) {
     if (xir_candidate_make(p, &s, W, W, l, perm, &c, &d)) die(&d);
     assert_int_equal(c.fixed_dims, mask_of(p, "R,C"));
-    const xir_kernel *k;
-    if (xir_compile(g_cc, p, &s, &c, &k, &d)) die(&d);
-    xir_case cs;
-    if (xir__case_init(&cs, p, &s, 13, &d) || xir__case_oracle(&cs, &d)) die(&d);
-    launch(k, &cs, 0);
-    check_case(&cs, "mask end r + (C - R)");
-    xir__case_free(&cs);
-    expect_refused(k, p, "R=38,C=20", XIR_ERR_INVALID_ARG, "R = 37");
+    compile_check_refuse(p, &s, &c, 13, "mask end r + (C - R)", "R=38,C=20", "R = 37");
   }
   xir_program_free(p);
 }
@@ -219,14 +228,7 @@ static void test_divisor_dims_fixed(void **state) {
     if (xir_candidate_make(p, &s, W, l > W ? l : W, l, perm, &c, &d)) die(&d);
     assert_int_equal(c.fixed_dims & mask_of(p, "C,K"), mask_of(p, "C,K"));
     assert_int_equal(c.fixed_dims & mask_of(p, "R"), 0);
-    const xir_kernel *k;
-    if (xir_compile(g_cc, p, &s, &c, &k, &d)) die(&d);
-    xir_case cs;
-    if (xir__case_init(&cs, p, &s, 5, &d) || xir__case_oracle(&cs, &d)) die(&d);
-    launch(k, &cs, 0);
-    check_case(&cs, "c % K, c / K");
-    xir__case_free(&cs);
-    expect_refused(k, p, "R=5,C=100,K=8", XIR_ERR_INVALID_ARG, "K = 7");
+    compile_check_refuse(p, &s, &c, 5, "c % K, c / K", "R=5,C=100,K=8", "K = 7");
   }
   xir_program_free(p);
 }
