@@ -456,6 +456,38 @@ static void test_layernorm_beyond_the_bound(void **state) {
   xir_program_free(p);
 }
 
+/* Rows whose spread is small next to their magnitude: x - mean must carry the rounding of the
+ * spread, not of the magnitude, which inv = rsqrt(var + eps) (up to 1/sqrt(eps) = 316) would
+ * amplify. The unshifted kernel (mean = sum(x) / C, d = x - mean) gave max abs 0.0145 at
+ * 1000 + 0.01 * noise, and 2.2e-5 (out of tolerance where b nearly cancels the row) on C = 2 rows
+ * of near-equal pairs; the shifted one (the row centred on x[r, 0] first) stays within it. */
+static void test_layernorm_small_spread(void **state) {
+  (void)state;
+  const char *specs[2] = {"R=6,C=77", "R=64,C=2"};
+  for (int t = 0; t < 2; t++) {
+    xir_case c;
+    xir_program *p = setup("layernorm", specs[t], &c, 57 + (uint64_t)t);
+    float *x = c.data[pidx(p, "x")];
+    size_t R = (size_t)c.shape.dims[0], C = (size_t)c.shape.dims[1];
+    const double offs[6] = {1000.0, -1000.0, 1.3, -1.7, 65536.0, 0.5};
+    for (size_t r = 0; r < R; r++) {
+      double o = offs[r % 6], spread = C == 2 ? ldexp(1.0, -10 - (int)(r % 8)) : 0.01;
+      for (size_t j = 0; j < C; j++) {
+        unsigned h = (unsigned)(r * 2654435761u + j * 40503u + 17u);
+        x[r * C + j] = (float)(o + spread * ((double)(h % 2001u) / 1000.0 - 1.0));
+      }
+    }
+    double *want = test_malloc(sizeof(double) * R * C);
+    ref_layernorm(R, C, x, c.data[pidx(p, "w")], c.data[pidx(p, "b")], (double)1e-5f, want);
+    char what[64];
+    snprintf(what, sizeof what, "layernorm %s, small spread", specs[t]);
+    judge(what, &c, p, "y", want);
+    test_free(want);
+    xir__case_free(&c);
+    xir_program_free(p);
+  }
+}
+
 /* rope: the position p = r + offset is converted to f32, exact for |p| <= 2^24. With HD = 2 every
  * pair has frequency theta^0 = 1, so the angle is exactly p and native code matches the
  * reference right up to 2^24 (sin/cos reduce |x| <= 5.2e7 accurately). */
@@ -699,6 +731,7 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm_beyond_the_bound),
       cmocka_unit_test(test_layernorm_at_the_bound),
       cmocka_unit_test(test_layernorm_beyond_the_bound),
+      cmocka_unit_test(test_layernorm_small_spread),
       cmocka_unit_test(test_rope_positions_up_to_2p24),
       cmocka_unit_test(test_rope_beyond_2p24),
       cmocka_unit_test(test_reduce_max_min_special),

@@ -28,16 +28,19 @@ static const builtin kKernels[] = {
      "  store y[r, :] = v * inv * load w[:]\n"
      "}\n"},
     {"layernorm", "y = (x - mean) * rsqrt(var + eps) * w + b",
-     "# LayerNorm over the last axis (population variance).\n"
+     "# LayerNorm over the last axis (population variance), by the corrected two-pass\n"
+     "# algorithm: corr, the mean of x - mean0, removes the rounding of the f32 mean (a row of\n"
+     "# small spread next to its magnitude would otherwise carry it, amplified by inv).\n"
      "kernel layernorm[R, C](x: f32[R, C], w: f32[C], b: f32[C], y: out f32[R, C],\n"
      "                       eps: f32 = 1e-5)\n"
      "root r in R {\n"
      "  v = load x[r, :]\n"
-     "  mean = reduce.sum(v) / f32(C)\n"
-     "  d = v - mean\n"
-     "  var = reduce.sum(d * d) / f32(C)\n"
+     "  mean0 = reduce.sum(v) / f32(C)\n"
+     "  d0 = v - mean0\n"
+     "  corr = reduce.sum(d0) / f32(C)\n"
+     "  var = max(reduce.sum(d0 * d0) / f32(C) - corr * corr, 0.0)\n"
      "  inv = rsqrt(var + eps)\n"
-     "  store y[r, :] = d * inv * load w[:] + load b[:]\n"
+     "  store y[r, :] = (d0 - corr) * inv * load w[:] + load b[:]\n"
      "}\n"},
     {"rope", "rotary embedding: pairs of each head rotated by p * theta^(-2i/HD), p = row + offset",
      "# RoPE: row r is position p = r + offset; within each head of width HD the pair\n"

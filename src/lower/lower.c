@@ -1958,6 +1958,78 @@ static int evenodd_reduction(lw *L, int id) {
   return ok && leaf >= 0;
 }
 
+/* The identity in every partial sum of reduction id (and, for a vrangeps fold, its NaN slots). */
+static void red_init(lw *L, int id, red *R) {
+  const xir_node *n = &L->p->nodes[id];
+  for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R->acc[q]);
+  if ((R->range = range_fold(L, n)))
+    for (unsigned q = 0; q < L->k; q++) {
+      R->nan[q] = entry_alloca(L, L->vf, "nan");
+      LLVMBuildStore(L->b, red_identity(L, n->op), R->nan[q]);
+    }
+}
+
+static void red_fold(lw *L, int id, red *Rp);
+
+/* Sibling reductions (docs/lowering.md, "Reductions"): rank-0 reductions over the same tile that
+ * do not depend on each other share one loop, so that a row is read once for all of them
+ * (layernorm's corrected two-pass: sum(d0) and sum(d0 * d0)). Each keeps its own partial sums in
+ * the same order as in a loop of its own: the bits do not change. */
+enum { MAX_SIBLINGS = 4 };
+typedef struct red_group {
+  int n;
+  int ids[MAX_SIBLINGS];
+  red R[MAX_SIBLINGS];
+} red_group;
+
+static void reduce_body(lw *L, int id, void *ud);
+
+static void reduce_group_body(lw *L, int id, void *ud) {
+  red_group *g = ud;
+  (void)id;
+  for (int i = 0; i < g->n; i++) reduce_body(L, g->ids[i], &g->R[i]);
+}
+
+/* 1 when reduction j (> id, not emitted yet) may accumulate in reduction id's loop: rank 0 over
+ * the same tile, neither masked-skipped nor loaded even/odd, not the next-row prefetch's anchor,
+ * no store between the two (j's loads would move before it), and every value j's expression
+ * needs is available now — its rank-0 operands already computed, no tile reduction emitted after
+ * id, and not id itself. Iterative walk; 0 on OOM. */
+static int sibling_ok(lw *L, int id, int j) {
+  const xir_program *p = L->p;
+  const xir_node *n = &p->nodes[id], *m = &p->nodes[j];
+  if ((m->op != XIR_OP_REDUCE_SUM && m->op != XIR_OP_REDUCE_MAX && m->op != XIR_OP_REDUCE_MIN) ||
+      m->type.rank != 0 || L->skip[j] || j == L->pf_at || L->top_ok[j])
+    return 0;
+  const xir_type *a = &p->nodes[n->args[0]].type, *b = &p->nodes[m->args[0]].type;
+  if (a->rank != b->rank || memcmp(a->axes, b->axes, (size_t)a->rank * sizeof a->axes[0]) != 0)
+    return 0;
+  for (int i = id + 1; i < j; i++)
+    if (p->nodes[i].op == XIR_OP_STORE) return 0;
+  if (evenodd_reduction(L, j)) return 0;
+  size_t nn = (size_t)p->nnodes;
+  int *stack = xir__malloc(sizeof(int) * (nn * (XIR_MAX_RANK + 2) + 1));
+  uint8_t *seen = xir__calloc(nn + 1, 1);
+  int ok = stack && seen, sp = 0;
+  if (ok) stack[sp++] = m->args[0];
+  while (ok && sp) {
+    int x = stack[--sp];
+    if (x < 0 || seen[x]) continue;
+    seen[x] = 1;
+    const xir_node *e = &p->nodes[x];
+    if (x == id) ok = 0;
+    else if (e->type.rank == 0 && !xir__is_inline_leaf(e->op)) ok = L->top_ok[x];
+    else if ((e->op == XIR_OP_REDUCE_SUM || e->op == XIR_OP_REDUCE_MAX ||
+              e->op == XIR_OP_REDUCE_MIN) && x > id) ok = 0;
+    else
+      for (int k = 0; k < e->nargs; k++)
+        if (e->args[k] >= 0) stack[sp++] = e->args[k];
+  }
+  xir__free(stack);
+  xir__free(seen);
+  return ok;
+}
+
 /* Emits a reduction: rank-0 results go to top[], tile results to scratch. */
 static void emit_reduce(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
@@ -2012,16 +2084,35 @@ static void emit_reduce(lw *L, int id) {
     L->rng_hi = mask_chunks(L, end);
     L->rng_live = mask_live_chunks(L);
   }
-  for (unsigned q = 0; q < L->k; q++) LLVMBuildStore(L->b, red_identity(L, n->op), R.acc[q]);
-  if ((R.range = range_fold(L, n)))
-    for (unsigned q = 0; q < L->k; q++) {
-      R.nan[q] = entry_alloca(L, L->vf, "nan");
-      LLVMBuildStore(L->b, red_identity(L, n->op), R.nan[q]);
-    }
+  red_init(L, id, &R);
   L->evenodd = evenodd_reduction(L, id);
-  tile_loops(L, in, 0, reduce_body, id, &R);
+  red_group g = {.n = 1, .ids = {id}};
+  if (!L->evenodd && !L->skip[id])
+    for (int j = id + 1; j < L->p->nnodes && g.n < MAX_SIBLINGS; j++)
+      if (sibling_ok(L, id, j)) g.ids[g.n++] = j;
+  if (g.n == 1) {
+    tile_loops(L, in, 0, reduce_body, id, &R);
+  } else {
+    g.R[0] = R;
+    for (int i = 1; i < g.n; i++) {
+      memset(&g.R[i], 0, sizeof g.R[i]);
+      for (unsigned q = 0; q < L->k; q++) g.R[i].acc[q] = entry_alloca(L, L->vf, "acc");
+      red_init(L, g.ids[i], &g.R[i]);
+    }
+    tile_loops(L, in, 0, reduce_group_body, id, &g);
+    for (int i = 1; i < g.n; i++) red_fold(L, g.ids[i], &g.R[i]);
+  }
   L->evenodd = 0;
   L->rng_lo = L->rng_hi = L->rng_live = NULL;
+  red_fold(L, id, &R);
+}
+
+/* A rank-0 reduction's result from its partial sums R (after its loop): the packets and lanes
+ * folded, in top[id]. */
+static void red_fold(lw *L, int id, red *Rp) {
+  const xir_node *n = &L->p->nodes[id];
+  const xir_type *in = &L->p->nodes[n->args[0]].type;
+  red R = *Rp;
   LLVMValueRef acc[MAXK];
   int lanes_fold = L->ell > 1 && in->rank == 1 && in->axes[0] == L->c->inner_dim;
   /* ℓ ≥ W (one root program a packet) with a vrangeps fold: the packets and lanes fold with
@@ -2490,7 +2581,7 @@ static void emit_unit(lw *L) {
     if (n->op == XIR_OP_STORE) {
       emit_store(L, i);
     } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
-      emit_reduce(L, i);
+      if (!L->top_ok[i]) emit_reduce(L, i); /* (set: a sibling's loop computed it) */
     } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
       L->gen++;
       L->top[i] = eval(L, i);
