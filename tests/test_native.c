@@ -564,6 +564,88 @@ static void test_sum_of_products_fuses(void **state) {
   xir_program_free(p);
 }
 
+/* Loop blocks ("body", as loop_begin names them) in a kernel's IR. */
+static int body_blocks(const xir_kernel *k) {
+  xir_kernel_info info;
+  xir_kernel_get_info(k, &info);
+  int n = 0;
+  for (const char *q = info.ir_text; (q = strstr(q, "\nbody")) != NULL; q++) n++;
+  return n;
+}
+
+/* Sibling reductions (docs/lowering.md): sum(d + 4), sum(d*d) and max(d) need nothing of each other
+ * and share one loop; with a store between the first and the others (kSplit) they cannot. The
+ * shared loop has fewer loop blocks, and y is bit-identical: each reduction keeps its order. */
+static void test_sibling_reductions_share_a_loop(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rmsnorm") != 0) return;
+  static const char *kShared =
+      "kernel sib[R, C](x: f32[R, C], y: out f32[R, C], z: out f32[R])\n"
+      "root r in R {\n  v = load x[r, :]\n  m = reduce.sum(v) / f32(C)\n  d = v - m\n"
+      "  s1 = reduce.sum(d + 4.0)\n  s2 = reduce.sum(d * d)\n  s3 = reduce.max(d)\n"
+      "  store y[r, :] = d * d * s2 + s1 + s3\n  store z[r] = m\n}\n";
+  static const char *kSplit =
+      "kernel sib[R, C](x: f32[R, C], y: out f32[R, C], z: out f32[R])\n"
+      "root r in R {\n  v = load x[r, :]\n  m = reduce.sum(v) / f32(C)\n  d = v - m\n"
+      "  s1 = reduce.sum(d + 4.0)\n  store z[r] = m\n  s2 = reduce.sum(d * d)\n  s3 = reduce.max(d)\n"
+      "  store y[r, :] = d * d * s2 + s1 + s3\n}\n";
+  xir_program *p[2];
+  xir_diag d;
+  xir_shape s[2];
+  if (xir_program_parse(kShared, strlen(kShared), "shared.xir", &p[0], &d) ||
+      xir_program_parse(kSplit, strlen(kSplit), "split.xir", &p[1], &d) ||
+      xir_shape_parse(p[0], "R=7,C=1203", &s[0], &d) || xir_shape_parse(p[1], "R=7,C=1203", &s[1], &d))
+    die(&d);
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  enum { R = 7, C = 1203 };
+  float *x = malloc(sizeof(float) * R * C), *y[2] = {malloc(sizeof(float) * R * C), malloc(sizeof(float) * R * C)};
+  float z[2][R];
+  assert_non_null(x);
+  assert_non_null(y[0]);
+  assert_non_null(y[1]);
+  for (int i = 0; i < R * C; i++) x[i] = (float)((i * 7919 % 1000) - 500) / 137.0f + 3.0f;
+  uint8_t perm[1] = {0};
+  for (uint32_t ell = 1; ell <= 4 * W; ell *= 2) {
+    int blocks[2];
+    for (int v = 0; v < 2; v++) {
+      xir_candidate c;
+      if (xir_candidate_make(p[v], &s[v], W, ell > W ? ell : W, ell, perm, &c, &d)) die(&d);
+      const xir_kernel *k;
+      if (xir_compile(cc, p[v], &s[v], &c, &k, &d)) die(&d);
+      blocks[v] = body_blocks(k);
+      xir_arg args[3] = {{.in = x}, {.out = y[v]}, {.out = z[v]}};
+      uint64_t slots[XIR_MAX_ARG_SLOTS];
+      if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+      assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    }
+    if (blocks[0] >= blocks[1]) fail_msg("l=%u: %d loop blocks shared, %d split", ell, blocks[0], blocks[1]);
+    if (memcmp(y[0], y[1], sizeof(float) * R * C) != 0) fail_msg("l=%u: y differs, shared vs split", ell);
+    for (int r = 0; r < R; r++) { /* and the shared one is right */
+      double m = 0, s1 = 0, s2 = 0, s3 = -INFINITY;
+      for (int j = 0; j < C; j++) m += x[r * C + j];
+      m /= C;
+      for (int j = 0; j < C; j++) {
+        double e = x[r * C + j] - m;
+        s1 += e + 4.0, s2 += e * e, s3 = e > s3 ? e : s3;
+      }
+      for (int j = 0; j < C; j++) {
+        double e = x[r * C + j] - m, want = e * e * s2 + s1 + s3;
+        if (fabs(y[0][r * C + j] - want) > 1e-3 * (1 + fabs(want)))
+          fail_msg("l=%u y[%d][%d] = %g, expected %g", ell, r, j, y[0][r * C + j], want);
+      }
+    }
+  }
+  free(x);
+  free(y[0]);
+  free(y[1]);
+  xir_compiler_destroy(cc);
+  xir_program_free(p[0]);
+  xir_program_free(p[1]);
+}
+
 /* add/sub of a product is one fused multiply-add on a host with FMA (the product unrounded):
  * every element of a·b + c, c − a·b, a·b − c and c + a·b is exactly fmaf's; without FMA, exactly
  * the twice-rounded expression's. Every candidate. */
@@ -885,6 +967,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_uniform_row_values), cmocka_unit_test(test_softmax_exp_nonpos),
       cmocka_unit_test(test_sum_of_products_fuses),
+      cmocka_unit_test(test_sibling_reductions_share_a_loop),
       cmocka_unit_test(test_add_of_product_fuses),
       cmocka_unit_test(test_rope_cache_clamps_positions),
       cmocka_unit_test(test_rope_cache_sign_fold_same_bits),
