@@ -2087,9 +2087,16 @@ static void emit_reduce(lw *L, int id) {
   red_init(L, id, &R);
   L->evenodd = evenodd_reduction(L, id);
   red_group g = {.n = 1, .ids = {id}};
-  if (!L->evenodd && !L->skip[id])
-    for (int j = id + 1; j < L->p->nnodes && g.n < MAX_SIBLINGS; j++)
-      if (sibling_ok(L, id, j)) g.ids[g.n++] = j;
+  /* the next reductions in body order while they qualify: the loops merged stay adjacent, so
+   * the materialized slots' plan (mat_sim, body order: which loop first stores a value, which
+   * reads another for the last time and takes its slot) sees no loop move past another */
+  for (int j = id + 1; !L->evenodd && !L->skip[id] && j < L->p->nnodes && g.n < MAX_SIBLINGS; j++) {
+    int op = L->p->nodes[j].op;
+    if (op == XIR_OP_STORE) break;
+    if (op != XIR_OP_REDUCE_SUM && op != XIR_OP_REDUCE_MAX && op != XIR_OP_REDUCE_MIN) continue;
+    if (!sibling_ok(L, id, j)) break;
+    g.ids[g.n++] = j;
+  }
   if (g.n == 1) {
     tile_loops(L, in, 0, reduce_body, id, &R);
   } else {
