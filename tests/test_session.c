@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
+#include "xir_compile.h"
 #include "xir_session.h"
 
 static void die(const xir_diag *d) {
@@ -65,6 +66,153 @@ static void check_case(xir_session *s, const char *kernel, const char *shape, xi
                (double)xir__case_output_f32(c, q, r.first_bad), c->ref[q][r.first_bad]);
   }
   assert_int_equal(outputs, 1);
+}
+
+/* check_case through xir_session_run (the kernel by name) instead of _run_program. */
+static void check_named(xir_session *s, const char *kernel, const char *shape, xir_case *c) {
+  xir_diag d;
+  xir__case_reset_outputs(c);
+  if (xir_session_run(s, kernel, shape, c->args, xir_program_num_params(c->p), &d)) die(&d);
+  if (!xir__case_sentinels_ok(c)) fail_msg("%s %s: a sentinel was overwritten", kernel, shape);
+  for (int q = 0; q < xir_program_num_params(c->p); q++)
+    if (c->ref[q] && !xir__case_compare(c, q, xir__kernel_tolerance(kernel)).pass)
+      fail_msg("%s %s (by name): out of tolerance", kernel, shape);
+}
+
+/* The run memo (session.c): a repeated run skips the lookups and counts as a cache hit; it
+ * never answers for another session (a new one, maybe at the same address), another shape text,
+ * or a caller's program whose memory now holds another program. More shapes than memo slots
+ * cycle through correctly. */
+static void test_run_memo(void **state) {
+  (void)state;
+  xir_diag d;
+  for (int round = 0; round < 2; round++) { /* the second session may reuse the first's address */
+    xir_session *s = new_session(1);
+    const xir_program *p;
+    if (xir_session_program(s, "rmsnorm", &p, &d)) die(&d);
+    const char *shapes[6] = {"R=7,C=100", "R=3,C=100", "R=7,C=64", "R=1,C=17", "R=2,C=5", "C=100,R=7"};
+    xir_case c[6];
+    for (int i = 0; i < 6; i++) {
+      xir_shape sh;
+      if (xir_shape_parse(p, shapes[i], &sh, &d) || xir__case_init(&c[i], p, &sh, 11 + (uint64_t)i, &d) ||
+          xir__case_oracle(&c[i], &d))
+        die(&d);
+    }
+    for (int it = 0; it < 3; it++)
+      for (int i = 0; i < 6; i++) {
+        check_named(s, "rmsnorm", shapes[i], &c[i]);
+        check_case(s, "rmsnorm", shapes[i], &c[i]);
+      }
+    xir_session_stats st;
+    xir_session_get_stats(s, &st);
+    assert_int_equal(st.compiles, 5); /* "C=100,R=7" is R=7,C=100: the same prepared kernel */
+    assert_int_equal(st.launches, 36);
+    assert_int_equal(st.hits + st.misses, 36);
+    assert_int_equal(st.misses, 5);
+    for (int i = 0; i < 6; i++) xir__case_free(&c[i]);
+    xir_session_destroy(s);
+  }
+  /* a caller's program, run by pointer, freed, and another parsed (maybe at its address) */
+  xir_session *s = new_session(1);
+  const char *names[2] = {"rmsnorm", "swiglu"};
+  for (int i = 0; i < 2; i++) {
+    int idx = xir_kernel_find(names[i]);
+    const char *text = xir_kernel_text(idx);
+    xir_program *mine;
+    if (xir_program_parse(text, strlen(text), "user.xir", &mine, &d)) die(&d);
+    xir_shape sh;
+    xir_case c;
+    if (xir_shape_parse(mine, "R=3,C=40", &sh, &d) || xir__case_init(&c, mine, &sh, 3, &d) ||
+        xir__case_oracle(&c, &d))
+      die(&d);
+    check_case(s, names[i], "R=3,C=40", &c);
+    check_case(s, names[i], "R=3,C=40", &c);
+    xir__case_free(&c);
+    xir_program_free(mine);
+  }
+  xir_session_destroy(s);
+}
+
+/* xir_kernel_pack_args at the kernel's own shape with dense buffers takes the precomputed path
+ * (launch.c, pack_dense); it must give the general path's slots bit for bit, and where it hands
+ * over (strides, an exact in-place alias, an overlap, a NULL buffer) the same status and message:
+ * the general path is reached through xir_kernel_pack_launch with a copy of the shape. */
+static void pack_both(const xir_kernel *k, const xir_arg *args, const char *what) {
+  unsigned char a[1024], b[1024];
+  size_t n = xir_kernel_args_size(k);
+  assert_true(n <= sizeof a);
+  memset(a, 0xa5, sizeof a);
+  memset(b, 0x5a, sizeof b);
+  xir_diag da, db;
+  memset(&da, 0, sizeof da);
+  memset(&db, 0, sizeof db);
+  xir_shape copy = *xir_kernel_shape(k);
+  uint64_t nb = 0;
+  xir_status sa = xir_kernel_pack_args(k, args, a, &da);
+  xir_status sb = xir_kernel_pack_launch(k, &copy, args, b, &nb, &db);
+  if (sa != sb) fail_msg("%s: status %d (pack_args) vs %d (general)", what, (int)sa, (int)sb);
+  if (sa) {
+    if (strcmp(da.msg, db.msg) != 0) fail_msg("%s: '%s' vs '%s'", what, da.msg, db.msg);
+    return;
+  }
+  if (memcmp(a, b, n) != 0) fail_msg("%s: the slots differ", what);
+  assert_int_equal(nb, xir_kernel_blocks(k));
+}
+
+static void test_dense_pack_matches(void **state) {
+  (void)state;
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  const char *kernels[3] = {"rmsnorm", "swiglu", "rope_cache"};
+  const char *shapes[3] = {"R=5,C=33", "R=3,C=50", "R=4,C=32,HD=8,P=16,H2=4"};
+  for (int t = 0; t < 3; t++) {
+    xir_program *p;
+    xir_shape sh;
+    if (xir_kernel_load(kernels[t], &p, &d) || xir_shape_parse(p, shapes[t], &sh, &d)) die(&d);
+    xir_candidate *cands;
+    size_t nc;
+    if (xir_candidates(p, &sh, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+    xir_case c;
+    if (xir__case_init(&c, p, &sh, 9, &d)) die(&d);
+    for (size_t i = 0; i < nc; i += 3) {
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &sh, &cands[i], &k, &d)) die(&d);
+      int np = xir_program_num_params(p);
+      xir_arg args[8];
+      memcpy(args, c.args, sizeof(xir_arg) * (size_t)np);
+      pack_both(k, args, "dense");
+      int out = -1, in = -1;
+      int64_t st[8][4];
+      for (int q = 0; q < np; q++) {
+        xir_param_info pi;
+        if (xir_program_param(p, q, &pi)) die(&d);
+        if (pi.kind != XIR_PARAM_BUFFER) {
+          args[q].use_default = 0, args[q].scalar = 0.25;
+          continue;
+        }
+        if (pi.is_output) out = q;
+        else if (in < 0 && pi.elem == XIR_F32) in = q;
+        if (xir_arg_strides(p, &sh, q, &c.args[q], st[q], &d)) die(&d);
+        args[q].strides = st[q]; /* the dense strides, given: the general path */
+      }
+      pack_both(k, args, "scalars, strides given");
+      memcpy(args, c.args, sizeof(xir_arg) * (size_t)np);
+      assert_true(out >= 0 && in >= 0);
+      float *save = args[out].out;
+      args[out].out = (float *)args[in].in; /* exactly in place */
+      pack_both(k, args, "in place");
+      args[out].out = (float *)args[in].in + 1; /* overlapping */
+      pack_both(k, args, "overlap");
+      args[out].out = NULL;
+      pack_both(k, args, "NULL output");
+      args[out].out = save;
+    }
+    xir_free(cands);
+    xir__case_free(&c);
+    xir_program_free(p);
+  }
+  xir_compiler_destroy(cc);
 }
 
 static void test_every_kernel(void **state) {
@@ -311,6 +459,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_kernel),
       cmocka_unit_test(test_cache_hit),
+      cmocka_unit_test(test_run_memo),
+      cmocka_unit_test(test_dense_pack_matches),
       cmocka_unit_test(test_retype),
       cmocka_unit_test(test_args),
       cmocka_unit_test(test_explain),

@@ -160,6 +160,7 @@ static void kernel_fill(struct xir_kernel *k, const xir_program *p, const xir_sh
   k->shape = *shape;
   k->cand = *legal;
   xir__arg_layout_make(p, legal->fixed_dims, &k->lay);
+  xir__kernel_dense_prepare(k);
 }
 
 xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *shape,

@@ -24,7 +24,18 @@ struct xir_kernel {
   int disk; /* 0 off, 1 miss, 2 hit */
   char *note;
   char symbol[80];          /* the entry's symbol (compile.c, entry_symbol) */
+  /* the launch at its own shape with dense buffers (xir_kernel_pack_args without strides),
+   * checked once (xir__kernel_dense_prepare): its block count, each buffer's dense strides and
+   * bytes, the footprint the streaming decision takes */
+  int dense_ok;
+  uint64_t dense_blocks, dense_footprint;
+  int dense_half_out;
+  uint64_t dense_bytes[XIR_MAX_PARAMS];
+  int64_t dense_stride[XIR_MAX_PARAMS][XIR_MAX_RANK];
   struct xir_kernel *next;
 };
+
+/* Fills the dense_* fields from k->shape (after the shape, candidate, layout and base are set). */
+void xir__kernel_dense_prepare(struct xir_kernel *k);
 
 #endif

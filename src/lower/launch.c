@@ -89,12 +89,92 @@ static void span(const xir_program *p, const xir_shape *shape, int i, const void
   *hi = (uintptr_t)ptr + (last + 1) * es;
 }
 
+void xir__kernel_dense_prepare(struct xir_kernel *k) {
+  const xir_program *p = k->base->prog;
+  k->dense_ok = 0;
+  for (int i = 0; i < p->ndims; i++)
+    if (k->shape.dims[i] < 1) return;
+  if (xir_kernel_check_shape(k, &k->shape, &k->dense_blocks, NULL) != XIR_OK) return;
+  k->dense_footprint = 0;
+  k->dense_half_out = 0;
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    k->dense_bytes[i] = 0;
+    if (q->kind != XIR_PARAM_BUFFER) continue;
+    int64_t st = 1;
+    for (int r = q->rank - 1; r >= 0; r--) {
+      k->dense_stride[i][r] = st;
+      st *= k->shape.dims[q->dims[r]];
+    }
+    k->dense_bytes[i] = (uint64_t)st * xir_elem_size(q->elem);
+    k->dense_footprint += k->dense_bytes[i];
+    k->dense_half_out |= q->is_output && xir_elem_size(q->elem) == 2 && k->cand.local != 1;
+  }
+  k->dense_ok = 1;
+}
+
+/* xir_kernel_pack_launch at the kernel's own shape with dense buffers (no strides given), from
+ * what xir__kernel_dense_prepare checked once: the per-call work is the pointers, the scalars and
+ * the overlap test of the buffers' byte ranges. 1 when packed; 0 when the general path must
+ * decide (a NULL pointer, strides, buffers that overlap: it gives the error or accepts the
+ * exact in-place alias). The slots are those of the general path, bit for bit
+ * (test_kernel_api: test_dense_pack_matches). */
+static int pack_dense(const xir_kernel *k, const xir_arg *args, unsigned char *out) {
+  const xir_program *p = k->base->prog;
+  const void *ptrs[XIR_MAX_PARAMS];
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    const xir_arg *a = &args[i];
+    if (q->kind != XIR_PARAM_BUFFER) continue;
+    ptrs[i] = q->is_output ? (const void *)a->out : (const void *)a->in;
+    if (!ptrs[i] || a->strides || a->row_stride) return 0;
+  }
+  for (int o = 0; o < p->nparams; o++) {
+    if (p->params[o].kind != XIR_PARAM_BUFFER || !p->params[o].is_output) continue;
+    uintptr_t olo = (uintptr_t)ptrs[o], ohi = olo + k->dense_bytes[o];
+    for (int i = 0; i < p->nparams; i++) {
+      if (i == o || p->params[i].kind != XIR_PARAM_BUFFER) continue;
+      uintptr_t ilo = (uintptr_t)ptrs[i], ihi = ilo + k->dense_bytes[i];
+      if (!(ohi <= ilo || ihi <= olo)) return 0;
+    }
+  }
+  memset(out, 0, xir_kernel_args_size(k));
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    const xir_arg *a = &args[i];
+    if (q->kind == XIR_PARAM_BUFFER) {
+      for (int r = 0; r < q->rank - 1; r++)
+        memcpy(out + 8 * (k->lay.stride_slot[i] + r), &k->dense_stride[i][r], 8);
+      memcpy(out + 8 * i, &ptrs[i], sizeof ptrs[i]);
+    } else {
+      double v = a->use_default ? q->default_value : a->scalar;
+      if (q->elem == XIR_I64) {
+        int64_t iv = (int64_t)v;
+        memcpy(out + 8 * i, &iv, 8);
+      } else {
+        float f = (float)v;
+        memcpy(out + 8 * i, &f, 4);
+      }
+    }
+  }
+  for (int i = 0; i < p->ndims; i++)
+    if (k->lay.dim_slot[i] >= 0) memcpy(out + 8 * k->lay.dim_slot[i], &k->shape.dims[i], 8);
+  uint64_t flags = XIR__ARGS_CONTIGUOUS;
+  if (xir__stream_launch(k->dense_footprint, k->dense_half_out)) flags |= XIR__ARGS_STREAM;
+  memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
+  return 1;
+}
+
 xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, const xir_arg *args,
                                   void *slots, uint64_t *blocks, xir_diag *d) {
   if (blocks) *blocks = 0;
   if (!k || !shape || !args || !slots)
     return xir__err(d, XIR_ERR_INVALID_ARG, "xir_kernel_pack_launch: %s is NULL",
                     !k ? "the kernel" : !shape ? "the shape" : !args ? "args" : "slots");
+  if (shape == &k->shape && k->dense_ok && pack_dense(k, args, slots)) {
+    if (blocks) *blocks = k->dense_blocks;
+    return XIR_OK;
+  }
   uint64_t nb = 0;
   xir_status s = xir_kernel_check_shape(k, shape, &nb, d);
   if (s) return s;

@@ -50,7 +50,50 @@ struct xir_session {
   size_t nbuckets, nprepared;
   uint64_t hits, misses, plans, compiles;
   _Atomic uint64_t launches;
+  _Atomic uint64_t memo_hits; /* run calls the thread's memo answered (counted as hits) */
+  uint64_t id;                /* unique in the process (g_session_ids): the memo's key */
 };
+
+static _Atomic uint64_t g_session_ids = 1;
+
+/* The run memo (xir_session_run / _run_program): each thread remembers its last few (session,
+ * program or kernel name, shape text) -> prepared kernel, so that a repeated call skips the
+ * name lookup, the shape parse, the hash lookup and their mutex. Sound because a session's
+ * programs and prepared kernels live until it is destroyed, and session ids are never reused;
+ * only programs the session owns are remembered by pointer (a caller's program may be freed
+ * and its address reused). Names and shapes longer than the slots are not remembered. */
+enum { MEMO_SLOTS = 4, MEMO_NAME = 64, MEMO_SHAPE = 160 };
+typedef struct run_memo {
+  uint64_t sid;                /* 0: empty */
+  const xir_program *p;        /* by program (owned by the session), or NULL: by name */
+  char name[MEMO_NAME];
+  char shape[MEMO_SHAPE];
+  const xir_prepared *k;
+} run_memo;
+static _Thread_local run_memo g_memo[MEMO_SLOTS];
+static _Thread_local unsigned g_memo_next;
+
+static const xir_prepared *memo_find(const xir_session *s, const xir_program *p, const char *name,
+                                     const char *shape) {
+  for (int i = 0; i < MEMO_SLOTS; i++) {
+    const run_memo *m = &g_memo[i];
+    if (m->sid == s->id && m->p == p && strcmp(m->shape, shape) == 0 &&
+        (p || strcmp(m->name, name) == 0))
+      return m->k;
+  }
+  return NULL;
+}
+
+static void memo_put(const xir_session *s, const xir_program *p, const char *name,
+                     const char *shape, const xir_prepared *k) {
+  if (strlen(shape) >= MEMO_SHAPE || (!p && strlen(name) >= MEMO_NAME)) return;
+  run_memo *m = &g_memo[g_memo_next++ % MEMO_SLOTS];
+  m->sid = s->id;
+  m->p = p;
+  snprintf(m->name, sizeof m->name, "%s", p ? "" : name);
+  snprintf(m->shape, sizeof m->shape, "%s", shape);
+  m->k = k;
+}
 
 /* ---- creation ---- */
 
@@ -64,6 +107,8 @@ xir_status xir_session_create(const xir_session_options *opts, xir_session **out
     return xir__err(d, XIR_ERR_RUNTIME, "xir_session_create: pthread_mutex_init failed");
   }
   atomic_init(&s->launches, 0);
+  atomic_init(&s->memo_hits, 0);
+  s->id = atomic_fetch_add(&g_session_ids, 1);
   xir_status st = xir_compiler_create(opts ? opts->compiler : NULL, &s->cc, d);
   if (st) goto fail;
   xir_runtime_options ro;
@@ -113,7 +158,7 @@ void xir_session_get_stats(const xir_session *s, xir_session_stats *out) {
   if (!s) return;
   xir_session *m = (xir_session *)s; /* the mutex only */
   pthread_mutex_lock(&m->mu);
-  out->hits = s->hits;
+  out->hits = s->hits + atomic_load(&s->memo_hits);
   out->misses = s->misses;
   out->plans = s->plans;
   out->compiles = s->compiles;
@@ -434,16 +479,30 @@ xir_status xir_session_run_program(xir_session *s, const xir_program *p, const c
   if (!s || !p)
     return xir__err(d, XIR_ERR_INVALID_ARG, "xir_session_run_program: %s is NULL",
                     !s ? "the session" : "the program");
-  const xir_prepared *k;
+  const xir_prepared *k = shape ? memo_find(s, p, NULL, shape) : NULL;
+  if (k) {
+    atomic_fetch_add_explicit(&s->memo_hits, 1, memory_order_relaxed);
+    return xir_session_launch(s, k, args, nargs, d);
+  }
   xir_status st = prepare_named(s, p, shape, &k, d);
-  return st ? st : xir_session_launch(s, k, args, nargs, d);
+  if (st) return st;
+  if (k->p == p) memo_put(s, p, NULL, shape, k); /* p is the session's own */
+  return xir_session_launch(s, k, args, nargs, d);
 }
 
 xir_status xir_session_run(xir_session *s, const char *kernel, const char *shape,
                            const xir_arg *args, int nargs, xir_diag *d) {
+  const xir_prepared *k = s && kernel && shape ? memo_find(s, NULL, kernel, shape) : NULL;
+  if (k) {
+    atomic_fetch_add_explicit(&s->memo_hits, 1, memory_order_relaxed);
+    return xir_session_launch(s, k, args, nargs, d);
+  }
   const xir_program *p;
   xir_status st = xir_session_program(s, kernel, &p, d);
-  return st ? st : xir_session_run_program(s, p, shape, args, nargs, d);
+  if (st) return st;
+  if ((st = prepare_named(s, p, shape, &k, d))) return st;
+  memo_put(s, NULL, kernel, shape, k);
+  return xir_session_launch(s, k, args, nargs, d);
 }
 
 xir_status xir_session_run_named(xir_session *s, const char *kernel, const char *shape,
