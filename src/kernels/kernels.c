@@ -40,7 +40,7 @@ static const builtin kKernels[] = {
      "  corr = reduce.sum(d0) / f32(C)\n"
      "  var = max(reduce.sum(d0 * d0) / f32(C) - corr * corr, 0.0)\n"
      "  inv = rsqrt(var + eps)\n"
-     "  store y[r, :] = (d0 - corr) * inv * load w[:] + load b[:]\n"
+     "  store y[r, :] = (d0 * inv - corr * inv) * load w[:] + load b[:]\n"
      "}\n"},
     {"rope", "rotary embedding: pairs of each head rotated by p * theta^(-2i/HD), p = row + offset",
      "# RoPE: row r is position p = r + offset; within each head of width HD the pair\n"
