@@ -50,6 +50,7 @@ typedef struct bcase {
   char input_sha[65], ir_sha[65], obj_sha[65], out_sha[65];
   int unsupported;
   char why[256];
+  int probe_nt; /* the probe writes with non-temporal stores (the faster of the two here) */
 } bcase;
 
 /* External peer names a run may have (the three of --peers-dir, the Python side's two, --peer). */

@@ -331,17 +331,21 @@ static void write_floor_and_causal(FILE *f, const cJSON *rec) {
                  "Floor = the probe's time over the case's own buffers (every input read once, the "
                  "output written once; attention: K and V once per KV head, q and o once), measured "
                  "in the same run. Fraction = floor / time = 1 / the paired ratio (median over "
-                 "rounds; min–max from the ratio's).\n\n"
-                 "| kernel | shape | config | µs | floor µs | GB/s | fraction of floor | min–max |\n"
-                 "|---|---|---|---:|---:|---:|---:|---|\n");
+                 "rounds; min–max from the ratio's). The probe writes the output with plain or "
+                 "non-temporal stores, whichever was faster for the case before the run (probe "
+                 "writes).\n\n"
+                 "| kernel | shape | config | µs | floor µs | GB/s | fraction of floor | min–max | probe writes |\n"
+                 "|---|---|---|---:|---:|---:|---:|---|---|\n");
     char x[32], y[32];
     double t = jnum(cJSON_GetArrayItem(cs, v), "median_p50_ns");
     double fl = jnum(cJSON_GetArrayItem(cs, b), "median_p50_ns");
-    fprintf(f, "| %s | %s | %s | %s | %s | %.1f | %.3f | %.3f–%.3f |\n",
+    const char *pw = cJSON_GetStringValue(cJSON_GetObjectItem(cb, "probe_stores"));
+    fprintf(f, "| %s | %s | %s | %s | %s | %.1f | %.3f | %.3f–%.3f | %s |\n",
             cJSON_GetStringValue(cJSON_GetObjectItem(cb, "kernel")),
             cJSON_GetStringValue(cJSON_GetObjectItem(cb, "shape")), jcfg(cases, v),
             fmt_us(t, x, sizeof x), fmt_us(fl, y, sizeof y), jnum(cb, "bytes") / t,
-            1 / jnum(k, "median_ratio"), 1 / jnum(k, "max_ratio"), 1 / jnum(k, "min_ratio"));
+            1 / jnum(k, "median_ratio"), 1 / jnum(k, "max_ratio"), 1 / jnum(k, "min_ratio"),
+            pw ? pw : "-");
   }
   if (n) fprintf(f, "\n");
   n = 0;
@@ -1026,6 +1030,8 @@ int cmd_bench(int argc, char **argv) {
       cJSON_AddStringToObject(j, "implementation", cs[i].kind == BC_CPEER   ? "C peer"
                                                     : cs[i].kind == BC_PROBE ? "stream probe"
                                                                              : "external peer");
+      if (cs[i].kind == BC_PROBE)
+        cJSON_AddStringToObject(j, "probe_stores", cs[i].probe_nt ? "non-temporal" : "regular");
     }
     cJSON_AddNumberToObject(j, "bytes", case_bytes(&cs[i]));
     cJSON_AddItemToArray(jc, j);

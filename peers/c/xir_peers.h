@@ -107,6 +107,9 @@ typedef struct xir_peer_stream_args {
   int nin;
   float *out;
   size_t n_out;
+  int nt;      /* 1: the output is written with non-temporal (streaming) stores, where the
+                * target has them: no read for ownership of its lines, which a large output
+                * would pay; the same bits either way */
   double sink; /* written by the call */
 } xir_peer_stream_args;
 
