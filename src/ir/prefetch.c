@@ -1,7 +1,8 @@
 /* prefetch.c — which rows the next unit streams in (docs/lowering.md, "Next-row prefetch").
  *
  * A row kernel with several consumer loops over its inner axis X (layernorm: the mean, the
- * variance and the store; softmax: the max, the sum and the store) reads a row from memory in its
+ * correction and variance — one loop, docs/lowering.md "sibling reductions" — and the store;
+ * softmax: the max, the sum and the store) reads a row from memory in its
  * first loop and from the L1 cache in the others. While the later loops run, nothing asks memory
  * for the next row: its first loop then waits for it. The lowering prefetches, inside the last of
  * those loops, the rows of the next root program — the loads found here. */

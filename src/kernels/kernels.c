@@ -30,7 +30,8 @@ static const builtin kKernels[] = {
     {"layernorm", "y = (x - mean) * rsqrt(var + eps) * w + b",
      "# LayerNorm over the last axis (population variance), by the corrected two-pass\n"
      "# algorithm: corr, the mean of x - mean0, removes the rounding of the f32 mean (a row of\n"
-     "# small spread next to its magnitude would otherwise carry it, amplified by inv).\n"
+     "# small spread next to its magnitude would otherwise carry it, amplified by inv). An\n"
+     "# overflowed ms stays inf (inv = 0, the row is b), never inf - inf.\n"
      "kernel layernorm[R, C](x: f32[R, C], w: f32[C], b: f32[C], y: out f32[R, C],\n"
      "                       eps: f32 = 1e-5)\n"
      "root r in R {\n"
@@ -38,7 +39,8 @@ static const builtin kKernels[] = {
      "  mean0 = reduce.sum(v) / f32(C)\n"
      "  d0 = v - mean0\n"
      "  corr = reduce.sum(d0) / f32(C)\n"
-     "  var = max(reduce.sum(d0 * d0) / f32(C) - corr * corr, 0.0)\n"
+     "  ms = reduce.sum(d0 * d0) / f32(C)\n"
+     "  var = select(ms == inf, ms, max(ms - corr * corr, 0.0))\n"
      "  inv = rsqrt(var + eps)\n"
      "  store y[r, :] = (d0 * inv - corr * inv) * load w[:] + load b[:]\n"
      "}\n"},

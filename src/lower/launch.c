@@ -118,7 +118,7 @@ void xir__kernel_dense_prepare(struct xir_kernel *k) {
  * the overlap test of the buffers' byte ranges. 1 when packed; 0 when the general path must
  * decide (a NULL pointer, strides, buffers that overlap: it gives the error or accepts the
  * exact in-place alias). The slots are those of the general path, bit for bit
- * (test_kernel_api: test_dense_pack_matches). */
+ * (test_session: test_dense_pack_matches). */
 static int pack_dense(const xir_kernel *k, const xir_arg *args, unsigned char *out) {
   const xir_program *p = k->base->prog;
   const void *ptrs[XIR_MAX_PARAMS];

@@ -1991,7 +1991,8 @@ static void reduce_group_body(lw *L, int id, void *ud) {
 }
 
 /* 1 when reduction j (> id, not emitted yet) may accumulate in reduction id's loop: rank 0 over
- * the same tile, neither masked-skipped nor loaded even/odd, not the next-row prefetch's anchor,
+ * the same tile, not masked-skipped, loaded even/odd exactly when id is, not the next-row
+ * prefetch's anchor,
  * no store between the two (j's loads would move before it), and every value j's expression
  * needs is available now — its rank-0 operands already computed, no tile reduction emitted after
  * id, and not id itself. Iterative walk; 0 on OOM. */
@@ -2006,7 +2007,9 @@ static int sibling_ok(lw *L, int id, int j) {
     return 0;
   for (int i = id + 1; i < j; i++)
     if (p->nodes[i].op == XIR_OP_STORE) return 0;
-  if (evenodd_reduction(L, j)) return 0;
+  /* both loaded even/odd or neither (the loop has one mode; each gets the order it would get in
+   * a loop of its own) */
+  if (evenodd_reduction(L, j) != L->evenodd) return 0;
   size_t nn = (size_t)p->nnodes;
   int *stack = xir__malloc(sizeof(int) * (nn * (XIR_MAX_RANK + 2) + 1));
   uint8_t *seen = xir__calloc(nn + 1, 1);
@@ -2090,7 +2093,7 @@ static void emit_reduce(lw *L, int id) {
   /* the next reductions in body order while they qualify: the loops merged stay adjacent, so
    * the materialized slots' plan (mat_sim, body order: which loop first stores a value, which
    * reads another for the last time and takes its slot) sees no loop move past another */
-  for (int j = id + 1; !L->evenodd && !L->skip[id] && j < L->p->nnodes && g.n < MAX_SIBLINGS; j++) {
+  for (int j = id + 1; !L->skip[id] && j < L->p->nnodes && g.n < MAX_SIBLINGS; j++) {
     int op = L->p->nodes[j].op;
     if (op == XIR_OP_STORE) break;
     if (op != XIR_OP_REDUCE_SUM && op != XIR_OP_REDUCE_MAX && op != XIR_OP_REDUCE_MIN) continue;
