@@ -89,6 +89,18 @@ static void span(const xir_program *p, const xir_shape *shape, int i, const void
   *hi = (uintptr_t)ptr + (last + 1) * es;
 }
 
+/* A scalar argument's slot: its value (or the parameter's default) as i64 or f32. */
+static void put_scalar(const xir_param *q, const xir_arg *a, unsigned char *slot) {
+  double v = a->use_default ? q->default_value : a->scalar;
+  if (q->elem == XIR_I64) {
+    int64_t iv = (int64_t)v;
+    memcpy(slot, &iv, 8);
+  } else {
+    float f = (float)v;
+    memcpy(slot, &f, 4);
+  }
+}
+
 void xir__kernel_dense_prepare(struct xir_kernel *k) {
   const xir_program *p = k->base->prog;
   k->dense_ok = 0;
@@ -141,20 +153,12 @@ static int pack_dense(const xir_kernel *k, const xir_arg *args, unsigned char *o
   memset(out, 0, xir_kernel_args_size(k));
   for (int i = 0; i < p->nparams; i++) {
     const xir_param *q = &p->params[i];
-    const xir_arg *a = &args[i];
     if (q->kind == XIR_PARAM_BUFFER) {
       for (int r = 0; r < q->rank - 1; r++)
         memcpy(out + 8 * (k->lay.stride_slot[i] + r), &k->dense_stride[i][r], 8);
       memcpy(out + 8 * i, &ptrs[i], sizeof ptrs[i]);
     } else {
-      double v = a->use_default ? q->default_value : a->scalar;
-      if (q->elem == XIR_I64) {
-        int64_t iv = (int64_t)v;
-        memcpy(out + 8 * i, &iv, 8);
-      } else {
-        float f = (float)v;
-        memcpy(out + 8 * i, &f, 4);
-      }
+      put_scalar(q, &args[i], out + 8 * i);
     }
   }
   for (int i = 0; i < p->ndims; i++)
@@ -211,14 +215,7 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
       }
       memcpy(out + 8 * i, &ptr, sizeof ptr);
     } else {
-      double v = a->use_default ? q->default_value : a->scalar;
-      if (q->elem == XIR_I64) {
-        int64_t iv = (int64_t)v;
-        memcpy(out + 8 * i, &iv, 8);
-      } else {
-        float f = (float)v;
-        memcpy(out + 8 * i, &f, 4);
-      }
+      put_scalar(q, &args[i], out + 8 * i);
     }
   }
   /* overlaps: an output may share memory only with an input it may alias, exactly */
