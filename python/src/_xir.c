@@ -1023,19 +1023,12 @@ static PyObject *call_program(ProgramObject *po, const xir_prepared *k, PyObject
   xir_diag d;
   xir_status st = XIR_OK;
   ProgramObject *run = po;
-  if (!k) {
-    if (!(run = variant(po, &b))) goto done;
-    Py_BEGIN_ALLOW_THREADS
-    st = xir_session_prepare(run->session->s, run->p, &b.shape, &k, &d);
-    Py_END_ALLOW_THREADS
-    if (st) {
-      raise_diag(&d, st);
-      goto done;
-    }
-  }
+  if (!k && !(run = variant(po, &b))) goto done;
   if (alloc_outputs(po, objs, &b) || check_aliasing(po, &b)) goto done;
+  /* prepare (a cache lookup after the first call) and launch in one release of the GIL */
   Py_BEGIN_ALLOW_THREADS
-  st = xir_session_launch(run->session->s, k, b.args, run->nparams, &d);
+  if (!k) st = xir_session_prepare(run->session->s, run->p, &b.shape, &k, &d);
+  if (!st) st = xir_session_launch(run->session->s, k, b.args, run->nparams, &d);
   Py_END_ALLOW_THREADS
   if (st) {
     raise_diag(&d, st);
