@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
+#include "lower/stream.h"
 #include "xir_compile.h"
 #include "xir_session.h"
 
@@ -170,9 +171,9 @@ static void test_dense_pack_matches(void **state) {
   xir_diag d;
   xir_compiler *cc;
   if (xir_compiler_create(NULL, &cc, &d)) die(&d);
-  const char *kernels[3] = {"rmsnorm", "swiglu", "rope_cache"};
-  const char *shapes[3] = {"R=5,C=33", "R=3,C=50", "R=4,C=32,HD=8,P=16,H2=4"};
-  for (int t = 0; t < 3; t++) {
+  const char *kernels[4] = {"rmsnorm", "swiglu", "rope_cache", "rope"};
+  const char *shapes[4] = {"R=5,C=33", "R=3,C=50", "R=4,C=32,HD=8,P=16,H2=4", "R=3,C=16,HD=8"};
+  for (int t = 0; t < 4; t++) {
     xir_program *p;
     xir_shape sh;
     if (xir_kernel_load(kernels[t], &p, &d) || xir_shape_parse(p, shapes[t], &sh, &d)) die(&d);
@@ -188,6 +189,18 @@ static void test_dense_pack_matches(void **state) {
       xir_arg args[8];
       memcpy(args, c.args, sizeof(xir_arg) * (size_t)np);
       pack_both(k, args, "dense");
+      for (int q = 0; q < np; q++) { /* scalars given (rope's i64 offset among them) */
+        xir_param_info pi;
+        if (xir_program_param(p, q, &pi)) die(&d);
+        if (pi.kind != XIR_PARAM_BUFFER) args[q].use_default = 0, args[q].scalar = 3.0;
+      }
+      pack_both(k, args, "dense, scalars given");
+      for (int mode = 0; mode < 2; mode++) { /* the streaming flag both ways */
+        xir__stream_stores_set(mode);
+        pack_both(k, args, mode ? "dense, streamed" : "dense, not streamed");
+      }
+      xir__stream_stores_set(-1);
+      memcpy(args, c.args, sizeof(xir_arg) * (size_t)np);
       int out = -1, in = -1;
       int64_t st[8][4];
       for (int q = 0; q < np; q++) {
