@@ -15,6 +15,13 @@
 
 #include "xir_peers.h"
 
+/* s[0][i] + s[1][i] + ... left to right (0 without inputs). */
+static float sum_at(const float *const *s, int ns, ptrdiff_t i) {
+  float v = 0.0f;
+  for (int j = 0; j < ns; j++) v = j ? v + s[j][i] : s[j][i];
+  return v;
+}
+
 /* y[i] = s[0][i] + s[1][i] + ... (left to right; 0 without inputs) over [lo, hi), the output
  * written with non-temporal stores of whole vectors from its first aligned element on (the
  * widest the target has: 64-byte lines with AVX-512), plain stores for the unaligned ends; the
@@ -31,11 +38,7 @@ static void stream_nt(float *restrict y, const float *const *s, int ns, ptrdiff_
 #define V 1
 #endif
   ptrdiff_t i = lo;
-  for (; i < hi && ((uintptr_t)(y + i) % (V * sizeof(float))) != 0; i++) {
-    float v = 0.0f;
-    for (int j = 0; j < ns; j++) v = j ? v + s[j][i] : s[j][i];
-    y[i] = v;
-  }
+  for (; i < hi && ((uintptr_t)(y + i) % (V * sizeof(float))) != 0; i++) y[i] = sum_at(s, ns, i);
 #if V > 1
   for (; i + V <= hi; i += V) {
     if (pf && (i & 15) < V)
@@ -55,11 +58,7 @@ static void stream_nt(float *restrict y, const float *const *s, int ns, ptrdiff_
 #endif
   }
 #endif
-  for (; i < hi; i++) {
-    float v = 0.0f;
-    for (int j = 0; j < ns; j++) v = j ? v + s[j][i] : s[j][i];
-    y[i] = v;
-  }
+  for (; i < hi; i++) y[i] = sum_at(s, ns, i);
 #undef V
 }
 

@@ -1990,23 +1990,18 @@ static void reduce_group_body(lw *L, int id, void *ud) {
   for (int i = 0; i < g->n; i++) reduce_body(L, g->ids[i], &g->R[i]);
 }
 
-/* 1 when reduction j (> id, not emitted yet) may accumulate in reduction id's loop: rank 0 over
- * the same tile, not masked-skipped, loaded even/odd exactly when id is, not the next-row
- * prefetch's anchor,
- * no store between the two (j's loads would move before it), and every value j's expression
- * needs is available now — its rank-0 operands already computed, no tile reduction emitted after
- * id, and not id itself. Iterative walk; 0 on OOM. */
+/* 1 when reduction j (> id, not emitted yet, no store between the two: emit_reduce's scan) may
+ * accumulate in reduction id's loop: rank 0 over the same tile, not masked-skipped, loaded
+ * even/odd exactly when id is, not the next-row prefetch's anchor, and every value j's
+ * expression needs is available now — its rank-0 operands already computed, no tile reduction
+ * emitted after id, and not id itself. Iterative walk; 0 on OOM. */
 static int sibling_ok(lw *L, int id, int j) {
   const xir_program *p = L->p;
   const xir_node *n = &p->nodes[id], *m = &p->nodes[j];
-  if ((m->op != XIR_OP_REDUCE_SUM && m->op != XIR_OP_REDUCE_MAX && m->op != XIR_OP_REDUCE_MIN) ||
-      m->type.rank != 0 || L->skip[j] || j == L->pf_at || L->top_ok[j])
-    return 0;
+  if (m->type.rank != 0 || L->skip[j] || j == L->pf_at) return 0;
   const xir_type *a = &p->nodes[n->args[0]].type, *b = &p->nodes[m->args[0]].type;
   if (a->rank != b->rank || memcmp(a->axes, b->axes, (size_t)a->rank * sizeof a->axes[0]) != 0)
     return 0;
-  for (int i = id + 1; i < j; i++)
-    if (p->nodes[i].op == XIR_OP_STORE) return 0;
   /* both loaded even/odd or neither (the loop has one mode; each gets the order it would get in
    * a loop of its own) */
   if (evenodd_reduction(L, j) != L->evenodd) return 0;
@@ -2090,7 +2085,8 @@ static void emit_reduce(lw *L, int id) {
   red_init(L, id, &R);
   L->evenodd = evenodd_reduction(L, id);
   red_group g = {.n = 1, .ids = {id}};
-  /* the next reductions in body order while they qualify: the loops merged stay adjacent, so
+  /* the next reductions in body order while they qualify, up to the first store (j's loads
+   * would move before it): the loops merged stay adjacent, so
    * the materialized slots' plan (mat_sim, body order: which loop first stores a value, which
    * reads another for the last time and takes its slot) sees no loop move past another */
   for (int j = id + 1; !L->skip[id] && j < L->p->nnodes && g.n < MAX_SIBLINGS; j++) {
