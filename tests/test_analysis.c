@@ -222,6 +222,36 @@ static void test_contiguous_packets_across_rows(void **state) {
   xir_program_free(p);
 }
 
+/* Rows shorter than W: at ℓ = C = 8 the packet's two rows of x and y are one vector each (the
+ * work counts 4 bytes a lane for each, w is shared and near), at ℓ = 4 (two chunks a row) they
+ * gather; rope_cache's position pos[r] at ℓ = C = 2 is a window (8 bytes a lane, not a gather's
+ * 16). The lowering: test_native's test_small_rows_pack_contiguously. */
+static void test_short_rows_work(void **state) {
+  (void)state;
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=37,C=8", &s);
+  xir_diag d;
+  uint8_t perm[1] = {0};
+  xir_candidate c8, c4;
+  if (xir_candidate_make(p, &s, 16, 32, 8, perm, &c8, &d) || xir_candidate_make(p, &s, 16, 32, 4, perm, &c4, &d))
+    die(&d);
+  xir_execution_work w8, w4;
+  if (xir_execution_work_make(p, &s, &c8, 0, 1, &w8, &d) || xir_execution_work_make(p, &s, &c4, 0, 1, &w4, &d))
+    die(&d);
+  assert_true(w8.memory_per_packet == 2 * 4 * 16);
+  assert_true(w4.memory_per_packet > 2 * w8.memory_per_packet);
+  xir_program_free(p);
+  p = load("rope_cache", "R=37,C=2,HD=2,P=5,H2=1", &s);
+  xir_candidate c2;
+  if (xir_candidate_make(p, &s, 16, 32, 2, perm, &c2, &d)) die(&d);
+  xir_execution_work w2;
+  if (xir_execution_work_make(p, &s, &c2, 0, 1, &w2, &d)) die(&d);
+  /* x, y contiguous (64 + 64), the partner a window (64: the same elements as x, which the
+   * model counts again), pos a window (128), the two tables gathered (2·16·16) */
+  assert_true(w2.memory_per_packet == 64 + 64 + 64 + 128 + 2 * 16 * 16);
+  xir_program_free(p);
+}
+
 /* The pair swap of RoPE and rope_cache's table reads are window loads + shuffles when ℓ is a
  * multiple of their period (the cost model counts them as contiguous); with ℓ = 16 and HD = 64
  * the table read is not (period 64 > ℓ). */
@@ -1278,6 +1308,7 @@ int main(void) {
       cmocka_unit_test(test_chunk_invariant_work_is_charged_once),
       cmocka_unit_test(test_contiguous_packets_across_rows),
       cmocka_unit_test(test_window_accesses),
+      cmocka_unit_test(test_short_rows_work),
       cmocka_unit_test(test_slices_are_not_window_loads),
       cmocka_unit_test(test_near_bytes),
       cmocka_unit_test(test_byte_rate),

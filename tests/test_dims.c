@@ -540,6 +540,10 @@ static void test_strided_rows(void **state) {
   const int64_t ld1[] = {768 + 13, 768 + 7};
   strided("rmsnorm", "R=33,C=768", xy, ld1, 2);
   strided("layernorm", "R=17,C=65", xy, (const int64_t[]){80, 65}, 2);
+  /* short rows (1 < ℓ < W packs several a packet: a strided view takes the masked path) */
+  strided("rmsnorm", "R=37,C=8", xy, (const int64_t[]){11, 9}, 2);
+  strided("softmax_mask", "R=19,C=6", (const char *[]){"x", "mask", "y"}, (const int64_t[]){7, 6, 9}, 3);
+  strided("rope_cache", "R=37,C=2,HD=2,P=5,H2=1", xy, (const int64_t[]){3, 5}, 2);
   strided("softmax_mask", "R=20,C=100", (const char *[]){"x", "mask", "y"},
           (const int64_t[]){101, 200, 117}, 3);
   strided("rope", "R=9,C=256,HD=64", xy, (const int64_t[]){300, 257}, 2);

@@ -58,6 +58,14 @@ static const struct {
      "softmax_mask:R=45,C=1800;softmax_mask:R=700,C=190;swiglu:R=7,C=5000;swiglu:R=123,C=901;"
      "gelu_residual:R=55,C=555;gelu_residual:R=999,C=129;rope:R=60,C=640,HD=80;"
      "rope_cache:R=70,C=896,HD=64,P=4096,H2=32;softmax_causal:R=200,C=700"},
+    /* rows shorter than W (1 < ℓ < W packs several a packet), picked on 2026-12-05 before any
+     * measurement of them: an MoE router's softmax over 8 experts, norms of 2-12 elements,
+     * RoPE heads of 2 and 4 */
+    {"short",
+     "rmsnorm:R=5000,C=4;rmsnorm:R=3000,C=6;rmsnorm:R=50000,C=2;layernorm:R=2000,C=8;"
+     "layernorm:R=777,C=12;softmax_mask:R=4096,C=8;softmax_mask:R=999,C=3;"
+     "rope_cache:R=4000,C=4,HD=4,P=4096,H2=2;rope_cache:R=3333,C=2,HD=2,P=4096,H2=1;"
+     "rope:R=2500,C=8,HD=8"},
     /* the masked triangle (unequal rows): the report shapes, then two odd ones (R < C, R > C) */
     {"causal",
      "softmax_causal:R=129,C=768;softmax_causal:R=257,C=1538;softmax_causal:R=1024,C=4096;"
@@ -254,7 +262,7 @@ static void help(void) {
       "chosen entry's output is checked against the oracle. Quick tool, no records.\n\n"
       "options:\n"
       "  --set NAME        a named shape set: report (default), unseen, fresh, tiny,\n"
-      "                    odd, causal (softmax_causal)\n"
+      "                    odd, short (rows shorter than W), causal (softmax_causal)\n"
       "  --cases 'K:S;..'  these kernel:shape cases instead (K a built-in kernel or an XIR file)\n"
       "  --kernels a,b     only the set's cases of these kernels\n"
       "  --workers N       runtime workers incl. the caller (default 2)\n"

@@ -145,6 +145,99 @@ static int flattened_root_index(const wctx *w, const xir_node *n, int nidx) {
   return 1;
 }
 
+/* The value of integer node id at element c of the inner axis, where it depends on nothing but
+ * c, constants and dims (RoPE's (c % HD) / 2); 0 otherwise. */
+static int const_index_at(const wctx *w, int id, int64_t c, int depth, int64_t *out) {
+  const xir_node *n = &w->p->nodes[id];
+  int64_t a, b;
+  if (depth > 32) return 0;
+  switch (n->op) {
+    case XIR_OP_CONST: *out = n->imm.i; return 1;
+    case XIR_OP_DIM: *out = w->s->dims[n->ref]; return 1;
+    case XIR_OP_IOTA:
+      if (n->ref != w->c->inner_dim) return 0;
+      *out = c;
+      return 1;
+    case XIR_OP_NEG:
+      if (!const_index_at(w, n->args[0], c, depth + 1, &a)) return 0;
+      *out = -a;
+      return 1;
+    case XIR_OP_ADD: case XIR_OP_SUB: case XIR_OP_MUL: case XIR_OP_DIV: case XIR_OP_REM:
+    case XIR_OP_MIN: case XIR_OP_MAX:
+      if (!const_index_at(w, n->args[0], c, depth + 1, &a) || !const_index_at(w, n->args[1], c, depth + 1, &b))
+        return 0;
+      switch (n->op) {
+        case XIR_OP_ADD: *out = a + b; return 1;
+        case XIR_OP_SUB: *out = a - b; return 1;
+        case XIR_OP_MUL: *out = a * b; return 1;
+        case XIR_OP_MIN: *out = a < b ? a : b; return 1;
+        case XIR_OP_MAX: *out = a > b ? a : b; return 1;
+        default: {
+          if (b == 0) return 0;
+          int64_t q = a / b;
+          if (a % b != 0 && ((a < 0) != (b < 0))) q--;
+          *out = n->op == XIR_OP_DIV ? q : a - q * b;
+          return 1;
+        }
+      }
+    default: return 0;
+  }
+}
+
+/* 1 < ℓ < W, contiguous buffers (lower.c's lin path, access_offset): the offsets of an access's
+ * W lanes relative to the unit's, pi[g] = A·⌊g/ℓ⌋ + f(g mod ℓ), when they are compile-time —
+ * every lane-dependent index is a root variable (the root axes in flat order, A·flat_stride),
+ * the inner axis' slice or iota, or, on a row of one chunk (N ≤ ℓ: the chunk starts at a
+ * constant), an expression of iota, constants and dims (clamped into its dim). live[g]: the lane
+ * is inside the row (a row shorter than ℓ masks the rest). */
+static int small_row_offsets(const wctx *w, const xir_node *n, int nidx, int64_t *pi, int *live) {
+  const xir_param *q = &w->p->params[n->ref];
+  unsigned ell = w->c->local, W = w->c->W;
+  int X = w->c->inner_dim;
+  if (ell <= 1 || ell >= W || X < 0 || W > 16) return 0;
+  int64_t N = w->s->dims[X], dc[XIR_MAX_ROOT] = {0}, f[16] = {0}, stride = 1;
+  for (int k = nidx - 1; k >= 0; k--) {
+    int a = n->args[k];
+    if (a < 0) {
+      if (q->dims[k] == X)
+        for (unsigned j = 0; j < ell; j++) f[j] += stride * (int64_t)j;
+    } else if (lane_dep(w, a)) {
+      const xir_node *ix = &w->p->nodes[a];
+      if (ix->op == XIR_OP_ROOT) {
+        dc[ix->ref] += stride;
+      } else if (ix->op == XIR_OP_IOTA) {
+        for (unsigned j = 0; j < ell; j++) f[j] += stride * (int64_t)j;
+      } else {
+        int64_t v, hi = w->s->dims[q->dims[k]] - 1;
+        if (N > (int64_t)ell) return 0;
+        for (unsigned j = 0; j < ell; j++) {
+          if (!const_index_at(w, a, (int64_t)j, 0, &v)) return 0;
+          f[j] += stride * (v < 0 ? 0 : v > hi ? hi : v);
+        }
+      }
+    }
+    stride *= w->s->dims[q->dims[k]];
+  }
+  int64_t flat[XIR_MAX_ROOT], S = 1;
+  for (int i = w->c->nperm - 1; i >= 0; i--) {
+    flat[w->c->perm[i]] = S;
+    S *= w->s->dims[w->p->root[w->c->perm[i]].dim];
+  }
+  int64_t A = dc[w->c->perm[w->c->nperm - 1]];
+  for (int i = 0; i < w->p->nroot; i++)
+    if (dc[i] != A * flat[i]) return 0;
+  /* a store of a value per root program (no index follows the inner axis): lane j = 0 writes */
+  int per_root = n->op == XIR_OP_STORE;
+  for (unsigned j = 0; j < ell; j++) per_root &= f[j] == 0;
+  for (int k = 0; k < nidx; k++)
+    if (n->args[k] < 0 && q->dims[k] == X) per_root = 0;
+  for (unsigned g = 0; g < W; g++) {
+    pi[g] = A * (int64_t)(g / ell) + f[g % ell];
+    live[g] = (int64_t)(g % ell) < N && (!per_root || g % ell == 0);
+  }
+  return 1;
+}
+
 /* Classifies a load/store access: 0 broadcast, 1 contiguous, 2 gather/scatter, 3 window load +
  * shuffle. */
 static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
@@ -159,6 +252,33 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
   }
   if (dep == 0) return 0;
   if (ell == 1 && flattened_root_index(w, n, nidx)) return 1;
+  int64_t pi[16];
+  int live[16];
+  if (small_row_offsets(w, n, nidx, pi, live)) {
+    /* 1 < ℓ < W: one vector where the lanes address consecutive elements (a row of C = ℓ per
+     * root program), else a window load and a shuffle (a store: a shuffle and a masked store,
+     * where no two live lanes write one element) within W elements (kind 4), else the gather */
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int id = 1, inj = 1;
+    uint32_t seen = 0;
+    for (unsigned g = 0; g < W; g++) {
+      if (pi[g] != pi[0] + (int64_t)g || !live[g]) id = 0;
+      if (!live[g]) continue;
+      if (pi[g] < lo) lo = pi[g];
+      if (pi[g] > hi) hi = pi[g];
+    }
+    if (id) return 1;
+    if (hi - lo < (int64_t)W) {
+      for (unsigned g = 0; g < W && inj; g++) {
+        if (!live[g]) continue;
+        uint32_t bit = 1u << (pi[g] - lo);
+        inj = !(seen & bit);
+        seen |= bit;
+      }
+      if (n->op == XIR_OP_LOAD || inj) return 4;
+    }
+    return 2;
+  }
 
   if (dep == 2) return 2;
   int a = n->args[last];

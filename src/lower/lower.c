@@ -47,6 +47,16 @@ typedef struct val {
   int lin;
   LLVMValueRef lu;
   int64_t dc[XIR_MAX_ROOT];
+  /* ... + tab[g] (lin with tab: units of one packet, k = 1): a compile-time value per lane — the
+   * lane's index j within its root program when 1 < ℓ < W (jlane), and what integer arithmetic
+   * on it and on constants gives (RoPE's c % 2). With lu a constant and dc = 0 the val is a
+   * constant vector. */
+  int tab_on;
+  int64_t tab[16];
+  /* An element offset pu + tab[g] (access_offset; v holds it too): the lanes read a
+   * compile-time pattern around pu, which load_elems reads as a window and a shuffle. */
+  int pat;
+  LLVMValueRef pu;
 } val;
 
 /* At most this many buffers' next rows are prefetched in one chunk (more are not: no built-in
@@ -390,39 +400,107 @@ static val int_binop_vec(lw *L, int op, const val *a, const val *b) {
   return vvec(L, r);
 }
 
-/* The linear form of a val in the root coordinates: lin vals, and uniform affine ones (dc = 0). */
-static int lin_form(const val *a, LLVMValueRef *lu, int64_t *dc) {
+/* The linear form of a val in the root coordinates: lin vals, and uniform affine ones (dc = 0);
+ * tab (zero without one) its per-lane constants. */
+static int lin_form(const val *a, LLVMValueRef *lu, int64_t *dc, int64_t *tab) {
   if (a->lin) {
     *lu = a->lu;
     memcpy(dc, a->dc, sizeof a->dc);
+    if (a->tab_on) memcpy(tab, a->tab, sizeof a->tab);
+    else memset(tab, 0, sizeof a->tab);
     return 1;
   }
   if (!a->aff || a->s != 0) return 0;
   *lu = a->u;
   memset(dc, 0, sizeof a->dc);
+  memset(tab, 0, sizeof a->tab);
   return 1;
 }
 
-/* Integer binary op; a non-affine result keeps its linear form in the root coordinates through
- * add, sub and multiplication by a constant. */
+/* op on two compile-time integers as int_op computes it (floor division); 0 where it is not
+ * one of those or divides by zero. */
+static int const_int_op(int op, int64_t a, int64_t b, int64_t *r) {
+  switch (op) {
+    case XIR_OP_ADD: *r = a + b; return 1;
+    case XIR_OP_SUB: *r = a - b; return 1;
+    case XIR_OP_MUL: *r = a * b; return 1;
+    case XIR_OP_MAX: *r = a > b ? a : b; return 1;
+    case XIR_OP_MIN: *r = a < b ? a : b; return 1;
+    case XIR_OP_DIV:
+    case XIR_OP_REM: {
+      if (b == 0) return 0;
+      int64_t q = a / b;
+      if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+      *r = op == XIR_OP_DIV ? q : a - q * b;
+      return 1;
+    }
+    default: return 0;
+  }
+}
+
+/* A constant-per-lane val (lin, dc = 0, lu a constant; or a constant affine one in a unit of one
+ * packet): its value in each lane. */
+static int lane_consts_of(lw *L, const val *a, int64_t *out) {
+  int64_t c;
+  if (L->k != 1) return 0;
+  if (a->aff) {
+    if (!const_of(a->u, &c)) return 0;
+    for (unsigned i = 0; i < L->W; i++) out[i] = c + a->s * (int64_t)i;
+    return 1;
+  }
+  if (!a->lin || !a->tab_on || !const_of(a->lu, &c)) return 0;
+  for (int i = 0; i < XIR_MAX_ROOT; i++)
+    if (a->dc[i]) return 0;
+  for (unsigned i = 0; i < L->W; i++) out[i] = c + a->tab[i];
+  return 1;
+}
+
+/* The val of compile-time lane values t (a constant vector). */
+static val vtab(lw *L, const int64_t *t) {
+  LLVMValueRef e[16];
+  for (unsigned i = 0; i < L->W; i++) e[i] = ci64(L, t[i]);
+  LLVMValueRef v = LLVMConstVector(e, L->W);
+  val r = vvec(L, &v);
+  r.lin = 1;
+  r.lu = ci64(L, 0);
+  r.tab_on = 1;
+  memcpy(r.tab, t, sizeof r.tab[0] * L->W);
+  return r;
+}
+
+/* Integer binary op; a non-affine result keeps its linear form in the root coordinates (and its
+ * per-lane constants) through add, sub and multiplication by a constant, and two constant-per-
+ * lane operands give a constant-per-lane result. */
 static val int_binop(lw *L, int op, const val *a, const val *b) {
+  int64_t ta[16], tb[16];
+  if (!(a->aff && b->aff) && lane_consts_of(L, a, ta) && lane_consts_of(L, b, tb)) {
+    int64_t t[16];
+    int ok = 1;
+    for (unsigned i = 0; i < L->W && ok; i++) ok = const_int_op(op, ta[i], tb[i], &t[i]);
+    if (ok) return vtab(L, t);
+  }
   val r = int_binop_vec(L, op, a, b);
   LLVMValueRef ua, ub;
   int64_t da[XIR_MAX_ROOT], db[XIR_MAX_ROOT], cv;
-  if (r.aff || !lin_form(a, &ua, da) || !lin_form(b, &ub, db)) return r;
+  if (r.aff || !lin_form(a, &ua, da, ta) || !lin_form(b, &ub, db, tb)) return r;
   if (op == XIR_OP_ADD || op == XIR_OP_SUB) {
+    int sg = op == XIR_OP_ADD ? 1 : -1;
     r.lu = op == XIR_OP_ADD ? LLVMBuildAdd(L->b, ua, ub, "") : LLVMBuildSub(L->b, ua, ub, "");
-    for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = op == XIR_OP_ADD ? da[i] + db[i] : da[i] - db[i];
+    for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = da[i] + sg * db[i];
+    for (int i = 0; i < 16; i++) r.tab[i] = ta[i] + sg * tb[i];
   } else if (op == XIR_OP_MUL && b->aff && b->s == 0 && const_of(b->u, &cv)) {
     r.lu = LLVMBuildMul(L->b, ua, ub, "");
     for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = da[i] * cv;
+    for (int i = 0; i < 16; i++) r.tab[i] = ta[i] * cv;
   } else if (op == XIR_OP_MUL && a->aff && a->s == 0 && const_of(a->u, &cv)) {
     r.lu = LLVMBuildMul(L->b, ua, ub, "");
     for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = db[i] * cv;
+    for (int i = 0; i < 16; i++) r.tab[i] = tb[i] * cv;
   } else {
     return r;
   }
   r.lin = 1;
+  r.tab_on = a->tab_on || b->tab_on;
   return r;
 }
 
@@ -523,8 +601,9 @@ static void unit_coords(lw *L) {
     }
   }
   /* ℓ = 1, full unit: the root program index is p0 + lane = Σ flat_stride[a]·coord[a], so a
-   * coordinate that is a vector is also a linear form (see access_offset). */
-  if (ell == 1 && (L->full || L->lin_tail) && L->lin_ok) {
+   * coordinate that is a vector is also a linear form (see access_offset). The same for
+   * 1 < ℓ < W on the lin path, where lane g holds root program p0 + ⌊g/ℓ⌋. */
+  if ((ell == 1 || ell < L->W) && (L->full || L->lin_tail) && L->lin_ok) {
     int64_t S = 1;
     for (int i = p->nroot - 1; i >= 0; i--) {
       int axis = L->c->perm[i];
@@ -542,9 +621,10 @@ static void unit_coords(lw *L) {
     if (ell >= L->W) {
       L->jlane = vaff(ci64(L, 0), 1);
     } else {
-      LLVMValueRef v = lane_consts(L, 0, 1);
-      v = LLVMBuildURem(L->b, v, splat(L, ci64(L, ell)), "");
-      L->jlane = vvec(L, &v);
+      /* g mod ℓ: compile-time per lane (its tab), in every unit */
+      int64_t t[16];
+      for (unsigned i = 0; i < L->W; i++) t[i] = (int64_t)(i % ell);
+      L->jlane = vtab(L, t);
     }
   }
 }
@@ -579,14 +659,39 @@ static val access_offset(lw *L, const xir_node *n, int nidx) {
     val term = int_binop(L, XIR_OP_MUL, &ix, &sv);
     off = int_binop(L, XIR_OP_ADD, &off, &term);
   }
-  /* Address analysis: an offset k·(Σ flat_stride[a]·coord[a]) + u is k·(p0 + lane) + u, affine in
-   * the lane — consecutive root programs address consecutive elements (stride k) even where the
-   * coordinates wrap inside the packet (a row-major buffer indexed by the root axes in order). */
+  /* Address analysis: an offset u + A·(Σ flat_stride[a]·coord[a]) + tab[g] is u + A·p0 + pi[g]
+   * with pi[g] = A·g + tab[g] (ℓ = 1: lane g holds root program p0 + g) or A·⌊g/ℓ⌋ + tab[g]
+   * (1 < ℓ < W: p0 + ⌊g/ℓ⌋) — compile-time lane offsets. Where pi[g] = s·g it is affine:
+   * consecutive root programs address consecutive elements (ℓ = 1, stride A) even where the
+   * coordinates wrap inside the packet (a row-major buffer indexed by the root axes in order), and
+   * with 1 < ℓ < W the ℓ lanes of each of the packet's root programs address its row of ℓ
+   * elements, the rows one after the other (x[r, c] with C = ℓ: one vector load). Other pi keep
+   * the vectors and note the pattern (pat: a window load and a shuffle, load_elems). */
   if (!off.aff && off.lin) {
-    int64_t k = off.dc[L->c->perm[L->p->nroot - 1]];
-    int ok = k != 0;
-    for (int a = 0; a < L->p->nroot && ok; a++) ok = off.dc[a] == k * L->flat_stride[a];
-    if (ok) return vaff(LLVMBuildAdd(L->b, off.lu, LLVMBuildMul(L->b, L->p0, ci64(L, k), ""), ""), k);
+    int64_t A = off.dc[L->c->perm[L->p->nroot - 1]];
+    int ok = L->ell == 1 ? A != 0 : L->ell < L->W;
+    for (int a = 0; a < L->p->nroot && ok; a++) ok = off.dc[a] == A * L->flat_stride[a];
+    if (ok && L->ell == 1 && !off.tab_on)
+      return vaff(LLVMBuildAdd(L->b, off.lu, LLVMBuildMul(L->b, L->p0, ci64(L, A), ""), ""), A);
+    if (ok && L->k == 1 && L->W >= 2) {
+      int64_t pi[16];
+      for (unsigned g = 0; g < L->W; g++)
+        pi[g] = A * (L->ell == 1 ? (int64_t)g : (int64_t)(g / L->ell)) + (off.tab_on ? off.tab[g] : 0);
+      int64_t st = pi[1] - pi[0];
+      int aff = pi[0] == 0;
+      for (unsigned g = 0; g < L->W && aff; g++) aff = pi[g] == st * (int64_t)g;
+      LLVMValueRef u = A ? LLVMBuildAdd(L->b, off.lu, LLVMBuildMul(L->b, L->p0, ci64(L, A), ""), "") : off.lu;
+      if (aff) return vaff(u, st);
+      val r;
+      memset(&r, 0, sizeof r);
+      LLVMValueRef e[16];
+      for (unsigned g = 0; g < L->W; g++) e[g] = ci64(L, pi[g]);
+      r.v[0] = LLVMBuildAdd(L->b, splat(L, u), LLVMConstVector(e, L->W), "");
+      r.pat = 1;
+      r.pu = u;
+      memcpy(r.tab, pi, sizeof pi);
+      return r;
+    }
   }
   return off;
 }
@@ -688,6 +793,35 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
       if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
     }
     return vvec(L, r);
+  }
+  if (off.pat) {
+    /* compile-time lane offsets pu + tab[g] (access_offset) within W elements: one masked load
+     * of the elements the live lanes read and a shuffle (lanes past the row's end in its tail
+     * chunk: zero, as the gather's) — rope_cache's pos[r] at ℓ = 2, a weight w[c] at C = ℓ < W */
+    int64_t cv[16], lo = INT64_MAX, hi = INT64_MIN;
+    int live[16], ok = 1;
+    if (tail) ok = lane_consts_of(L, &L->inner_c, cv) && !L->lin_tail && (L->full || !L->active.v[0]);
+    for (unsigned g = 0; g < L->W && ok; g++) {
+      live[g] = !tail || cv[g] < dimc(L, L->c->inner_dim);
+      if (live[g] && off.tab[g] < lo) lo = off.tab[g];
+      if (live[g] && off.tab[g] > hi) hi = off.tab[g];
+    }
+    if (ok && lo <= hi && hi - lo < (int64_t)L->W) {
+      LLVMValueRef m[16], sh[16];
+      for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, 0, 0);
+      for (unsigned g = 0; g < L->W; g++) {
+        if (live[g]) m[off.tab[g] - lo] = LLVMConstInt(L->i1, 1, 0);
+        sh[g] = LLVMConstInt(L->i32, live[g] ? (unsigned long long)(off.tab[g] - lo) : L->W, 0);
+      }
+      LLVMValueRef o = LLVMBuildAdd(L->b, off.pu, ci64(L, lo), "");
+      LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
+      LLVMTypeRef tys[2] = {vt, L->ptr};
+      LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, align, 0), LLVMConstVector(m, L->W), LLVMConstNull(vt)};
+      LLVMValueRef w = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+      r[0] = LLVMBuildShuffleVector(L->b, w, LLVMConstNull(vt), LLVMConstVector(sh, L->W), "");
+      if (h) r[0] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[0]);
+      return vvec(L, r);
+    }
   }
   LLVMValueRef ov[MAXK];
   ivecs(L, &off, ov);
@@ -1130,6 +1264,27 @@ static val eval_elementwise(lw *L, const xir_node *n) {
     if (r0) {
       LLVMValueRef sp = splat(L, r0);
       for (unsigned q = 0; q < L->k; q++) r[q] = sp;
+      return vvec(L, r);
+    }
+  }
+  if (L->ell > 1 && L->ell < L->W && n->type.rank == 0 && n->type.elem == XIR_F32 &&
+      (n->op == XIR_OP_DIV || n->op == XIR_OP_SQRT || n->op == XIR_OP_RSQRT)) {
+    /* 1 < ℓ < W: a rank-0 value is the same in the ℓ lanes of each root program (a reduction's
+     * butterfly leaves the same bits in all of them: each step adds two lanes' partial sums in
+     * either order), so the packet's W/ℓ root programs divide or take the square root in a
+     * vector of W/ℓ lanes (vsqrtps/vdivps on xmm or ymm: a fraction of the 16-lane forms'
+     * throughput; rmsnorm 16384x8 at ℓ = 8 was bound by them), broadcast back; IEEE-exact either
+     * way, so the bits are the same */
+    unsigned nr = L->W / L->ell;
+    LLVMValueRef ix[16], bx[16];
+    for (unsigned i = 0; i < nr; i++) ix[i] = LLVMConstInt(L->i32, i * L->ell, 0);
+    for (unsigned g = 0; g < L->W; g++) bx[g] = LLVMConstInt(L->i32, g / L->ell, 0);
+    LLVMValueRef x = LLVMBuildShuffleVector(L->b, v[0][0], LLVMGetPoison(L->vf), LLVMConstVector(ix, nr), "");
+    LLVMValueRef y = n->nargs > 1 ? LLVMBuildShuffleVector(L->b, v[1][0], LLVMGetPoison(L->vf), LLVMConstVector(ix, nr), "")
+                                  : NULL;
+    LLVMValueRef r0 = f_op(L, n->op, x, y, NULL);
+    if (r0) {
+      r[0] = LLVMBuildShuffleVector(L->b, r0, LLVMGetPoison(LLVMTypeOf(r0)), LLVMConstVector(bx, L->W), "");
       return vvec(L, r);
     }
   }
@@ -1664,6 +1819,45 @@ static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, L
   LLVMPositionBuilderAtEnd(L->b, jb);
 }
 
+/* A store at compile-time lane offsets (access_offset's pat) whose live lanes write distinct
+ * elements within W of each other: one shuffle into their order and one masked store, instead of
+ * a scatter — the rows of C < ℓ < W root programs, one after the other (C = 6 at ℓ = 8), or one
+ * value per root program (only lane j = 0 stores). Live: not past the row's end in its tail
+ * chunk, and lane j = 0 for a store whose tile does not cover the inner axis (lane_mask); a unit
+ * whose root programs may not all exist keeps the scatter. 0 when it does not apply. */
+static int store_window(lw *L, const val *off, LLVMValueRef x, LLVMValueRef base, LLVMTypeRef et,
+                        LLVMTypeRef evt, LLVMValueRef align, int covers_inner) {
+  int64_t cv[16], lo = INT64_MAX, hi = INT64_MIN;
+  int live[16], src[16];
+  if (L->k != 1 || (!L->full && L->active.v[0])) return 0;
+  int tail = L->ell > 1 && L->tail && covers_inner;
+  if (tail && !lane_consts_of(L, &L->inner_c, cv)) return 0;
+  for (unsigned g = 0; g < L->W; g++) {
+    live[g] = (!tail || cv[g] < dimc(L, L->c->inner_dim)) && (L->ell <= 1 || covers_inner || g % L->ell == 0);
+    if (live[g] && off->tab[g] < lo) lo = off->tab[g];
+    if (live[g] && off->tab[g] > hi) hi = off->tab[g];
+  }
+  if (lo > hi || hi - lo >= (int64_t)L->W) return 0;
+  for (unsigned i = 0; i < L->W; i++) src[i] = -1;
+  for (unsigned g = 0; g < L->W; g++) {
+    if (!live[g]) continue;
+    if (src[off->tab[g] - lo] >= 0) return 0; /* two lanes, one element */
+    src[off->tab[g] - lo] = (int)g;
+  }
+  LLVMValueRef m[16], sh[16];
+  for (unsigned i = 0; i < L->W; i++) {
+    m[i] = LLVMConstInt(L->i1, src[i] >= 0, 0);
+    sh[i] = src[i] >= 0 ? LLVMConstInt(L->i32, (unsigned)src[i], 0) : LLVMGetUndef(L->i32);
+  }
+  LLVMValueRef v = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
+  LLVMValueRef o = LLVMBuildAdd(L->b, off->pu, ci64(L, lo), "");
+  LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
+  LLVMTypeRef tys[2] = {evt, L->ptr};
+  LLVMValueRef args[4] = {v, ptr, align, LLVMConstVector(m, L->W)};
+  intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
+  return 1;
+}
+
 static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *tile = ud;
@@ -1715,6 +1909,8 @@ static void store_body(lw *L, int id, void *ud) {
         LLVMValueRef args[4] = {x, ptr, align, m[q]};
         intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
       }
+    } else if (off.pat && store_window(L, &off, x, base, et, evt, align, L->ell > 1 && type_has(tile, L->c->inner_dim))) {
+      continue;
     } else {
       LLVMValueRef ov[MAXK];
       ivecs(L, &off, ov);
@@ -3272,6 +3468,10 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   int ed = p->nroot > 0 ? p->root[c->perm[p->nroot - 1]].dim : -1;
   int multi = L.ell == 1 && p->nroot >= 2 && !(is_fixed(&L, ed) && dimc(&L, ed) % L.W == 0);
   int use_lin = multi && inner_fixed;
+  /* 1 < ℓ < W: full units of contiguous buffers take the lin path (access_offset: a row of
+   * C = ℓ elements per root program is one vector load across the packet's rows); a strided
+   * view's take the masked path */
+  int small_lin = L.ell > 1 && L.ell < L.W && inner_fixed && p->nroot >= 1;
   int whole_blocks = L.ell == 1 && units > 1 && (!multi || use_lin);
   L.pair_ok = whole_blocks && pair_units_ok(&L, units, use_lin);
   stream_tests(&L);
@@ -3337,7 +3537,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   /* the last, partial unit with ℓ = 1 of one root axis, or of several on the lin path (under
    * the contiguity check): masked vector loads and stores at p0 + lane (lin_tail) */
   int lin_tail = partial && L.ell == 1 && (p->nroot == 1 || use_lin);
-  int need_masked = (partial && !(lin_tail && p->nroot == 1)) || multi;
+  int need_masked = (partial && !(lin_tail && p->nroot == 1)) || multi || small_lin;
   LLVMBasicBlockRef after_full = live, tailb = NULL;
   if (partial) {
     LLVMValueRef end = LLVMBuildAdd(L.b, L.p0, ci64(&L, rp_per_unit), "");
@@ -3375,8 +3575,9 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   /* a wrapping packet without the lin path (or of a strided view) takes the masked path
    * (correct for full units too): one body less to compile */
   if (multi) LLVMBuildBr(L.b, maskb);
+  else if (small_lin) LLVMBuildCondBr(L.b, L.contig_flag, fullb, maskb);
   else LLVMBuildBr(L.b, fullb);
-  if (!multi || use_lin) emit_mode(&L, fullb, next, 1, 0, use_lin, 0);
+  if (!multi || use_lin) emit_mode(&L, fullb, next, 1, 0, use_lin || small_lin, 0);
   else LLVMDeleteBasicBlock(fullb);
   if (nowrapb) emit_mode(&L, nowrapb, next, 1, 1, 0, 0);
   if (tailb) emit_mode(&L, tailb, next, 0, 0, use_lin, 1);
