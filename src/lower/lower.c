@@ -421,14 +421,14 @@ static int lin_form(const val *a, LLVMValueRef *lu, int64_t *dc, int64_t *tab) {
  * one of those or divides by zero. */
 static int const_int_op(int op, int64_t a, int64_t b, int64_t *r) {
   switch (op) {
-    case XIR_OP_ADD: *r = a + b; return 1;
-    case XIR_OP_SUB: *r = a - b; return 1;
-    case XIR_OP_MUL: *r = a * b; return 1;
+    case XIR_OP_ADD: return !__builtin_add_overflow(a, b, r);
+    case XIR_OP_SUB: return !__builtin_sub_overflow(a, b, r);
+    case XIR_OP_MUL: return !__builtin_mul_overflow(a, b, r);
     case XIR_OP_MAX: *r = a > b ? a : b; return 1;
     case XIR_OP_MIN: *r = a < b ? a : b; return 1;
     case XIR_OP_DIV:
     case XIR_OP_REM: {
-      if (b == 0) return 0;
+      if (b == 0 || (b == -1 && a == INT64_MIN)) return 0;
       int64_t q = a / b;
       if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
       *r = op == XIR_OP_DIV ? q : a - q * b;
@@ -483,20 +483,27 @@ static val int_binop(lw *L, int op, const val *a, const val *b) {
   LLVMValueRef ua, ub;
   int64_t da[XIR_MAX_ROOT], db[XIR_MAX_ROOT], cv;
   if (r.aff || !lin_form(a, &ua, da, ta) || !lin_form(b, &ub, db, tb)) return r;
+  /* (a per-lane constant that overflows int64 drops the form: the vectors wrap as LLVM's do) */
+  int ovf = 0;
   if (op == XIR_OP_ADD || op == XIR_OP_SUB) {
-    int sg = op == XIR_OP_ADD ? 1 : -1;
     r.lu = op == XIR_OP_ADD ? LLVMBuildAdd(L->b, ua, ub, "") : LLVMBuildSub(L->b, ua, ub, "");
-    for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = da[i] + sg * db[i];
-    for (int i = 0; i < 16; i++) r.tab[i] = ta[i] + sg * tb[i];
+    for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = op == XIR_OP_ADD ? da[i] + db[i] : da[i] - db[i];
+    for (int i = 0; i < 16; i++)
+      ovf |= op == XIR_OP_ADD ? __builtin_add_overflow(ta[i], tb[i], &r.tab[i])
+                              : __builtin_sub_overflow(ta[i], tb[i], &r.tab[i]);
   } else if (op == XIR_OP_MUL && b->aff && b->s == 0 && const_of(b->u, &cv)) {
     r.lu = LLVMBuildMul(L->b, ua, ub, "");
     for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = da[i] * cv;
-    for (int i = 0; i < 16; i++) r.tab[i] = ta[i] * cv;
+    for (int i = 0; i < 16; i++) ovf |= __builtin_mul_overflow(ta[i], cv, &r.tab[i]);
   } else if (op == XIR_OP_MUL && a->aff && a->s == 0 && const_of(a->u, &cv)) {
     r.lu = LLVMBuildMul(L->b, ua, ub, "");
     for (int i = 0; i < XIR_MAX_ROOT; i++) r.dc[i] = db[i] * cv;
-    for (int i = 0; i < 16; i++) r.tab[i] = tb[i] * cv;
+    for (int i = 0; i < 16; i++) ovf |= __builtin_mul_overflow(tb[i], cv, &r.tab[i]);
   } else {
+    return r;
+  }
+  if (ovf) {
+    memset(r.tab, 0, sizeof r.tab);
     return r;
   }
   r.lin = 1;
