@@ -223,28 +223,31 @@ static void test_contiguous_packets_across_rows(void **state) {
 }
 
 /* Rows shorter than W: at ℓ = C = 8 the packet's two rows of x and y are one vector each (the
- * work counts 4 bytes a lane for each, w is shared and near), at ℓ = 4 (two chunks a row) they
- * gather; rope_cache's position pos[r] at ℓ = C = 2 is a window (8 bytes a lane, not a gather's
- * 16). The lowering: test_native's test_small_rows_pack_contiguously. */
+ * work counts 4 bytes a lane for each, w is shared and near); at ℓ = 4 (two chunks a row, four
+ * rows a packet) each chunk is two windows, 4 bytes an element too; at ℓ = 2 (four chunks) the work
+ * counts them as gathers (work.c: two windows only up to three chunks a row). rope_cache's
+ * position pos[r] at ℓ = C = 2 is a window (8 bytes a lane, not a gather's 16). The lowering:
+ * test_native's test_small_rows_pack_contiguously. */
 static void test_short_rows_work(void **state) {
   (void)state;
   xir_shape s;
   xir_program *p = load("rmsnorm", "R=37,C=8", &s);
   xir_diag d;
   uint8_t perm[1] = {0};
-  xir_candidate c8, c4;
-  if (xir_candidate_make(p, &s, 16, 32, 8, perm, &c8, &d) || xir_candidate_make(p, &s, 16, 32, 4, perm, &c4, &d))
+  xir_candidate c8, c4, c2;
+  if (xir_candidate_make(p, &s, 16, 32, 8, perm, &c8, &d) || xir_candidate_make(p, &s, 16, 32, 4, perm, &c4, &d) ||
+      xir_candidate_make(p, &s, 16, 32, 2, perm, &c2, &d))
     die(&d);
-  xir_execution_work w8, w4;
-  if (xir_execution_work_make(p, &s, &c8, 0, 1, &w8, &d) || xir_execution_work_make(p, &s, &c4, 0, 1, &w4, &d))
+  xir_execution_work w8, w4, w2;
+  if (xir_execution_work_make(p, &s, &c8, 0, 1, &w8, &d) || xir_execution_work_make(p, &s, &c4, 0, 1, &w4, &d) ||
+      xir_execution_work_make(p, &s, &c2, 0, 1, &w2, &d))
     die(&d);
   assert_true(w8.memory_per_packet == 2 * 4 * 16);
-  assert_true(w4.memory_per_packet > 2 * w8.memory_per_packet);
+  assert_true(w4.memory_per_packet == 2 * 2 * 4 * 16); /* two chunks a packet */
+  assert_true(w2.memory_per_packet > 2 * w8.memory_per_packet);
   xir_program_free(p);
   p = load("rope_cache", "R=37,C=2,HD=2,P=5,H2=1", &s);
-  xir_candidate c2;
   if (xir_candidate_make(p, &s, 16, 32, 2, perm, &c2, &d)) die(&d);
-  xir_execution_work w2;
   if (xir_execution_work_make(p, &s, &c2, 0, 1, &w2, &d)) die(&d);
   /* x, y contiguous (64 + 64), the partner a window (64: the same elements as x, which the
    * model counts again), pos a window (128), the two tables gathered (2·16·16) */

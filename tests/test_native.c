@@ -26,7 +26,7 @@ static xir_compiler *g_cc[2]; /* W = 16, W = 8 */
  * window loads and stores) */
 static const char *kRowShapes[] = {"R=64,C=256",  "R=129,C=768", "R=17,C=65",   "R=257,C=1538",
                                    "R=1024,C=4096", "R=4096,C=1024", "R=1,C=1", "R=3,C=7",
-                                   "R=33,C=1000", "R=37,C=8", "R=19,C=6", "R=21,C=2"};
+                                   "R=33,C=1000", "R=37,C=8", "R=19,C=6", "R=21,C=2", "R=13,C=24"};
 static const char *kRopeShapes[] = {"R=64,C=256,HD=64", "R=129,C=768,HD=128", "R=257,C=1538,HD=2",
                                     "R=1024,C=4096,HD=128", "R=4096,C=1024,HD=64", "R=1,C=2,HD=2",
                                     "R=3,C=6,HD=2", "R=33,C=1000,HD=100", "R=17,C=66,HD=22"};
@@ -570,8 +570,9 @@ static void test_sum_of_products_fuses(void **state) {
 /* Loop blocks ("body", as loop_begin names them) in a kernel's IR. */
 /* 1 < ℓ < W with rows of C = ℓ (lower.c access_offset): the packet's W/ℓ rows are one vector
  * load and one vector store; a weight w[c] and rope_cache's position pos[r] are one masked
- * (window) load and a shuffle; rows of C < ℓ store through a shuffle and one masked store; the
- * per-row square root and division run on W/ℓ lanes. Before, every one of them gathered or
+ * (window) load and a shuffle; rows of C < ℓ store through a shuffle and one masked store, and
+ * two rows of C > ℓ through two windows a chunk; the per-row square root and division run on
+ * W/ℓ lanes. Before, every one of them gathered or
  * scattered (rmsnorm 16384x8 at ℓ = 8: 41 µs; rope_cache 65536x2: 62). Every candidate of these
  * shapes is checked against the oracle by test_every_candidate_matches_oracle; strided views
  * (the masked path) by test_dims. */
@@ -596,6 +597,8 @@ static void test_small_rows_pack_contiguously(void **state) {
       {"rmsnorm", "R=37,C=8", 8, {"load <16 x float>", "store <16 x float>", "@llvm.masked.load.v16f32", "<2 x float>"}},
       /* rows of 6 at ℓ = 8: loads and the store through windows */
       {"rmsnorm", "R=37,C=6", 8, {"@llvm.masked.store.v16f32", "@llvm.masked.load.v16f32", NULL, NULL}},
+      /* two rows of 24 at ℓ = 8: each chunk two windows, loads and stores */
+      {"rmsnorm", "R=37,C=24", 8, {"@llvm.masked.store.v16f32", "@llvm.masked.load.v16f32", "<2 x float>", NULL}},
       /* pos[r] a window of 8 positions; x and y one vector */
       {"rope_cache", "R=37,C=2,HD=2,P=5,H2=1", 2, {"@llvm.masked.load.v16i64", "store <16 x float>", NULL, NULL}},
   };

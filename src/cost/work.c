@@ -239,7 +239,7 @@ static int small_row_offsets(const wctx *w, const xir_node *n, int nidx, int64_t
 }
 
 /* Classifies a load/store access: 0 broadcast, 1 contiguous, 2 gather/scatter, 3 window load +
- * shuffle. */
+ * shuffle; access_kind adds 4-6; 7: two windows of compile-time lane offsets (short rows). */
 static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
   const xir_param *q = &w->p->params[n->ref];
   unsigned ell = w->c->local, W = w->c->W;
@@ -256,28 +256,23 @@ static int access_kind_base(const wctx *w, const xir_node *n, int nidx) {
   int live[16];
   if (small_row_offsets(w, n, nidx, pi, live)) {
     /* 1 < ℓ < W: one vector where the lanes address consecutive elements (a row of C = ℓ per
-     * root program), else a window load and a shuffle (a store: a shuffle and a masked store,
-     * where no two live lanes write one element) within W elements (kind 4), else the gather */
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    int id = 1, inj = 1;
-    uint32_t seen = 0;
-    for (unsigned g = 0; g < W; g++) {
+     * root program), else one window load and a shuffle (a store: a shuffle and a masked store,
+     * where no two live lanes write one element; kind 4) or two of them (kind 7: two rows of
+     * C > ℓ a packet, each chunk a window a row), else the gather */
+    int id = 1;
+    for (unsigned g = 0; g < W; g++)
       if (pi[g] != pi[0] + (int64_t)g || !live[g]) id = 0;
-      if (!live[g]) continue;
-      if (pi[g] < lo) lo = pi[g];
-      if (pi[g] > hi) hi = pi[g];
-    }
     if (id) return 1;
-    if (hi - lo < (int64_t)W) {
-      for (unsigned g = 0; g < W && inj; g++) {
-        if (!live[g]) continue;
-        uint32_t bit = 1u << (pi[g] - lo);
-        inj = !(seen & bit);
-        seen |= bit;
-      }
-      if (n->op == XIR_OP_LOAD || inj) return 4;
-    }
-    return 2;
+    xir__wsplit sp;
+    int nw = xir__window_lanes(pi, live, W, n->op == XIR_OP_STORE, &sp);
+    /* Two windows are counted only up to three chunks a row: beyond, the measured time of such
+     * candidates exceeds what their counts say and a mapping of ℓ ≥ W is faster (rmsnorm
+     * 3000 x 32, 40, 56 at ℓ = 8: 1.5x the best, at ℓ = 32 or 64), while at two or three chunks
+     * they are the fastest (softmax_mask 4096 x 8 at ℓ = 4, 999 x 3 at ℓ = 2, layernorm 4096 x 24
+     * at ℓ = 8); so the longer rows count them as gathers. */
+    int64_t N = w->s->dims[w->c->inner_dim];
+    if (nw == 2 && N > 3 * (int64_t)w->c->local) nw = 0;
+    return nw == 1 ? 4 : nw == 2 ? 7 : 2;
   }
 
   if (dep == 2) return 2;
@@ -350,6 +345,9 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
   } else if (kind == 6) {
     *arith += 3;
     *bytes += 2 * esize * W;
+  } else if (kind == 7) {
+    *arith += 4; /* two masked loads and a two-source shuffle, or two shuffles and two stores */
+    *bytes += esize * W;
   } else {
     *arith += 1 + kGatherPerLane * W;
     *bytes += kGatherBytesPerLane * W;

@@ -444,6 +444,41 @@ int xir__access_in_bounds(const xir_program *p, const xir_shape *s, int X, int i
   return ok;
 }
 
+int xir__window_lanes(const int64_t *pi, const int *live, unsigned W, int distinct, xir__wsplit *out) {
+  int64_t mn[2] = {INT64_MAX, INT64_MAX}, mx[2] = {INT64_MIN, INT64_MIN};
+  int nw = 0, win[16];
+  if (W > 16) return 0;
+  for (unsigned g = 0; g < W; g++) {
+    win[g] = -1;
+    if (!live[g]) continue;
+    int k = 0;
+    for (; k < 2; k++) {
+      int64_t a = pi[g] < mn[k] ? pi[g] : mn[k], b = pi[g] > mx[k] ? pi[g] : mx[k];
+      if (b - a < (int64_t)W) break;
+    }
+    if (k == 2 || k > nw) return 0;
+    if (k == nw) nw++;
+    if (pi[g] < mn[k]) mn[k] = pi[g];
+    if (pi[g] > mx[k]) mx[k] = pi[g];
+    win[g] = k;
+  }
+  if (distinct)
+    for (unsigned g = 0; g < W; g++)
+      for (unsigned h = g + 1; h < W; h++)
+        if (live[g] && live[h] && pi[g] == pi[h]) return 0;
+  memset(out, 0, sizeof *out);
+  out->nwin = nw;
+  for (int k = 0; k < nw; k++) out->base[k] = mn[k];
+  for (unsigned g = 0; g < W; g++) {
+    out->src[g] = -1;
+    if (win[g] < 0) continue;
+    int64_t e = pi[g] - mn[win[g]];
+    out->mask[win[g]] |= 1u << e;
+    out->src[g] = (int8_t)(e + win[g] * (int64_t)W);
+  }
+  return nw;
+}
+
 int xir__lane_window(const xir__lpat *pt, unsigned W, unsigned q, int64_t *pi, int64_t *lo) {
   int64_t mn = INT64_MAX, mx = INT64_MIN;
   for (unsigned i = 0; i < W; i++) {

@@ -254,6 +254,11 @@ int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, i
  * rel = A·c + tab[c mod P] − tab[0]. Returns 1, or 0 when the live lanes need a third window. */
 int xir__window_fill(const xir__lpat *pt, int64_t c0, int64_t D, unsigned W, int64_t live,
                      xir__wsplit *out);
+/* The same for compile-time lane offsets pi[g] (1 < ℓ < W, lower.c access_offset's patterns):
+ * the live lanes in lane order, each in window 0 while it keeps that window's span below W, else
+ * in window 1; base[w] is the window's lowest offset. With distinct set (a store), no two live
+ * lanes may have one offset. Returns the number of windows (1 or 2), 0 when two do not do. */
+int xir__window_lanes(const int64_t *pi, const int *live, unsigned W, int distinct, xir__wsplit *out);
 /* The fraction of the reachable residues of xir__window_local_residues that are not good but
  * whose every packet (ell / W of them, all lanes live) splits into two windows (xir__window_split). */
 double xir__window_split_fraction(const xir__lpat *pt, unsigned ell, unsigned W);

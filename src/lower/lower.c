@@ -802,30 +802,41 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
     return vvec(L, r);
   }
   if (off.pat) {
-    /* compile-time lane offsets pu + tab[g] (access_offset) within W elements: one masked load
-     * of the elements the live lanes read and a shuffle (lanes past the row's end in its tail
-     * chunk: zero, as the gather's) — rope_cache's pos[r] at ℓ = 2, a weight w[c] at C = ℓ < W */
-    int64_t cv[16], lo = INT64_MAX, hi = INT64_MIN;
+    /* compile-time lane offsets pu + tab[g] (access_offset): one or two masked loads of the
+     * elements the live lanes read and a shuffle (lanes past the row's end in its tail chunk:
+     * zero, as the gather's) — rope_cache's pos[r] at ℓ = 2, a weight w[c] at C = ℓ < W, two
+     * rows of 24 at ℓ = 8 (a window each) */
+    int64_t cv[16];
     int live[16], ok = 1;
+    xir__wsplit sp;
     if (tail) ok = lane_consts_of(L, &L->inner_c, cv) && !L->lin_tail && (L->full || !L->active.v[0]);
-    for (unsigned g = 0; g < L->W && ok; g++) {
-      live[g] = !tail || cv[g] < dimc(L, L->c->inner_dim);
-      if (live[g] && off.tab[g] < lo) lo = off.tab[g];
-      if (live[g] && off.tab[g] > hi) hi = off.tab[g];
-    }
-    if (ok && lo <= hi && hi - lo < (int64_t)L->W) {
-      LLVMValueRef m[16], sh[16];
-      for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, 0, 0);
+    for (unsigned g = 0; g < L->W && ok; g++) live[g] = !tail || cv[g] < dimc(L, L->c->inner_dim);
+    if (ok && xir__window_lanes(off.tab, live, L->W, 0, &sp)) {
+      LLVMValueRef sh[16], w[2];
+      int any_dead = 0;
       for (unsigned g = 0; g < L->W; g++) {
-        if (live[g]) m[off.tab[g] - lo] = LLVMConstInt(L->i1, 1, 0);
-        sh[g] = LLVMConstInt(L->i32, live[g] ? (unsigned long long)(off.tab[g] - lo) : L->W, 0);
+        any_dead |= sp.src[g] < 0;
+        sh[g] = LLVMConstInt(L->i32, (unsigned long long)(sp.src[g] < 0 ? 0 : sp.src[g]), 0);
       }
-      LLVMValueRef o = LLVMBuildAdd(L->b, off.pu, ci64(L, lo), "");
-      LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
-      LLVMTypeRef tys[2] = {vt, L->ptr};
-      LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, align, 0), LLVMConstVector(m, L->W), LLVMConstNull(vt)};
-      LLVMValueRef w = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
-      r[0] = LLVMBuildShuffleVector(L->b, w, LLVMConstNull(vt), LLVMConstVector(sh, L->W), "");
+      for (int k = 0; k < 2; k++) {
+        if (k >= sp.nwin) {
+          w[k] = LLVMGetPoison(vt);
+          continue;
+        }
+        LLVMValueRef m[16];
+        for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, sp.mask[k] >> i & 1, 0);
+        LLVMValueRef o = LLVMBuildAdd(L->b, off.pu, ci64(L, sp.base[k]), "");
+        LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
+        LLVMTypeRef tys[2] = {vt, L->ptr};
+        LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, align, 0), LLVMConstVector(m, L->W), LLVMConstNull(vt)};
+        w[k] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+      }
+      r[0] = LLVMBuildShuffleVector(L->b, w[0], w[1], LLVMConstVector(sh, L->W), "");
+      if (any_dead) {
+        LLVMValueRef lm[16];
+        for (unsigned g = 0; g < L->W; g++) lm[g] = LLVMConstInt(L->i1, sp.src[g] >= 0, 0);
+        r[0] = LLVMBuildSelect(L->b, LLVMConstVector(lm, L->W), r[0], LLVMConstNull(vt), "");
+      }
       if (h) r[0] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[0]);
       return vvec(L, r);
     }
@@ -1827,41 +1838,40 @@ static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, L
 }
 
 /* A store at compile-time lane offsets (access_offset's pat) whose live lanes write distinct
- * elements within W of each other: one shuffle into their order and one masked store, instead of
- * a scatter — the rows of C < ℓ < W root programs, one after the other (C = 6 at ℓ = 8), or one
- * value per root program (only lane j = 0 stores). Live: not past the row's end in its tail
- * chunk, and lane j = 0 for a store whose tile does not cover the inner axis (lane_mask); a unit
- * whose root programs may not all exist keeps the scatter. 0 when it does not apply. */
+ * elements within one or two windows of W (xir__window_lanes): per window a shuffle into its
+ * order and one masked store, instead of a scatter — the rows of C < ℓ < W root programs, one
+ * after the other (C = 6 at ℓ = 8), two rows of C > ℓ (C = 24 at ℓ = 8, each chunk a window a
+ * row), or one value per root program (only lane j = 0 stores). Live: not past the row's end in
+ * its tail chunk, and lane j = 0 for a store whose tile does not cover the inner axis
+ * (lane_mask); a unit whose root programs may not all exist keeps the scatter. 0 when it does
+ * not apply. */
 static int store_window(lw *L, const val *off, LLVMValueRef x, LLVMValueRef base, LLVMTypeRef et,
                         LLVMTypeRef evt, LLVMValueRef align, int covers_inner) {
-  int64_t cv[16], lo = INT64_MAX, hi = INT64_MIN;
-  int live[16], src[16];
+  int64_t cv[16];
+  int live[16];
+  xir__wsplit sp;
   if (L->k != 1 || (!L->full && L->active.v[0])) return 0;
   int tail = L->ell > 1 && L->tail && covers_inner;
   if (tail && !lane_consts_of(L, &L->inner_c, cv)) return 0;
-  for (unsigned g = 0; g < L->W; g++) {
+  for (unsigned g = 0; g < L->W; g++)
     live[g] = (!tail || cv[g] < dimc(L, L->c->inner_dim)) && (L->ell <= 1 || covers_inner || g % L->ell == 0);
-    if (live[g] && off->tab[g] < lo) lo = off->tab[g];
-    if (live[g] && off->tab[g] > hi) hi = off->tab[g];
+  if (!xir__window_lanes(off->tab, live, L->W, 1, &sp)) return 0;
+  for (int k = 0; k < sp.nwin; k++) {
+    LLVMValueRef m[16], sh[16];
+    for (unsigned i = 0; i < L->W; i++) {
+      m[i] = LLVMConstInt(L->i1, sp.mask[k] >> i & 1, 0);
+      sh[i] = LLVMGetUndef(L->i32);
+    }
+    for (unsigned g = 0; g < L->W; g++)
+      if (sp.src[g] >= (int)(k * L->W) && sp.src[g] < (int)((k + 1) * L->W))
+        sh[sp.src[g] - k * L->W] = LLVMConstInt(L->i32, g, 0);
+    LLVMValueRef v = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
+    LLVMValueRef o = LLVMBuildAdd(L->b, off->pu, ci64(L, sp.base[k]), "");
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
+    LLVMTypeRef tys[2] = {evt, L->ptr};
+    LLVMValueRef args[4] = {v, ptr, align, LLVMConstVector(m, L->W)};
+    intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
   }
-  if (lo > hi || hi - lo >= (int64_t)L->W) return 0;
-  for (unsigned i = 0; i < L->W; i++) src[i] = -1;
-  for (unsigned g = 0; g < L->W; g++) {
-    if (!live[g]) continue;
-    if (src[off->tab[g] - lo] >= 0) return 0; /* two lanes, one element */
-    src[off->tab[g] - lo] = (int)g;
-  }
-  LLVMValueRef m[16], sh[16];
-  for (unsigned i = 0; i < L->W; i++) {
-    m[i] = LLVMConstInt(L->i1, src[i] >= 0, 0);
-    sh[i] = src[i] >= 0 ? LLVMConstInt(L->i32, (unsigned)src[i], 0) : LLVMGetUndef(L->i32);
-  }
-  LLVMValueRef v = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
-  LLVMValueRef o = LLVMBuildAdd(L->b, off->pu, ci64(L, lo), "");
-  LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
-  LLVMTypeRef tys[2] = {evt, L->ptr};
-  LLVMValueRef args[4] = {v, ptr, align, LLVMConstVector(m, L->W)};
-  intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
   return 1;
 }
 
