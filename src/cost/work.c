@@ -195,6 +195,11 @@ static int small_row_offsets(const wctx *w, const xir_node *n, int nidx, int64_t
   unsigned ell = w->c->local, W = w->c->W;
   int X = w->c->inner_dim;
   if (ell <= 1 || ell >= W || X < 0 || W > 16) return 0;
+  /* the lowering's lin path needs the root extents inside the outermost at compile time
+   * (lower.c: small_lin) and the chunk's element index on a compile-time inner axis */
+  if (!(w->c->fixed_dims >> X & 1)) return 0;
+  for (int a = 0; a < w->p->nroot; a++)
+    if (a != w->c->perm[0] && !(w->c->fixed_dims >> w->p->root[a].dim & 1)) return 0;
   int64_t N = w->s->dims[X], dc[XIR_MAX_ROOT] = {0}, f[16] = {0}, stride = 1;
   for (int k = nidx - 1; k >= 0; k--) {
     int a = n->args[k];

@@ -445,13 +445,17 @@ static int lane_consts_of(lw *L, const val *a, int64_t *out) {
   if (L->k != 1) return 0;
   if (a->aff) {
     if (!const_of(a->u, &c)) return 0;
-    for (unsigned i = 0; i < L->W; i++) out[i] = c + a->s * (int64_t)i;
+    for (unsigned i = 0; i < L->W; i++) {
+      int64_t d;
+      if (__builtin_mul_overflow(a->s, (int64_t)i, &d) || __builtin_add_overflow(c, d, &out[i])) return 0;
+    }
     return 1;
   }
   if (!a->lin || !a->tab_on || !const_of(a->lu, &c)) return 0;
   for (int i = 0; i < XIR_MAX_ROOT; i++)
     if (a->dc[i]) return 0;
-  for (unsigned i = 0; i < L->W; i++) out[i] = c + a->tab[i];
+  for (unsigned i = 0; i < L->W; i++)
+    if (__builtin_add_overflow(c, a->tab[i], &out[i])) return 0;
   return 1;
 }
 
@@ -513,6 +517,16 @@ static val int_binop(lw *L, int op, const val *a, const val *b) {
 
 static val int_unop(lw *L, int op, const val *a) {
   if (a->aff && a->s == 0) return vaff(int_op(L, op, a->u, NULL), 0);
+  int64_t t[16];
+  if (!a->aff && (op == XIR_OP_NEG || op == XIR_OP_ABS) && lane_consts_of(L, a, t)) {
+    /* per-lane constants stay such (as the work model's const_index_at folds them) */
+    int ok = 1;
+    for (unsigned i = 0; i < L->W && ok; i++) {
+      ok = t[i] != INT64_MIN;
+      t[i] = op == XIR_OP_NEG || t[i] < 0 ? -t[i] : t[i];
+    }
+    if (ok) return vtab(L, t);
+  }
   if (a->aff && op == XIR_OP_NEG) return vaff(LLVMBuildNeg(L->b, a->u, ""), -a->s);
   LLVMValueRef va[MAXK], r[MAXK];
   ivecs(L, a, va);
@@ -1289,10 +1303,11 @@ static val eval_elementwise(lw *L, const xir_node *n) {
       (n->op == XIR_OP_DIV || n->op == XIR_OP_SQRT || n->op == XIR_OP_RSQRT)) {
     /* 1 < ℓ < W: a rank-0 value is the same in the ℓ lanes of each root program (a reduction's
      * butterfly leaves the same bits in all of them: each step adds two lanes' partial sums in
-     * either order), so the packet's W/ℓ root programs divide or take the square root in a
-     * vector of W/ℓ lanes (vsqrtps/vdivps on xmm or ymm: a fraction of the 16-lane forms'
-     * throughput; rmsnorm 16384x8 at ℓ = 8 was bound by them), broadcast back; IEEE-exact either
-     * way, so the bits are the same */
+     * either order — except a NaN's payload, which x86 takes from the first operand: the lanes
+     * of a row may hold different NaNs, and this takes lane 0's), so the packet's W/ℓ root
+     * programs divide or take the square root in a vector of W/ℓ lanes (vsqrtps/vdivps on xmm
+     * or ymm: a fraction of the 16-lane forms' throughput; rmsnorm 16384x8 at ℓ = 8 was bound by
+     * them), broadcast back; IEEE-exact either way, so the numbers are the same */
     unsigned nr = L->W / L->ell;
     LLVMValueRef ix[16], bx[16];
     for (unsigned i = 0; i < nr; i++) ix[i] = LLVMConstInt(L->i32, i * L->ell, 0);
@@ -3485,10 +3500,12 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   int ed = p->nroot > 0 ? p->root[c->perm[p->nroot - 1]].dim : -1;
   int multi = L.ell == 1 && p->nroot >= 2 && !(is_fixed(&L, ed) && dimc(&L, ed) % L.W == 0);
   int use_lin = multi && inner_fixed;
-  /* 1 < ℓ < W: full units of contiguous buffers take the lin path (access_offset: a row of
-   * C = ℓ elements per root program is one vector load across the packet's rows); a strided
-   * view's take the masked path */
-  int small_lin = L.ell > 1 && L.ell < L.W && inner_fixed && p->nroot >= 1;
+  /* 1 < ℓ < W with the root extents inside the outermost at compile time: full units of
+   * contiguous buffers take the lin path (access_offset: a row of C = ℓ elements per root
+   * program is one vector load across the packet's rows), a strided view's the masked path;
+   * otherwise full units take the plain full path (run-time strides, gathers) */
+  int small_lin = L.ell > 1 && L.ell < L.W && inner_fixed && p->nroot >= 1 && c->inner_dim >= 0 &&
+                  is_fixed(&L, c->inner_dim);
   int whole_blocks = L.ell == 1 && units > 1 && (!multi || use_lin);
   L.pair_ok = whole_blocks && pair_units_ok(&L, units, use_lin);
   stream_tests(&L);
