@@ -365,6 +365,13 @@ static void test_row_kernels_many_r(void **state) {
   runs += many_shapes("rope", "R=64,C=256,HD=64", rope, 3, 0);
   const char *rc[] = {"R=1,C=256,HD=64,P=7,H2=32", "R=40,C=256,HD=64,P=300,H2=32"};
   runs += many_shapes("rope_cache", "R=64,C=256,HD=64,P=100,H2=32", rc, 2, 0);
+  /* short rows (1 < ℓ < W: several a packet, a launch-time R leaves a partial last unit) */
+  const char *short8[] = {"R=1,C=8", "R=3,C=8", "R=100,C=8"};
+  runs += many_shapes("rmsnorm", "R=37,C=8", short8, 3, 0);
+  const char *short6[] = {"R=1,C=6", "R=2,C=6", "R=50,C=6"};
+  runs += many_shapes("softmax_mask", "R=19,C=6", short6, 3, 0);
+  const char *rc2[] = {"R=1,C=2,HD=2,P=5,H2=1", "R=3,C=2,HD=2,P=5,H2=1", "R=40,C=2,HD=2,P=5,H2=1"};
+  runs += many_shapes("rope_cache", "R=37,C=2,HD=2,P=5,H2=1", rc2, 3, 0);
   printf("# %zu launches of reused kernels checked\n", runs);
 }
 
