@@ -414,7 +414,8 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   double dummy = 0;
   if (w->hoist[id] && !w->precompute) { /* loaded from the per-call buffer */
     unsigned ell = w->c->local, W = w->c->W;
-    access_cost(w, ell == 1 ? 0 : ell >= W ? 1 : 2, 4, arith, &dummy);
+    /* (1 < ℓ < W: the element index's lanes are compile-time offsets, one window load) */
+    access_cost(w, ell == 1 ? 0 : ell >= W ? 1 : 4, 4, arith, &dummy);
     return;
   }
   if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {

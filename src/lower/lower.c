@@ -1445,7 +1445,17 @@ static val eval(lw *L, int id) {
         LLVMSetAlignment(r.v[q], 4);
       }
     } else {
-      r = load_at(L, L->hoist_buf[id], L->env[L->p->nodes[id].type.axes[0]]);
+      val off = L->env[L->p->nodes[id].type.axes[0]];
+      int flat = off.lin && off.tab_on && L->k == 1;
+      for (int a = 0; a < XIR_MAX_ROOT && flat; a++) flat = off.dc[a] == 0;
+      if (flat && !off.aff) {
+        /* 1 < ℓ < W: the element index t0 + (g mod ℓ) — compile-time lane offsets from t0, one
+         * window load and a shuffle (load_elems) instead of a gather (a bf16 weight converted
+         * into the buffer: rmsnorm 16384x8 gathered it once a packet) */
+        off.pat = 1;
+        off.pu = off.lu;
+      }
+      r = load_at(L, L->hoist_buf[id], off);
     }
   } else if (L->mat_uses[id] >= 2 && L->mat_state[id] == 2 && mat_slot(L, id, 0)) {
     memset(&r, 0, sizeof r);
