@@ -166,20 +166,7 @@ static int const_index_at(const wctx *w, int id, int64_t c, int depth, int64_t *
     case XIR_OP_MIN: case XIR_OP_MAX:
       if (!const_index_at(w, n->args[0], c, depth + 1, &a) || !const_index_at(w, n->args[1], c, depth + 1, &b))
         return 0;
-      switch (n->op) {
-        case XIR_OP_ADD: return !__builtin_add_overflow(a, b, out);
-        case XIR_OP_SUB: return !__builtin_sub_overflow(a, b, out);
-        case XIR_OP_MUL: return !__builtin_mul_overflow(a, b, out);
-        case XIR_OP_MIN: *out = a < b ? a : b; return 1;
-        case XIR_OP_MAX: *out = a > b ? a : b; return 1;
-        default: {
-          if (b == 0 || (b == -1 && a == INT64_MIN)) return 0;
-          int64_t q = a / b;
-          if (a % b != 0 && ((a < 0) != (b < 0))) q--;
-          *out = n->op == XIR_OP_DIV ? q : a - q * b;
-          return 1;
-        }
-      }
+      return xir__const_int_op(n->op, a, b, out);
     default: return 0;
   }
 }

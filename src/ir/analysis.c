@@ -444,6 +444,25 @@ int xir__access_in_bounds(const xir_program *p, const xir_shape *s, int X, int i
   return ok;
 }
 
+int xir__const_int_op(int op, int64_t a, int64_t b, int64_t *r) {
+  switch (op) {
+    case XIR_OP_ADD: return !__builtin_add_overflow(a, b, r);
+    case XIR_OP_SUB: return !__builtin_sub_overflow(a, b, r);
+    case XIR_OP_MUL: return !__builtin_mul_overflow(a, b, r);
+    case XIR_OP_MAX: *r = a > b ? a : b; return 1;
+    case XIR_OP_MIN: *r = a < b ? a : b; return 1;
+    case XIR_OP_DIV:
+    case XIR_OP_REM: {
+      if (b == 0 || (b == -1 && a == INT64_MIN)) return 0;
+      int64_t q = a / b;
+      if (a % b != 0 && ((a < 0) != (b < 0))) q--;
+      *r = op == XIR_OP_DIV ? q : a - q * b;
+      return 1;
+    }
+    default: return 0;
+  }
+}
+
 int xir__window_lanes(const int64_t *pi, const int *live, unsigned W, int distinct, xir__wsplit *out) {
   int64_t mn[2] = {INT64_MAX, INT64_MAX}, mx[2] = {INT64_MIN, INT64_MIN};
   int nw = 0, win[16];

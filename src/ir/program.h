@@ -254,6 +254,11 @@ int xir__window_split(const xir__lpat *pt, int64_t r0, unsigned W, unsigned q, i
  * rel = A·c + tab[c mod P] − tab[0]. Returns 1, or 0 when the live lanes need a third window. */
 int xir__window_fill(const xir__lpat *pt, int64_t c0, int64_t D, unsigned W, int64_t live,
                      xir__wsplit *out);
+/* Integer op (add, sub, mul, min, max, floor div and mod: the native code's and the
+ * interpreter's semantics) on two compile-time values; 0 where it is none of those, divides by
+ * zero or overflows int64 (the lowering's per-lane folding and the execution work's index values
+ * agree through it). */
+int xir__const_int_op(int op, int64_t a, int64_t b, int64_t *r);
 /* The same for compile-time lane offsets pi[g] (1 < ℓ < W, lower.c access_offset's patterns):
  * the live lanes in lane order, each in window 0 while it keeps that window's span below W, else
  * in window 1; base[w] is the window's lowest offset. With distinct set (a store), no two live

@@ -417,27 +417,6 @@ static int lin_form(const val *a, LLVMValueRef *lu, int64_t *dc, int64_t *tab) {
   return 1;
 }
 
-/* op on two compile-time integers as int_op computes it (floor division); 0 where it is not
- * one of those or divides by zero. */
-static int const_int_op(int op, int64_t a, int64_t b, int64_t *r) {
-  switch (op) {
-    case XIR_OP_ADD: return !__builtin_add_overflow(a, b, r);
-    case XIR_OP_SUB: return !__builtin_sub_overflow(a, b, r);
-    case XIR_OP_MUL: return !__builtin_mul_overflow(a, b, r);
-    case XIR_OP_MAX: *r = a > b ? a : b; return 1;
-    case XIR_OP_MIN: *r = a < b ? a : b; return 1;
-    case XIR_OP_DIV:
-    case XIR_OP_REM: {
-      if (b == 0 || (b == -1 && a == INT64_MIN)) return 0;
-      int64_t q = a / b;
-      if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-      *r = op == XIR_OP_DIV ? q : a - q * b;
-      return 1;
-    }
-    default: return 0;
-  }
-}
-
 /* A constant-per-lane val (lin, dc = 0, lu a constant; or a constant affine one in a unit of one
  * packet): its value in each lane. */
 static int lane_consts_of(lw *L, const val *a, int64_t *out) {
@@ -480,7 +459,7 @@ static val int_binop(lw *L, int op, const val *a, const val *b) {
   if (!(a->aff && b->aff) && lane_consts_of(L, a, ta) && lane_consts_of(L, b, tb)) {
     int64_t t[16];
     int ok = 1;
-    for (unsigned i = 0; i < L->W && ok; i++) ok = const_int_op(op, ta[i], tb[i], &t[i]);
+    for (unsigned i = 0; i < L->W && ok; i++) ok = xir__const_int_op(op, ta[i], tb[i], &t[i]);
     if (ok) return vtab(L, t);
   }
   val r = int_binop_vec(L, op, a, b);
@@ -729,6 +708,8 @@ static int is_half(int elem) { return elem == XIR_BF16 || elem == XIR_F16; }
  * for f32, an affine stride-0 val for i64), contiguous vector loads at stride 1, else a gather. */
 static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m);
 
+static LLVMValueRef window_packet(lw *L, LLVMValueRef base, int elem, const xir__wsplit *sp, LLVMValueRef u0);
+
 static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
   int i64 = elem == XIR_I64, h = is_half(elem);
   LLVMTypeRef t = mem_type(L, elem), vt = LLVMVectorType(t, L->W);
@@ -826,32 +807,15 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
     if (tail) ok = lane_consts_of(L, &L->inner_c, cv) && !L->lin_tail && (L->full || !L->active.v[0]);
     for (unsigned g = 0; g < L->W && ok; g++) live[g] = !tail || cv[g] < dimc(L, L->c->inner_dim);
     if (ok && xir__window_lanes(off.tab, live, L->W, 0, &sp)) {
-      LLVMValueRef sh[16], w[2];
+      r[0] = window_packet(L, base, elem, &sp, off.pu);
+      LLVMValueRef lm[16];
       int any_dead = 0;
       for (unsigned g = 0; g < L->W; g++) {
         any_dead |= sp.src[g] < 0;
-        sh[g] = LLVMConstInt(L->i32, (unsigned long long)(sp.src[g] < 0 ? 0 : sp.src[g]), 0);
+        lm[g] = LLVMConstInt(L->i1, sp.src[g] >= 0, 0);
       }
-      for (int k = 0; k < 2; k++) {
-        if (k >= sp.nwin) {
-          w[k] = LLVMGetPoison(vt);
-          continue;
-        }
-        LLVMValueRef m[16];
-        for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, sp.mask[k] >> i & 1, 0);
-        LLVMValueRef o = LLVMBuildAdd(L->b, off.pu, ci64(L, sp.base[k]), "");
-        LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
-        LLVMTypeRef tys[2] = {vt, L->ptr};
-        LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, align, 0), LLVMConstVector(m, L->W), LLVMConstNull(vt)};
-        w[k] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
-      }
-      r[0] = LLVMBuildShuffleVector(L->b, w[0], w[1], LLVMConstVector(sh, L->W), "");
-      if (any_dead) {
-        LLVMValueRef lm[16];
-        for (unsigned g = 0; g < L->W; g++) lm[g] = LLVMConstInt(L->i1, sp.src[g] >= 0, 0);
-        r[0] = LLVMBuildSelect(L->b, LLVMConstVector(lm, L->W), r[0], LLVMConstNull(vt), "");
-      }
-      if (h) r[0] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[0]);
+      if (any_dead)
+        r[0] = LLVMBuildSelect(L->b, LLVMConstVector(lm, L->W), r[0], LLVMConstNull(LLVMTypeOf(r[0])), "");
       return vvec(L, r);
     }
   }
@@ -917,11 +881,10 @@ static LLVMValueRef local_pattern_test(lw *L, const xir__lpat *pt, LLVMValueRef 
   return LLVMBuildICmp(L->b, LLVMIntNE, bit, ci64(L, 0), "perm.ok");
 }
 
-/* Packet q of a chunk read as planned by xir__window_split: one masked load per window at the
- * chunk's lane-0 offset u0 plus the window's base (only the elements a live lane reads), then one
- * two-source shuffle (dead lanes: poison). */
-static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp, LLVMValueRef u0) {
-  int elem = L->p->params[n->ref].elem;
+/* The W lanes read as planned in sp (xir__window_split, xir__window_lanes) from the elem buffer
+ * at base: one masked load per window at element u0 plus the window's base (only the elements a
+ * live lane reads), then one two-source shuffle (dead lanes: poison); f32 for a 16-bit buffer. */
+static LLVMValueRef window_packet(lw *L, LLVMValueRef base, int elem, const xir__wsplit *sp, LLVMValueRef u0) {
   LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
   LLVMValueRef w[2];
   for (int k = 0; k < 2; k++) {
@@ -932,7 +895,7 @@ static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp
     LLVMValueRef m[16];
     for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, sp->mask[k] >> i & 1, 0);
     LLVMValueRef o = LLVMBuildAdd(L->b, u0, ci64(L, sp->base[k]), "");
-    LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, L->buf[n->ref], &o, 1, "");
+    LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
     LLVMTypeRef tys[2] = {evt, L->ptr};
     LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0),
                             LLVMConstVector(m, L->W), LLVMGetPoison(evt)};
@@ -944,6 +907,12 @@ static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp
   LLVMValueRef v = LLVMBuildShuffleVector(L->b, w[0], w[1], LLVMConstVector(sh, L->W), "");
   if (is_half(elem)) v = xir__cvt_to_f32(L->b, &L->cvt, elem, v);
   return v;
+}
+
+/* Packet q of a chunk of access n read as planned by xir__window_split, at the chunk's lane-0
+ * offset u0 (window_packet). */
+static LLVMValueRef split_packet(lw *L, const xir_node *n, const xir__wsplit *sp, LLVMValueRef u0) {
+  return window_packet(L, L->buf[n->ref], L->p->params[n->ref].elem, sp, u0);
 }
 
 /* lane 0's offset of access n as a scalar: the access evaluated with the element index uniform
