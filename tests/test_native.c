@@ -651,7 +651,9 @@ static int body_blocks(const xir_kernel *k) {
 
 /* Sibling reductions (docs/lowering.md): sum(d + 4), sum(d*d) and max(d) need nothing of each other
  * and share one loop; with a store between the first and the others (kSplit) they cannot. The
- * shared loop has fewer loop blocks, and y is bit-identical: each reduction keeps its order. */
+ * shared loop has fewer loop blocks, and y is bit-identical: each reduction keeps its order. At
+ * ℓ ≥ W the two shared sums also fold together (red_fold_pair: one butterfly for both), the split
+ * ones each alone, so the same bits say the pair fold adds what each butterfly adds. */
 static void test_sibling_reductions_share_a_loop(void **state) {
   (void)state;
   if (strcmp(g_kernel, "rmsnorm") != 0) return;
@@ -720,6 +722,55 @@ static void test_sibling_reductions_share_a_loop(void **state) {
   xir_compiler_destroy(cc);
   xir_program_free(p[0]);
   xir_program_free(p[1]);
+}
+
+/* A sum starts from −0, its identity (−0 + x is x for every x): LLVM folds the first add of an
+ * accumulator into its operand, so a row that is one chunk (rmsnorm C = W at ℓ = W) squares
+ * without an fma on a zero addend; and a row of −0 sums to −0 (IEEE), where a +0 start gave +0,
+ * in every candidate, while −0 and +0 together sum to +0. */
+static void test_sum_starts_at_negative_zero(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rmsnorm") != 0) return;
+  xir_compiler *cc;
+  xir_program *p;
+  const char *ir = light_ir("rmsnorm", "R=5,C=16", &cc, &p);
+  if (xir_compiler_width(cc) == 16)
+    assert_int_equal(count_str(ir, "call <16 x float> @llvm.fma.v16f32("), 0);
+  xir_program_free(p);
+  static const char *kSum =
+      "kernel rowsum[R, C](x: f32[R, C], z: out f32[R])\n"
+      "root r in R {\n  store z[r] = reduce.sum(load x[r, :])\n}\n";
+  xir_diag d;
+  xir_shape s;
+  if (xir_program_parse(kSum, strlen(kSum), "rowsum.xir", &p, &d) ||
+      xir_shape_parse(p, "R=3,C=37", &s, &d))
+    die(&d);
+  enum { R = 3, C = 37 };
+  float x[R * C], z[R];
+  for (int j = 0; j < C; j++) {
+    x[j] = -0.0f;                        /* row 0: every element −0 */
+    x[C + j] = j == 20 ? 0.0f : -0.0f;   /* row 1: one +0 */
+    x[2 * C + j] = j == 5 ? 1.5f : -0.0f; /* row 2: one nonzero */
+  }
+  xir_candidate *cands;
+  size_t nc;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+  for (size_t ci = 0; ci < nc; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[2] = {{.in = x}, {.out = z}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    char name[128];
+    xir_candidate_name(p, &cands[ci], name, sizeof name);
+    if (!(z[0] == 0.0f && signbit(z[0]))) fail_msg("%s: sum of -0 = %a, expected -0", name, z[0]);
+    if (!(z[1] == 0.0f && !signbit(z[1]))) fail_msg("%s: sum of -0 and +0 = %a, expected +0", name, z[1]);
+    if (z[2] != 1.5f) fail_msg("%s: sum = %a, expected 1.5", name, z[2]);
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
 }
 
 /* add/sub of a product is one fused multiply-add on a host with FMA (the product unrounded):
@@ -1044,6 +1095,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_uniform_row_values), cmocka_unit_test(test_softmax_exp_nonpos),
       cmocka_unit_test(test_sum_of_products_fuses),
       cmocka_unit_test(test_sibling_reductions_share_a_loop),
+      cmocka_unit_test(test_sum_starts_at_negative_zero),
       cmocka_unit_test(test_small_rows_pack_contiguously),
       cmocka_unit_test(test_add_of_product_fuses),
       cmocka_unit_test(test_rope_cache_clamps_positions),

@@ -1941,8 +1941,12 @@ typedef struct red {
   int64_t lin_stride;
 } red;
 
+/* The identity of a reduction's op: for a sum −0, not +0 — −0 + x is x for every x (+0 + −0 is
+ * +0), so LLVM folds the first add of an accumulator into its operand (and fma(a, b, −0) into a
+ * multiply) with no fast-math flag: a row of k chunks takes k − 1 adds, not k. A sum of only −0
+ * terms is now −0 (IEEE's sum of them), where the +0 start made it +0; nothing else changes. */
 static LLVMValueRef red_identity(lw *L, int op) {
-  double v = op == XIR_OP_REDUCE_SUM ? 0.0 : op == XIR_OP_REDUCE_MAX ? -__builtin_inf() : __builtin_inf();
+  double v = op == XIR_OP_REDUCE_SUM ? -0.0 : op == XIR_OP_REDUCE_MAX ? -__builtin_inf() : __builtin_inf();
   return splat(L, cf32(L, v));
 }
 
@@ -2177,6 +2181,8 @@ static void red_init(lw *L, int id, red *R) {
 }
 
 static void red_fold(lw *L, int id, red *Rp);
+static int pair_fold_ok(lw *L, int a, const red *Ra, int b, const red *Rb);
+static void red_fold_pair(lw *L, int a, red *Ra, int b, red *Rb);
 
 /* Sibling reductions (docs/lowering.md, "Reductions"): rank-0 reductions over the same tile that
  * do not depend on each other share one loop, so that a row is read once for all of them
@@ -2313,11 +2319,77 @@ static void emit_reduce(lw *L, int id) {
       red_init(L, g.ids[i], &g.R[i]);
     }
     tile_loops(L, in, 0, reduce_group_body, id, &g);
-    for (int i = 1; i < g.n; i++) red_fold(L, g.ids[i], &g.R[i]);
   }
   L->evenodd = 0;
   L->rng_lo = L->rng_hi = L->rng_live = NULL;
-  red_fold(L, id, &R);
+  /* the group's results: two sums a fold where they may share one (red_fold_pair) */
+  for (int i = 0; i < g.n;) {
+    red *Ri = i == 0 ? &R : &g.R[i];
+    if (i + 1 < g.n && pair_fold_ok(L, g.ids[i], Ri, g.ids[i + 1], &g.R[i + 1])) {
+      red_fold_pair(L, g.ids[i], Ri, g.ids[i + 1], &g.R[i + 1]);
+      i += 2;
+    } else {
+      red_fold(L, g.ids[i], Ri);
+      i++;
+    }
+  }
+}
+
+/* 1 when sibling reductions a and b (one loop, partial sums Ra, Rb) may fold together
+ * (red_fold_pair): both rank-0 sums over the inner axis, one root program a packet (ℓ ≥ W),
+ * W ≥ 2. */
+static int pair_fold_ok(lw *L, int a, const red *Ra, int b, const red *Rb) {
+  const xir_program *p = L->p;
+  int ids[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    const xir_node *n = &p->nodes[ids[i]];
+    const xir_type *in = &p->nodes[n->args[0]].type;
+    if (n->op != XIR_OP_REDUCE_SUM || n->type.rank != 0 || in->rank != 1 ||
+        in->axes[0] != L->c->inner_dim)
+      return 0;
+  }
+  return !Ra->range && !Rb->range && L->ell >= L->W && L->W >= 2 && L->W <= 16;
+}
+
+/* Two sibling sums folded as red_fold folds each, with the same bits, in fewer instructions:
+ * after each one's packets are added (the same pairwise tree), the butterfly's first step
+ * (distance W/2) of both is one add of two shuffles — lanes [0, W/2) hold a's lane i + lane i + W/2
+ * (a's butterfly lane i, the same operands in the same order), lanes [W/2, W) b's — and the
+ * steps W/4 … 1 run once on that vector, each lane pairing with a lane of its own half as in its
+ * own butterfly. A butterfly leaves the same bits in every lane (each step's two lanes add the
+ * same two values), so lane 0 broadcast is a's result and lane W/2 b's. For W = 16: 2 + 1 + 3·2 +
+ * 2 = 11 vector ops instead of 2·8 (layernorm's corr and mean square). */
+static void red_fold_pair(lw *L, int a, red *Ra, int b, red *Rb) {
+  LLVMValueRef acc[2][MAXK];
+  red *Rs[2] = {Ra, Rb};
+  for (int j = 0; j < 2; j++) {
+    for (unsigned q = 0; q < L->k; q++) acc[j][q] = LLVMBuildLoad2(L->b, L->vf, Rs[j]->acc[q], "");
+    for (unsigned w = 1; w < L->k; w *= 2)
+      for (unsigned q = 0; q + w < L->k; q += 2 * w)
+        acc[j][q] = red_op(L, XIR_OP_REDUCE_SUM, acc[j][q], acc[j][q + w]);
+  }
+  unsigned W = L->W, h = W / 2;
+  LLVMValueRef lo[16], hi[16], e[16];
+  for (unsigned i = 0; i < W; i++) {
+    lo[i] = LLVMConstInt(L->i32, i < h ? i : W + i - h, 0);
+    hi[i] = LLVMConstInt(L->i32, i < h ? i + h : W + i, 0);
+  }
+  LLVMValueRef c = red_op(L, XIR_OP_REDUCE_SUM,
+                          LLVMBuildShuffleVector(L->b, acc[0][0], acc[1][0], LLVMConstVector(lo, W), ""),
+                          LLVMBuildShuffleVector(L->b, acc[0][0], acc[1][0], LLVMConstVector(hi, W), ""));
+  for (unsigned dist = h / 2; dist >= 1; dist /= 2) {
+    for (unsigned i = 0; i < W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
+    LLVMValueRef sh = LLVMBuildShuffleVector(L->b, c, LLVMGetPoison(L->vf), LLVMConstVector(e, W), "");
+    c = red_op(L, XIR_OP_REDUCE_SUM, c, sh);
+  }
+  for (int j = 0; j < 2; j++) {
+    for (unsigned i = 0; i < W; i++) e[i] = LLVMConstInt(L->i32, j ? h : 0, 0);
+    LLVMValueRef r = LLVMBuildShuffleVector(L->b, c, LLVMGetPoison(L->vf), LLVMConstVector(e, W), "");
+    for (unsigned q = 0; q < L->k; q++) acc[j][q] = r;
+    int id = j ? b : a;
+    L->top[id] = vvec(L, acc[j]);
+    L->top_ok[id] = 1;
+  }
 }
 
 /* A rank-0 reduction's result from its partial sums R (after its loop): the packets and lanes
