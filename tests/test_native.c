@@ -598,8 +598,9 @@ static void test_small_rows_pack_contiguously(void **state) {
       /* rows of 6 at ℓ = 8: loads and the store through windows */
       {"rmsnorm", "R=37,C=6", 8, {"@llvm.masked.store.v16f32", "@llvm.masked.load.v16f32", NULL, NULL}},
       /* two rows of 24 at ℓ = 8: each chunk two windows, loads (lanes 8.. take window 1's
-       * elements, 16.. of the two-source shuffle) and stores */
-      {"rmsnorm", "R=37,C=24", 8, {"@llvm.masked.store.v16f32", "i32 7, i32 16, i32 17, i32 18", "<2 x float>", NULL}},
+       * elements, 16.. of the two-source shuffle) and stores; ms / C + eps on 2 lanes too, not
+       * broadcast to 16 and narrowed again around the add (narrow_chain) */
+      {"rmsnorm", "R=37,C=24", 8, {"@llvm.masked.store.v16f32", "i32 7, i32 16, i32 17, i32 18", "<2 x float>", "fadd <2 x float>"}},
       /* pos[r] a window of 8 positions; x and y one vector */
       {"rope_cache", "R=37,C=2,HD=2,P=5,H2=1", 2, {"@llvm.masked.load.v16i64", "store <16 x float>", NULL, NULL}},
   };

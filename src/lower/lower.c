@@ -139,6 +139,8 @@ typedef struct lw {
   LLVMValueRef *hoist_buf;
   uint8_t *narrow;         /* xir__narrow_values: sigmoid computed as vmath's sigmoid16 */
   uint8_t *uni;            /* per node: a rank-0 value the same in every lane (uniform_values) */
+  uint8_t *nar;            /* per node: a rank-0 value computed on W/ℓ lanes (1 < ℓ < W) and
+                              broadcast back (eval_elementwise) */
   int precompute;          /* evaluating hoisted tiles at the entry */
   /* Period buffers (xir__period_buffer_len): per node its length (0: none), its buffer, and
    * whether the unit's values are being computed into it */
@@ -1235,6 +1237,39 @@ static int exp_nonpos(const xir_program *p, const xir_node *n) {
   return m >= 0 && p->nodes[m].op == XIR_OP_REDUCE_MAX && p->nodes[m].args[0] == z;
 }
 
+/* 1 < ℓ < W: an add, subtraction or multiplication of rank-0 f32 values one of which was computed
+ * on W/ℓ lanes (a division, square root or rsqrt, or such an op before it) runs on W/ℓ lanes too:
+ * when the others are the same in every lane: its narrowing shuffle folds into the operand's
+ * broadcast, so a chain (rmsnorm's ms / C + eps before the rsqrt) stays narrow instead of broadcasting to W lanes and narrowing again around
+ * each wide op (two shuffles a link on the row's critical path). The same numbers lane by lane
+ * (the root program's lanes hold one value, eval_elementwise's narrow path). */
+static int same_in_all_lanes(const xir_program *p, int id, int depth) {
+  const xir_node *n = &p->nodes[id];
+  if (n->type.rank != 0) return 0;
+  if (n->op == XIR_OP_CONST || n->op == XIR_OP_PARAM || n->op == XIR_OP_DIM) return 1;
+  if (depth == 0 || n->op == XIR_OP_ROOT || n->op == XIR_OP_IOTA || n->op == XIR_OP_LOAD ||
+      n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN)
+    return 0;
+  for (int a = 0; a < n->nargs; a++)
+    if (n->args[a] < 0 || !same_in_all_lanes(p, n->args[a], depth - 1)) return 0;
+  return 1;
+}
+
+static int narrow_chain(const lw *L, const xir_node *n) {
+  if (n->op != XIR_OP_ADD && n->op != XIR_OP_SUB && n->op != XIR_OP_MUL) return 0;
+  int any = 0;
+  for (int i = 0; i < n->nargs; i++) {
+    int a = n->args[i];
+    const xir_type *t = &L->p->nodes[a].type;
+    if (t->rank != 0 || t->elem != XIR_F32) return 0;
+    /* the other operands the same in every lane (eps, 1/C): narrowing them folds to constants
+     * or one broadcast; a wide value (a butterfly's) would cost a shuffle each way */
+    if (L->nar[a]) any = 1;
+    else if (!same_in_all_lanes(L->p, a, 4)) return 0;
+  }
+  return any;
+}
+
 static val eval_elementwise(lw *L, const xir_node *n) {
   val fused;
   if (eval_fused(L, n, &fused)) return fused;
@@ -1269,7 +1304,7 @@ static val eval_elementwise(lw *L, const xir_node *n) {
     }
   }
   if (L->ell > 1 && L->ell < L->W && n->type.rank == 0 && n->type.elem == XIR_F32 &&
-      (n->op == XIR_OP_DIV || n->op == XIR_OP_SQRT || n->op == XIR_OP_RSQRT)) {
+      (n->op == XIR_OP_DIV || n->op == XIR_OP_SQRT || n->op == XIR_OP_RSQRT || narrow_chain(L, n))) {
     /* 1 < ℓ < W: a rank-0 value is the same in the ℓ lanes of each root program (a reduction's
      * butterfly leaves the same bits in all of them: each step adds two lanes' partial sums in
      * either order — except a NaN's payload, which x86 takes from the first operand: the lanes
@@ -1287,6 +1322,7 @@ static val eval_elementwise(lw *L, const xir_node *n) {
     LLVMValueRef r0 = f_op(L, n->op, x, y, NULL);
     if (r0) {
       r[0] = LLVMBuildShuffleVector(L->b, r0, LLVMGetPoison(LLVMTypeOf(r0)), LLVMConstVector(bx, L->W), "");
+      L->nar[n - L->p->nodes] = 1;
       return vvec(L, r);
     }
   }
@@ -3456,6 +3492,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.skip = xir__calloc(nn, 1);
   L.narrow = xir__calloc(nn, 1);
   L.uni = xir__calloc(nn, 1);
+  L.nar = xir__calloc(nn, 1);
   if (c->local > 1 && c->inner_dim >= 0) {
     L.period = xir__calloc(nn, sizeof(int64_t));
     if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
@@ -3467,7 +3504,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     for (size_t i = 0; i < nn; i++) L.mat_share[i] = -1;
   if (!L.top || !L.top_ok || !L.memo || !L.memo_gen || !L.scratch || !L.mat_uses || !L.mat_buf ||
       !L.mat_share ||
-      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || !L.narrow || !L.uni ||
+      !L.mat_state || !L.hoist || !L.hoist_buf || !L.skip || !L.narrow || !L.uni || !L.nar ||
       (c->local > 1 && !L.period)) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;
@@ -3704,6 +3741,7 @@ done:
   xir__free(L.hoist);
   xir__free(L.narrow);
   xir__free(L.uni);
+  xir__free(L.nar);
   xir__free(L.hoist_buf);
   xir__free(L.period);
   xir__free(L.pm);
