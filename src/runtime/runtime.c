@@ -113,6 +113,7 @@ static void futex_wake(_Atomic uint32_t *addr, int n) {
 
 uint64_t xir_launch_task_stride(uint32_t pool_workers, uint64_t blocks, uint32_t grain,
                                 uint32_t workers) {
+  if (grain == UINT32_MAX || (grain != 0 && grain >= blocks)) return 0; /* one task */
   xir_launch_shape ls;
   if (xir_launch_resolve(pool_workers, blocks, grain, workers, &ls, NULL) || ls.active < 2)
     return 0;
@@ -151,7 +152,7 @@ static void resolve(uint32_t pool, uint64_t L, uint32_t G, uint32_t H, xir_launc
     g = G;
   }
   s->grain = g;
-  s->tasks = (L - 1) / g + 1;
+  s->tasks = g == L ? 1 : (L - 1) / g + 1; /* one task: no division on the caller's path */
   s->active = s->tasks < s->workers ? (uint32_t)s->tasks : s->workers;
   s->caller_path = s->active == 1;
 }

@@ -36,6 +36,14 @@ enum {
 #define XIR__CHOICE_SHORT_NS 1000.0
 #define XIR__CHOICE_RUN_NS 64000.0
 _Static_assert(XIR__CHOICE_RUN_MAX < XIR__CHOICE_PERIOD, "a run fits in a period");
+/* powers of two: xir__choice_next, on every launch, takes the phase and the timing pick with
+ * masks instead of two 64-bit divisions */
+_Static_assert((XIR__CHOICE_PERIOD & (XIR__CHOICE_PERIOD - 1)) == 0 &&
+                   (XIR__CHOICE_FAR_PERIOD & (XIR__CHOICE_FAR_PERIOD - 1)) == 0 &&
+                   (XIR__CHOICE_MAX_PERIOD & (XIR__CHOICE_MAX_PERIOD - 1)) == 0 &&
+                   (XIR__CHOICE_TIME_EVERY & (XIR__CHOICE_TIME_EVERY - 1)) == 0 &&
+                   (XIR__CHOICE_TIME_EVERY_SHORT & (XIR__CHOICE_TIME_EVERY_SHORT - 1)) == 0,
+               "the period and the timing intervals are powers of two");
 #define XIR__CHOICE_MAX_NS 50000.0
 
 /* The plan copies one candidate into each of its grains' entries: equal bytes, equal mapping. */
@@ -162,7 +170,7 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
    * cost, which sets the period. */
   uint64_t period = xir__choice_period(c), run = xir__choice_run(c);
   if (run >= period) run = XIR__CHOICE_RUN; /* a torn pair of loads */
-  uint64_t ph = n % period;
+  uint64_t ph = n & (period - 1); /* a power of two (compute_period) */
   int explore = ph >= period - run;
   int s = explore ? !best : best;
   *service = s;
@@ -174,7 +182,7 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
              (ph == period - run ? XIR__CHOICE_TIMED_RUN_START : 0) |
              (ph == period - 1 ? XIR__CHOICE_TIMED_RUN_END : 0);
   else
-    *timed = ph >= run && ph % every == 0 ? XIR__CHOICE_TIMED : 0;
+    *timed = ph >= run && (ph & (every - 1)) == 0 ? XIR__CHOICE_TIMED : 0;
   return c->grain[s];
 }
 
