@@ -1243,18 +1243,6 @@ static int exp_nonpos(const xir_program *p, const xir_node *n) {
  * broadcast, so a chain (rmsnorm's ms / C + eps before the rsqrt) stays narrow instead of broadcasting to W lanes and narrowing again around
  * each wide op (two shuffles a link on the row's critical path). The same numbers lane by lane
  * (the root program's lanes hold one value, eval_elementwise's narrow path). */
-static int same_in_all_lanes(const xir_program *p, int id, int depth) {
-  const xir_node *n = &p->nodes[id];
-  if (n->type.rank != 0) return 0;
-  if (n->op == XIR_OP_CONST || n->op == XIR_OP_PARAM || n->op == XIR_OP_DIM) return 1;
-  if (depth == 0 || n->op == XIR_OP_ROOT || n->op == XIR_OP_IOTA || n->op == XIR_OP_LOAD ||
-      n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN)
-    return 0;
-  for (int a = 0; a < n->nargs; a++)
-    if (n->args[a] < 0 || !same_in_all_lanes(p, n->args[a], depth - 1)) return 0;
-  return 1;
-}
-
 static int narrow_chain(const lw *L, const xir_node *n) {
   if (n->op != XIR_OP_ADD && n->op != XIR_OP_SUB && n->op != XIR_OP_MUL) return 0;
   int any = 0;
@@ -1262,10 +1250,11 @@ static int narrow_chain(const lw *L, const xir_node *n) {
     int a = n->args[i];
     const xir_type *t = &L->p->nodes[a].type;
     if (t->rank != 0 || t->elem != XIR_F32) return 0;
-    /* the other operands the same in every lane (eps, 1/C): narrowing them folds to constants
-     * or one broadcast; a wide value (a butterfly's) would cost a shuffle each way */
+    /* the other operands the same in every lane (eps, 1/C; uniform_values): narrowing them
+     * folds to constants or one broadcast; a wide value (a butterfly's) would cost a shuffle
+     * each way */
     if (L->nar[a]) any = 1;
-    else if (!same_in_all_lanes(L->p, a, 4)) return 0;
+    else if (!L->uni[a]) return 0;
   }
   return any;
 }
@@ -2371,6 +2360,26 @@ static void emit_reduce(lw *L, int id) {
   }
 }
 
+/* The k packets' partial results of a root program folded into acc[0]: a fixed pairwise tree
+ * (vrangeps where range, red_fold). */
+static void fold_packets(lw *L, int op, int range, LLVMValueRef *acc) {
+  for (unsigned w = 1; w < L->k; w *= 2)
+    for (unsigned q = 0; q + w < L->k; q += 2 * w)
+      acc[q] = range ? range_op(L, op, acc[q], acc[q + w]) : red_op(L, op, acc[q], acc[q + w]);
+}
+
+/* Butterfly steps over the lanes of v at xor distances dist, dist/2, …, 1 (none for dist 0): each
+ * lane ends with the fold of its 2·dist-lane group, the same bits in all of them. */
+static LLVMValueRef butterfly(lw *L, int op, int range, LLVMValueRef v, unsigned dist) {
+  for (; dist >= 1; dist /= 2) {
+    LLVMValueRef e[16];
+    for (unsigned i = 0; i < L->W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
+    LLVMValueRef sh = LLVMBuildShuffleVector(L->b, v, LLVMGetPoison(L->vf), LLVMConstVector(e, L->W), "");
+    v = range ? range_op(L, op, v, sh) : red_op(L, op, v, sh);
+  }
+  return v;
+}
+
 /* 1 when sibling reductions a and b (one loop, partial sums Ra, Rb) may fold together
  * (red_fold_pair): both rank-0 sums over the inner axis, one root program a packet (ℓ ≥ W),
  * W ≥ 2. */
@@ -2400,9 +2409,7 @@ static void red_fold_pair(lw *L, int a, red *Ra, int b, red *Rb) {
   red *Rs[2] = {Ra, Rb};
   for (int j = 0; j < 2; j++) {
     for (unsigned q = 0; q < L->k; q++) acc[j][q] = LLVMBuildLoad2(L->b, L->vf, Rs[j]->acc[q], "");
-    for (unsigned w = 1; w < L->k; w *= 2)
-      for (unsigned q = 0; q + w < L->k; q += 2 * w)
-        acc[j][q] = red_op(L, XIR_OP_REDUCE_SUM, acc[j][q], acc[j][q + w]);
+    fold_packets(L, XIR_OP_REDUCE_SUM, 0, acc[j]);
   }
   unsigned W = L->W, h = W / 2;
   LLVMValueRef lo[16], hi[16], e[16];
@@ -2413,11 +2420,7 @@ static void red_fold_pair(lw *L, int a, red *Ra, int b, red *Rb) {
   LLVMValueRef c = red_op(L, XIR_OP_REDUCE_SUM,
                           LLVMBuildShuffleVector(L->b, acc[0][0], acc[1][0], LLVMConstVector(lo, W), ""),
                           LLVMBuildShuffleVector(L->b, acc[0][0], acc[1][0], LLVMConstVector(hi, W), ""));
-  for (unsigned dist = h / 2; dist >= 1; dist /= 2) {
-    for (unsigned i = 0; i < W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
-    LLVMValueRef sh = LLVMBuildShuffleVector(L->b, c, LLVMGetPoison(L->vf), LLVMConstVector(e, W), "");
-    c = red_op(L, XIR_OP_REDUCE_SUM, c, sh);
-  }
+  c = butterfly(L, XIR_OP_REDUCE_SUM, 0, c, h / 2);
   for (int j = 0; j < 2; j++) {
     for (unsigned i = 0; i < W; i++) e[i] = LLVMConstInt(L->i32, j ? h : 0, 0);
     LLVMValueRef r = LLVMBuildShuffleVector(L->b, c, LLVMGetPoison(L->vf), LLVMConstVector(e, W), "");
@@ -2453,19 +2456,9 @@ static void red_fold(lw *L, int id, red *Rp) {
     }
   }
   if (lanes_fold) {
-    /* packets of a root program: a fixed pairwise tree */
-    for (unsigned w = 1; w < L->k; w *= 2)
-      for (unsigned q = 0; q + w < L->k; q += 2 * w)
-        acc[q] = row_range ? range_op(L, n->op, acc[q], acc[q + w]) : red_op(L, n->op, acc[q], acc[q + w]);
-    /* lanes of a packet: butterfly over xor distances */
+    fold_packets(L, n->op, row_range, acc);
     unsigned g = L->ell < L->W ? L->ell : L->W;
-    for (unsigned dist = g / 2; dist >= 1; dist /= 2) {
-      LLVMValueRef e[16];
-      for (unsigned i = 0; i < L->W; i++) e[i] = LLVMConstInt(L->i32, i ^ dist, 0);
-      LLVMValueRef sh = LLVMBuildShuffleVector(L->b, acc[0], LLVMGetPoison(L->vf), LLVMConstVector(e, L->W), "");
-      acc[0] = row_range ? range_op(L, n->op, acc[0], sh) : red_op(L, n->op, acc[0], sh);
-      if (dist == 1) break;
-    }
+    acc[0] = butterfly(L, n->op, row_range, acc[0], g / 2);
     if (row_range) {
       LLVMTypeRef bt = LLVMVectorType(L->i1, L->W);
       LLVMValueRef any = intrinsic(L, "llvm.vector.reduce.or", &bt, 1, &anyv, 1);
@@ -2864,21 +2857,24 @@ static void emit_period_bufs(lw *L) {
   L->gen++;
 }
 
-/* ℓ ≥ W (one root program a packet): which rank-0 values are the same in every lane — the
- * constants, parameters, dims and root coordinates, rank-0 loads at such indices, reductions over
- * the inner axis (their butterfly leaves the result in every lane), and what is computed from
- * these alone. Nothing is marked at ℓ < W (a packet holds several root programs) or W = 1. */
+/* Which rank-0 values are the same in every lane — the constants, parameters and dims, rank-0
+ * loads at such indices, and what is computed from these alone; with ℓ ≥ W (one root program a
+ * packet) also the root coordinates and the reductions over the inner axis (their butterfly
+ * leaves the result in every lane). With ℓ < W a packet holds several root programs, so those
+ * two differ between its lanes. Nothing is marked at W = 1. */
 static void uniform_values(lw *L) {
-  if (!L->uni || L->W == 1 || L->ell < L->W) return;
+  if (!L->uni || L->W == 1) return;
+  int one = L->ell >= L->W;
   for (int i = 0; i < L->p->nnodes; i++) {
     const xir_node *n = &L->p->nodes[i];
     int u = n->type.rank == 0;
     switch (n->op) {
-      case XIR_OP_CONST: case XIR_OP_PARAM: case XIR_OP_DIM: case XIR_OP_ROOT: break;
+      case XIR_OP_CONST: case XIR_OP_PARAM: case XIR_OP_DIM: break;
+      case XIR_OP_ROOT: u = u && one; break;
       case XIR_OP_IOTA: u = 0; break;
       case XIR_OP_REDUCE_SUM: case XIR_OP_REDUCE_MAX: case XIR_OP_REDUCE_MIN: {
         const xir_type *in = &L->p->nodes[n->args[0]].type;
-        u = u && in->rank == 1 && in->axes[0] == L->c->inner_dim;
+        u = u && one && in->rank == 1 && in->axes[0] == L->c->inner_dim;
         break;
       }
       default:
