@@ -129,7 +129,7 @@ static void disk_key(xir_compiler *cc, const xir_program *p, const xir_candidate
   const char *parts[] = {"xir kernel cache 1", xir_version(), XIR_LLVM_VERSION,
                          xir__kcache_build_id(), xir__jit_triple(cc->jit), xir__jit_cpu(cc->jit),
                          xir__jit_features(cc->jit), xir__jit_pipeline(cc->jit), lvl,
-                         entry, cand,
+                         entry, cand, xir__lower_env_key(),
                          shape, /* the compile-time dims (names and values), nothing else */
                          text};
   xir__kcache_key(parts, XIR_ARRAY_LEN(parts), out);

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/program.h"
@@ -62,6 +63,9 @@ typedef struct val {
 /* At most this many buffers' next rows are prefetched in one chunk (more are not: no built-in
  * kernel reads more than 4 rows). */
 #define XIR__PREFETCH_BUFS 16
+
+/* At most this many root programs in a row group (group_size). */
+#define XIR__GROUP_MAX 4
 
 typedef struct lw {
   const xir_program *p;
@@ -192,6 +196,13 @@ typedef struct lw {
                             * rows load even and odd elements apart (pair_evenodd_ok) */
   int nt, any_nt;
   uint8_t *mat_save;
+  /* Row groups (ℓ ≥ W, short rows: group_size): a group of ilv consecutive root programs is
+   * emitted statement by statement, each statement once per program before the next (its own
+   * coordinates and rank-0 values: grp_top, grp_top_ok), so that the programs' reduction chains
+   * overlap in the core's out-of-order window */
+  unsigned ilv;
+  val *grp_top[XIR__GROUP_MAX];
+  int *grp_top_ok[XIR__GROUP_MAX];
 } lw;
 
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
@@ -2884,6 +2895,21 @@ static void uniform_values(lw *L) {
   }
 }
 
+/* One statement of the body for the current root program (or unit): a store, a reduction (and
+ * its siblings), or a rank-0 value. */
+static void emit_stmt(lw *L, int i) {
+  const xir_node *n = &L->p->nodes[i];
+  if (n->op == XIR_OP_STORE) {
+    emit_store(L, i);
+  } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
+    if (!L->top_ok[i]) emit_reduce(L, i); /* (set: a sibling's loop computed it) */
+  } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
+    L->gen++;
+    L->top[i] = eval(L, i);
+    L->top_ok[i] = 1;
+  }
+}
+
 static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
@@ -2893,18 +2919,83 @@ static void emit_unit(lw *L) {
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
   emit_period_bufs(L);
+  for (int i = p->body_begin; i < p->nnodes && !L->st; i++) emit_stmt(L, i);
+}
+
+/* A row group: ilv root programs from p0 on, all of them full. Each program's coordinates and
+ * rank-0 values are its own (grp_top, grp_top_ok); the body's statements are emitted in order,
+ * each for every program before the next statement, so that program j + 1's row loads and
+ * first reduction are next to program j's in the instruction stream and run while program j's
+ * chain (reduction, fold, the rank-0 arithmetic, the next reduction) waits on its latencies:
+ * the out-of-order window holds one row's dependent work, not several rows' (docs/lowering.md,
+ * "Row groups"). Every program computes exactly what it computes alone: the same operations on
+ * the same values, only their places in the stream differ. */
+static void emit_unit_group(lw *L) {
+  const xir_program *p = L->p;
+  typedef struct ustate {
+    LLVMValueRef p0;
+    val coord[XIR_MAX_ROOT];
+    val active, jlane;
+  } ustate;
+  ustate u[XIR__GROUP_MAX];
+  val *top0 = L->top;
+  int *top_ok0 = L->top_ok;
+  LLVMValueRef base = L->p0;
+  for (unsigned j = 0; j < L->ilv; j++) {
+    L->p0 = j ? LLVMBuildAdd(L->b, base, ci64(L, (int64_t)j), "") : base;
+    unit_coords(L);
+    u[j].p0 = L->p0;
+    memcpy(u[j].coord, L->coord, sizeof u[j].coord);
+    u[j].active = L->active;
+    u[j].jlane = L->jlane;
+    memset(L->grp_top_ok[j], 0, sizeof(int) * (size_t)p->nnodes);
+  }
+  memset(L->mat_state, 0, (size_t)p->nnodes);
+  /* no next-row prefetch: a group's rows are at most 4 packets (4 lines of f32), which the
+   * hardware's stream prefetch covers, and the prefetch's address arithmetic a program (the
+   * selects of its distance, ~15 integer operations and their registers) cost rmsnorm's short
+   * rows more than the group saved (rmsnorm 2000x64, 1 worker: 11.3 -> 12.5 us with it) */
+  int pf_at = L->pf_at;
+  L->pf_at = -1;
+#define GROUP_EACH(body)                                                                           \
+  for (unsigned j = 0; j < L->ilv && !L->st; j++) {                                              \
+    L->p0 = u[j].p0;                                                                             \
+    memcpy(L->coord, u[j].coord, sizeof L->coord);                                               \
+    L->active = u[j].active;                                                                     \
+    L->jlane = u[j].jlane;                                                                       \
+    L->top = L->grp_top[j];                                                                      \
+    L->top_ok = L->grp_top_ok[j];                                                                \
+    L->gen++;                                                                                    \
+    body;                                                                                        \
+  }
   for (int i = p->body_begin; i < p->nnodes && !L->st; i++) {
     const xir_node *n = &p->nodes[i];
-    if (n->op == XIR_OP_STORE) {
-      emit_store(L, i);
-    } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
-      if (!L->top_ok[i]) emit_reduce(L, i); /* (set: a sibling's loop computed it) */
-    } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
-      L->gen++;
-      L->top[i] = eval(L, i);
-      L->top_ok[i] = 1;
+    if (n->op == XIR_OP_STORE && L->nt_ok[n->ref] && L->mat_save) {
+      /* the streaming test once for the group's stores (emit_streamed's, around all of them):
+       * a test per program would leave each program's last values to be computed (sunk by the
+       * code generator) inside its own store's branches, one program after the other */
+      LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
+      LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
+      LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
+      LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
+      LLVMPositionBuilderAtEnd(L->b, ntb);
+      L->nt = 1;
+      GROUP_EACH(emit_store_loops(L, i));
+      L->nt = 0;
+      LLVMBuildBr(L->b, done);
+      LLVMPositionBuilderAtEnd(L->b, cb);
+      GROUP_EACH(emit_store_loops(L, i));
+      LLVMBuildBr(L->b, done);
+      LLVMPositionBuilderAtEnd(L->b, done);
+    } else {
+      GROUP_EACH(emit_stmt(L, i));
     }
   }
+#undef GROUP_EACH
+  L->pf_at = pf_at;
+  L->p0 = base;
+  L->top = top0;
+  L->top_ok = top_ok0;
 }
 
 /* Where a walk of a consumer's pointwise expression stops: a rank-0 value (computed once per
@@ -3337,6 +3428,61 @@ static int pair_evenodd_ok(const lw *L) {
   return 1;
 }
 
+/* Row groups (emit_unit_group): how many root programs a group takes — 1 (none) unless ℓ ≥ W,
+ * the inner axis has a compile-time length of at most 6 packets and the body reduces over it,
+ * and none of what is kept per unit rather than per program is used: masked-work skipping,
+ * early fills, period buffers, materialized tiles. Then 4 when reductions depend on reductions
+ * (layernorm: the mean, then corr and ms; a long chain a row next to its work) — with vector
+ * math on the row (softmax's exp: its own work, and registers) only for rows of at most 3
+ * packets — else 2 for rows of at most 3 packets (rmsnorm: one reduction; longer rows have the
+ * work to hide it). Measured on one worker, rows in L1/L2 (docs/lowering.md, "Row groups"):
+ * layernorm 2000 rows of 40 / 64 / 80: 27 / 28 / 31 us alone, 20-23 / 22 / 24-26 in groups of
+ * 4; rmsnorm 2000x40 13 -> 10 in groups of 2, 2000x64 and x80 no gain (groups of 4 up to 1.2x
+ * slower). */
+static unsigned group_size(lw *L) {
+  const xir_program *p = L->p;
+  int X = L->c->inner_dim;
+  if (L->ell < L->W || X < 0 || !is_fixed(L, X) || p->nroot < 1 || L->mask_id >= 0 ||
+      L->early_fill || L->pm)
+    return 1;
+  int64_t q = (dimc(L, X) + L->W - 1) / L->W;
+  if (q > 6) return 1;
+  int *depth = xir__calloc((size_t)p->nnodes + 1, sizeof(int));
+  if (!depth) return 1;
+  int over_x = 0, dmax = 0, math = 0, mat = 0;
+  for (int i = 0; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    math |= n->type.rank > 0 && xir__is_vector_math(n->op);
+    int dd = 0;
+    for (int a = 0; a < n->nargs; a++)
+      if (n->args[a] >= 0 && n->args[a] < i && depth[n->args[a]] > dd) dd = depth[n->args[a]];
+    int red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
+    if (red && n->type.rank == 0) {
+      const xir_type *in = &p->nodes[n->args[0]].type;
+      over_x |= in->rank == 1 && in->axes[0] == X;
+      dd++;
+    }
+    depth[i] = dd;
+    if (dd > dmax) dmax = dd;
+    mat |= i >= p->body_begin && is_mat(L, i);
+  }
+  xir__free(depth);
+  if (!over_x || mat) return 1;
+  unsigned m = dmax >= 2 && (!math || q <= 3) ? 4 : q <= 3 ? 2 : 1;
+  /* XIR_ROW_GROUP=N (1: none) overrides the choice: for measuring it (docs/lowering.md) */
+  const char *e = getenv("XIR_ROW_GROUP");
+  if (e && *e) m = (unsigned)atoi(e);
+  return m < 1 ? 1 : m > XIR__GROUP_MAX ? XIR__GROUP_MAX : m;
+}
+
+const char *xir__lower_env_key(void) {
+  static _Thread_local char buf[48];
+  const char *e = getenv("XIR_ROW_GROUP");
+  if (!e || !*e) return "";
+  snprintf(buf, sizeof buf, "row-group=%d", atoi(e));
+  return buf;
+}
+
 /* Opens the loop over a block's units and sets the unit's first root program p0 (and its block
  * and unit parts). */
 static void unit_loop_begin(lw *L, loop *un, LLVMValueRef blk, unsigned units, uint64_t rp_per_block,
@@ -3360,7 +3506,8 @@ static void emit_mode(lw *L, LLVMBasicBlockRef bb, LLVMBasicBlockRef next, int f
   L->lin_ok = lin;
   L->use_cstride = lin;
   L->lin_tail = lin_tail;
-  emit_unit(L);
+  if (L->ilv > 1) emit_unit_group(L);
+  else emit_unit(L);
   LLVMBuildBr(L->b, next);
   L->full = L->nowrap = L->lin_ok = L->use_cstride = L->lin_tail = 0;
 }
@@ -3598,6 +3745,42 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.p_call_end = LLVMBuildMul(L.b, LLVMGetParam(L.fn, 2), ci64(&L, (int64_t)rp_per_block), "");
   L.p_home_next = LLVMBuildMul(L.b, LLVMBuildAdd(L.b, LLVMGetParam(L.fn, 1), L.home_stride, ""),
                                ci64(&L, (int64_t)rp_per_block), "homenext");
+  L.ilv = group_size(&L);
+  for (unsigned j = 0; j < L.ilv && L.ilv > 1; j++)
+    if (!(L.grp_top[j] = xir__calloc(nn, sizeof(val))) || !(L.grp_top_ok[j] = xir__calloc(nn, sizeof(int)))) {
+      st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
+      goto done;
+    }
+  if (L.ilv > 1) {
+    /* ℓ ≥ W, row groups: the call's root programs [pb, pe) — its blocks' (one unit a root
+     * program), below P — in groups of ilv, then the rest one at a time; every unit is full */
+    LLVMValueRef pb = LLVMBuildMul(L.b, LLVMGetParam(L.fn, 1), ci64(&L, (int64_t)rp_per_block), "pb");
+    LLVMValueRef pe = smin(&L, L.p_call_end, L.Pv);
+    LLVMValueRef cnt = smax(&L, LLVMBuildSub(L.b, pe, pb, ""), ci64(&L, 0));
+    LLVMValueRef ng = LLVMBuildUDiv(L.b, cnt, ci64(&L, (int64_t)L.ilv), "groups");
+    loop gl;
+    loop_begin(&L, &gl, ci64(&L, 0), ng);
+    L.p0 = LLVMBuildAdd(L.b, pb, LLVMBuildMul(L.b, gl.i, ci64(&L, (int64_t)L.ilv), ""), "p0");
+    LLVMBasicBlockRef gb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "group");
+    LLVMBasicBlockRef gnext = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "groupnext");
+    LLVMBuildBr(L.b, gb);
+    emit_mode(&L, gb, gnext, 1, 0, 0, 0);
+    LLVMPositionBuilderAtEnd(L.b, gnext);
+    loop_end(&L, &gl);
+    unsigned m = L.ilv;
+    L.ilv = 1;
+    loop rl;
+    loop_begin(&L, &rl, LLVMBuildAdd(L.b, pb, LLVMBuildMul(L.b, ng, ci64(&L, (int64_t)m), ""), ""), pe);
+    L.p0 = rl.i;
+    LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "single");
+    LLVMBasicBlockRef snext = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "singlenext");
+    LLVMBuildBr(L.b, sb);
+    emit_mode(&L, sb, snext, 1, 0, 0, 0);
+    LLVMPositionBuilderAtEnd(L.b, snext);
+    loop_end(&L, &rl);
+    L.ilv = m;
+    goto finish;
+  }
   loop blk;
   loop_begin(&L, &blk, LLVMGetParam(L.fn, 1), LLVMGetParam(L.fn, 2));
   /* ℓ = 1, several units a block: a block whose root programs all exist (and, on the lin path,
@@ -3708,6 +3891,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMPositionBuilderAtEnd(L.b, blk_done);
   }
   loop_end(&L, &blk);
+finish:
   if (L.any_nt) {
     /* non-temporal stores are weakly ordered: an sfence before the return, so that whoever
      * learns of the call's end (the runtime's release/acquire) sees them */
@@ -3746,5 +3930,9 @@ done:
   xir__free(L.skip);
   xir__free(L.pf);
   xir__free(L.mat_save);
+  for (unsigned j = 0; j < XIR__GROUP_MAX; j++) {
+    xir__free(L.grp_top[j]);
+    xir__free(L.grp_top_ok[j]);
+  }
   return st;
 }
