@@ -65,7 +65,7 @@ typedef struct val {
 #define XIR__PREFETCH_BUFS 16
 
 /* At most this many root programs in a row group (group_size). */
-#define XIR__GROUP_MAX 4
+#define XIR__GROUP_MAX 8
 
 typedef struct lw {
   const xir_program *p;
@@ -3431,14 +3431,16 @@ static int pair_evenodd_ok(const lw *L) {
 /* Row groups (emit_unit_group): how many root programs a group takes — 1 (none) unless ℓ ≥ W,
  * the inner axis has a compile-time length of at most 6 packets and the body reduces over it,
  * and none of what is kept per unit rather than per program is used: masked-work skipping,
- * early fills, period buffers, materialized tiles. Then 4 when reductions depend on reductions
- * (layernorm: the mean, then corr and ms; a long chain a row next to its work) — with vector
- * math on the row (softmax's exp: its own work, and registers) only for rows of at most 3
- * packets — else 2 for rows of at most 3 packets (rmsnorm: one reduction; longer rows have the
- * work to hide it). Measured on one worker, rows in L1/L2 (docs/lowering.md, "Row groups"):
- * layernorm 2000 rows of 40 / 64 / 80: 27 / 28 / 31 us alone, 20-23 / 22 / 24-26 in groups of
- * 4; rmsnorm 2000x40 13 -> 10 in groups of 2, 2000x64 and x80 no gain (groups of 4 up to 1.2x
- * slower). */
+ * early fills, period buffers, materialized tiles. Where reductions depend on reductions
+ * (layernorm: the mean, then corr and ms; a long chain a row next to its work): 8 for rows of
+ * 1-2 packets, 4 up to 6 packets — with vector math on the row (softmax's exp: its own work,
+ * and registers) 4 up to 3 packets only. One reduction (rmsnorm; longer rows have the work to
+ * hide it): 4 for rows of 1-2 packets, 2 for 3. Measured (docs/lowering.md, "Row groups"), one
+ * worker, rows in L1/L2: layernorm 2000 rows of 40 / 64 / 80: 27 / 28 / 31 us alone, 20-23 / 22
+ * / 24-26 in groups of 4; rmsnorm 2000x40 13 -> 10 in groups of 2, 2000x64 and x80 no gain
+ * (groups of 4 up to 1.2x slower); two workers, l = 16: layernorm 3000x32 15.4 / 13.8-14.0 /
+ * 12.5-13.0 / 11.3-12.0 us alone / in groups of 2 / 4 / 8, 4096x24 24.4 / 20.8 / 18.3 / 17.0-17.8;
+ * rmsnorm 4096x24 11.5 / 9.7-10.2 / 9.2-9.4 / 9.9-10.1. */
 static unsigned group_size(lw *L) {
   const xir_program *p = L->p;
   int X = L->c->inner_dim;
@@ -3468,7 +3470,11 @@ static unsigned group_size(lw *L) {
   }
   xir__free(depth);
   if (!over_x || mat) return 1;
-  unsigned m = dmax >= 2 && (!math || q <= 3) ? 4 : q <= 3 ? 2 : 1;
+  unsigned m = dmax >= 2 && !math && q <= 2 ? 8
+               : dmax >= 2 && (!math || q <= 3) ? 4
+               : q <= 2 ? 4
+               : q <= 3 ? 2
+                        : 1;
   /* XIR_ROW_GROUP=N (1: none) overrides the choice: for measuring it (docs/lowering.md) */
   const char *e = getenv("XIR_ROW_GROUP");
   if (e && *e) m = (unsigned)atoi(e);
