@@ -3518,6 +3518,22 @@ static void emit_mode(lw *L, LLVMBasicBlockRef bb, LLVMBasicBlockRef next, int f
   L->full = L->nowrap = L->lin_ok = L->use_cstride = L->lin_tail = 0;
 }
 
+/* ℓ ≥ W, row groups (xir__lower_for): a loop over i in [from, to) whose units — root programs
+ * p0 = base + i·step (base NULL: p0 = i), a row group of L->ilv when L->ilv > 1 — are all full. */
+static void full_unit_loop(lw *L, LLVMValueRef from, LLVMValueRef to, LLVMValueRef base,
+                           unsigned step, const char *name) {
+  loop lp;
+  loop_begin(L, &lp, from, to);
+  L->p0 = base ? LLVMBuildAdd(L->b, base, LLVMBuildMul(L->b, lp.i, ci64(L, (int64_t)step), ""), "p0")
+               : lp.i;
+  LLVMBasicBlockRef ub = LLVMAppendBasicBlockInContext(L->ctx, L->fn, name);
+  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "");
+  LLVMBuildBr(L->b, ub);
+  emit_mode(L, ub, next, 1, 0, 0, 0);
+  LLVMPositionBuilderAtEnd(L->b, next);
+  loop_end(L, &lp);
+}
+
 /* ---- alias scopes (the aliasing contract: docs/api.md) ---- */
 
 /* The buffer param whose pointer v is computed from (through GEPs), or -1. */
@@ -3764,26 +3780,11 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMValueRef pe = smin(&L, L.p_call_end, L.Pv);
     LLVMValueRef cnt = smax(&L, LLVMBuildSub(L.b, pe, pb, ""), ci64(&L, 0));
     LLVMValueRef ng = LLVMBuildUDiv(L.b, cnt, ci64(&L, (int64_t)L.ilv), "groups");
-    loop gl;
-    loop_begin(&L, &gl, ci64(&L, 0), ng);
-    L.p0 = LLVMBuildAdd(L.b, pb, LLVMBuildMul(L.b, gl.i, ci64(&L, (int64_t)L.ilv), ""), "p0");
-    LLVMBasicBlockRef gb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "group");
-    LLVMBasicBlockRef gnext = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "groupnext");
-    LLVMBuildBr(L.b, gb);
-    emit_mode(&L, gb, gnext, 1, 0, 0, 0);
-    LLVMPositionBuilderAtEnd(L.b, gnext);
-    loop_end(&L, &gl);
+    full_unit_loop(&L, ci64(&L, 0), ng, pb, L.ilv, "group");
     unsigned m = L.ilv;
     L.ilv = 1;
-    loop rl;
-    loop_begin(&L, &rl, LLVMBuildAdd(L.b, pb, LLVMBuildMul(L.b, ng, ci64(&L, (int64_t)m), ""), ""), pe);
-    L.p0 = rl.i;
-    LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "single");
-    LLVMBasicBlockRef snext = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "singlenext");
-    LLVMBuildBr(L.b, sb);
-    emit_mode(&L, sb, snext, 1, 0, 0, 0);
-    LLVMPositionBuilderAtEnd(L.b, snext);
-    loop_end(&L, &rl);
+    full_unit_loop(&L, LLVMBuildAdd(L.b, pb, LLVMBuildMul(L.b, ng, ci64(&L, (int64_t)m), ""), ""), pe,
+                   NULL, 1, "single");
     L.ilv = m;
     goto finish;
   }
