@@ -201,6 +201,7 @@ typedef struct lw {
    * coordinates and rank-0 values: grp_top, grp_top_ok), so that the programs' reduction chains
    * overlap in the core's out-of-order window */
   unsigned ilv;
+  struct xir__grp_prog *grp;
   val *grp_top[XIR__GROUP_MAX];
   int *grp_top_ok[XIR__GROUP_MAX];
 } lw;
@@ -2922,76 +2923,77 @@ static void emit_unit(lw *L) {
   for (int i = p->body_begin; i < p->nnodes && !L->st; i++) emit_stmt(L, i);
 }
 
+/* Row groups: program j's coordinates (emit_unit_group); its rank-0 values are grp_top[j]. */
+typedef struct xir__grp_prog {
+  LLVMValueRef p0;
+  val coord[XIR_MAX_ROOT];
+  val active, jlane;
+} xir__grp_prog;
+
+/* Makes program j of the row group the current root program: its p0, coordinates and rank-0
+ * values, and a new generation (no memoized value of another program is reused). */
+static void group_select(lw *L, unsigned j) {
+  const xir__grp_prog *g = &L->grp[j];
+  L->p0 = g->p0;
+  memcpy(L->coord, g->coord, sizeof L->coord);
+  L->active = g->active;
+  L->jlane = g->jlane;
+  L->top = L->grp_top[j];
+  L->top_ok = L->grp_top_ok[j];
+  L->gen++;
+}
+
+/* A store's loops for every program of the group, in turn: inside emit_streamed, the streaming
+ * test is made once for the group's stores — a test per program would leave each program's last
+ * values to be computed (sunk by the code generator) inside its own store's branches, one
+ * program after the other. */
+static void group_store_loops(lw *L, int id) {
+  for (unsigned j = 0; j < L->ilv && !L->st; j++) {
+    group_select(L, j);
+    emit_store_loops(L, id);
+  }
+}
+
 /* A row group: ilv root programs from p0 on, all of them full. Each program's coordinates and
- * rank-0 values are its own (grp_top, grp_top_ok); the body's statements are emitted in order,
- * each for every program before the next statement, so that program j + 1's row loads and
- * first reduction are next to program j's in the instruction stream and run while program j's
- * chain (reduction, fold, the rank-0 arithmetic, the next reduction) waits on its latencies:
- * the out-of-order window holds one row's dependent work, not several rows' (docs/lowering.md,
- * "Row groups"). Every program computes exactly what it computes alone: the same operations on
- * the same values, only their places in the stream differ. */
+ * rank-0 values are its own (grp, grp_top, grp_top_ok); the body's statements are emitted in
+ * order, each for every program before the next statement, so that program j + 1's row loads
+ * and first reduction are next to program j's in the instruction stream and run while program
+ * j's chain (reduction, fold, the rank-0 arithmetic, the next reduction) waits on its
+ * latencies: the out-of-order window holds one row's dependent work, not several rows'
+ * (docs/lowering.md, "Row groups"). Every program computes exactly what it computes alone: the
+ * same operations on the same values, only their places in the stream differ. */
 static void emit_unit_group(lw *L) {
   const xir_program *p = L->p;
-  typedef struct ustate {
-    LLVMValueRef p0;
-    val coord[XIR_MAX_ROOT];
-    val active, jlane;
-  } ustate;
-  ustate u[XIR__GROUP_MAX];
   val *top0 = L->top;
   int *top_ok0 = L->top_ok;
   LLVMValueRef base = L->p0;
   for (unsigned j = 0; j < L->ilv; j++) {
     L->p0 = j ? LLVMBuildAdd(L->b, base, ci64(L, (int64_t)j), "") : base;
     unit_coords(L);
-    u[j].p0 = L->p0;
-    memcpy(u[j].coord, L->coord, sizeof u[j].coord);
-    u[j].active = L->active;
-    u[j].jlane = L->jlane;
+    xir__grp_prog *g = &L->grp[j];
+    g->p0 = L->p0;
+    memcpy(g->coord, L->coord, sizeof g->coord);
+    g->active = L->active;
+    g->jlane = L->jlane;
     memset(L->grp_top_ok[j], 0, sizeof(int) * (size_t)p->nnodes);
   }
   memset(L->mat_state, 0, (size_t)p->nnodes);
-  /* no next-row prefetch: a group's rows are at most 4 packets (4 lines of f32), which the
+  /* no next-row prefetch: a group's rows are at most 6 packets (6 lines of f32), which the
    * hardware's stream prefetch covers, and the prefetch's address arithmetic a program (the
    * selects of its distance, ~15 integer operations and their registers) cost rmsnorm's short
    * rows more than the group saved (rmsnorm 2000x64, 1 worker: 11.3 -> 12.5 us with it) */
   int pf_at = L->pf_at;
   L->pf_at = -1;
-#define GROUP_EACH(body)                                                                           \
-  for (unsigned j = 0; j < L->ilv && !L->st; j++) {                                              \
-    L->p0 = u[j].p0;                                                                             \
-    memcpy(L->coord, u[j].coord, sizeof L->coord);                                               \
-    L->active = u[j].active;                                                                     \
-    L->jlane = u[j].jlane;                                                                       \
-    L->top = L->grp_top[j];                                                                      \
-    L->top_ok = L->grp_top_ok[j];                                                                \
-    L->gen++;                                                                                    \
-    body;                                                                                        \
-  }
   for (int i = p->body_begin; i < p->nnodes && !L->st; i++) {
-    const xir_node *n = &p->nodes[i];
-    if (n->op == XIR_OP_STORE && L->nt_ok[n->ref] && L->mat_save) {
-      /* the streaming test once for the group's stores (emit_streamed's, around all of them):
-       * a test per program would leave each program's last values to be computed (sunk by the
-       * code generator) inside its own store's branches, one program after the other */
-      LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
-      LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
-      LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
-      LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
-      LLVMPositionBuilderAtEnd(L->b, ntb);
-      L->nt = 1;
-      GROUP_EACH(emit_store_loops(L, i));
-      L->nt = 0;
-      LLVMBuildBr(L->b, done);
-      LLVMPositionBuilderAtEnd(L->b, cb);
-      GROUP_EACH(emit_store_loops(L, i));
-      LLVMBuildBr(L->b, done);
-      LLVMPositionBuilderAtEnd(L->b, done);
-    } else {
-      GROUP_EACH(emit_stmt(L, i));
+    if (p->nodes[i].op == XIR_OP_STORE) {
+      emit_streamed(L, i, group_store_loops);
+      continue;
+    }
+    for (unsigned j = 0; j < L->ilv && !L->st; j++) {
+      group_select(L, j);
+      emit_stmt(L, i);
     }
   }
-#undef GROUP_EACH
   L->pf_at = pf_at;
   L->p0 = base;
   L->top = top0;
@@ -3768,12 +3770,14 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.p_home_next = LLVMBuildMul(L.b, LLVMBuildAdd(L.b, LLVMGetParam(L.fn, 1), L.home_stride, ""),
                                ci64(&L, (int64_t)rp_per_block), "homenext");
   L.ilv = group_size(&L);
-  for (unsigned j = 0; j < L.ilv && L.ilv > 1; j++)
-    if (!(L.grp_top[j] = xir__calloc(nn, sizeof(val))) || !(L.grp_top_ok[j] = xir__calloc(nn, sizeof(int)))) {
+  if (L.ilv > 1) {
+    int ok = (L.grp = xir__calloc(L.ilv, sizeof *L.grp)) != NULL;
+    for (unsigned j = 0; j < L.ilv && ok; j++)
+      ok = (L.grp_top[j] = xir__calloc(nn, sizeof(val))) && (L.grp_top_ok[j] = xir__calloc(nn, sizeof(int)));
+    if (!ok) {
       st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
       goto done;
     }
-  if (L.ilv > 1) {
     /* ℓ ≥ W, row groups: the call's root programs [pb, pe) — its blocks' (one unit a root
      * program), below P — in groups of ilv, then the rest one at a time; every unit is full */
     LLVMValueRef pb = LLVMBuildMul(L.b, LLVMGetParam(L.fn, 1), ci64(&L, (int64_t)rp_per_block), "pb");
@@ -3937,6 +3941,7 @@ done:
   xir__free(L.skip);
   xir__free(L.pf);
   xir__free(L.mat_save);
+  xir__free(L.grp);
   for (unsigned j = 0; j < XIR__GROUP_MAX; j++) {
     xir__free(L.grp_top[j]);
     xir__free(L.grp_top_ok[j]);

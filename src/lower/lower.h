@@ -27,13 +27,13 @@ enum { XIR__ARGS_HOME_SHIFT = 32 };
 
 void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l);
 
-/* Adds the function `entry` — i32 entry(ptr args, i64 block_begin, i64 block_end) — to mod.
- * Only the candidate's compile-time dims (c->fixed_dims) of `shape` are read: the others are
- * loaded from the argument block, so the IR is the same for every value of them. */
 /* What of the environment the lowering reads: "" or "row-group=N" (XIR_ROW_GROUP, a
  * measurement override of the row groups, docs/lowering.md). Part of the kernel cache's key. */
 const char *xir__lower_env_key(void);
 
+/* Adds the function `entry` — i32 entry(ptr args, i64 block_begin, i64 block_end) — to mod.
+ * Only the candidate's compile-time dims (c->fixed_dims) of `shape` are read: the others are
+ * loaded from the argument block, so the IR is the same for every value of them. */
 xir_status xir__lower(const xir_program *p, const xir_shape *shape, const xir_candidate *c,
                       LLVMModuleRef mod, const char *entry, xir_diag *d);
 /* The same for a target whose f32 <-> bf16/f16 conversions are `t`'s (xir__lower: the host's). */
