@@ -451,8 +451,10 @@ static void test_window_load_local_pattern(void **state) {
   assert_int_equal(local, 2);
   xir_program_free(p);
   /* rope_cache reads those rows from a period buffer (test_period_buffers); a table read at
-   * c % 100 on rows of 150 (too short for a period buffer) has the window path, the chunk at
-   * residue 96 split in two windows, and the gather */
+   * c % 150 on rows of 300 (too short for a period buffer, too long to run straight-line) has
+   * the window path, the chunk at residue 144 split in two windows, and the gather; on rows of
+   * 150 at c % 100 (at most 16 packets: xir__chunk_unroll) every chunk is straight-line at a
+   * constant residue, with none of the three */
   const char *text = "kernel k[R, C, T](x: f32[R, C], t: f32[R, T], y: out f32[R, C])\n"
                      "root r in R {\n"
                      "  c = iota(C)\n"
@@ -460,9 +462,14 @@ static void test_window_load_local_pattern(void **state) {
                      "}\n";
   xir_diag d;
   if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
-  if (xir_shape_parse(p, "R=3,C=150,T=100", &s, &d)) die(&d);
+  if (xir_shape_parse(p, "R=3,C=300,T=150", &s, &d)) die(&d);
   static const char *const has[] = {"perm.fast", "perm.split", "masked.gather"};
   check_ir16(p, &s, 16, has, 3, NULL);
+  if (xir_shape_parse(p, "R=3,C=150,T=100", &s, &d)) die(&d);
+  static const char *const def[] = {"define"};
+  static const char *const lacks[] = {"perm.fast", "perm.split",
+                                      "call <16 x float> @llvm.masked.gather"};
+  for (int i = 0; i < 3; i++) check_ir16(p, &s, 16, def, 1, lacks[i]);
   /* every candidate (window loads, split chunks, the tail chunk, gathers) exactly x · t */
   float x[3 * 150], t[3 * 100], y[3 * 150];
   for (int i = 0; i < 3 * 150; i++) x[i] = 1.0f + (float)(i % 7);
@@ -604,8 +611,40 @@ static void test_period_buffers(void **state) {
       if (t == 0) assert_int_equal(pb.D, 2);
     }
     assert_int_equal(nl, 2);
+    assert_int_equal(xir__chunk_unroll(p, &s, C, t == 2 ? 128 : 16, 16, 1, 0, hoist, per, str),
+                     XIR__UNROLL_CHUNKS);
     xir_program_free(p);
   }
+  /* A row of at most XIR__UNROLL_PERIODIC full chunks runs them straight-line instead
+   * (xir__chunk_unroll): rope_cache at C = 200, HD = 100, l = 16 (12 chunks and a tail) has no
+   * buffer, its IR neither a buffer nor a gather (each chunk's c mod 100 a constant); at C = 1000
+   * (62 chunks) the buffer stays, and the chunk loop carries the residue c0 mod 100 (no urem in
+   * the IR: lower.c res_next). rope's computed sin and cos keep their buffers at C = 200 (a sin
+   * and a cos a chunk would cost more than the buffer). Outputs: test_native runs every candidate
+   * of rope_cache at HD = 100 and 22. */
+  p = load("rope_cache", "R=3,C=200,HD=100,P=8,H2=50", &s);
+  xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
+  xir__hoisted_tiles(p, &s, hoist);
+  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1, 0, hoist, per, str), XIR__UNROLL_PERIODIC);
+  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 0, 0, hoist, per, str), XIR__UNROLL_CHUNKS);
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb));
+  static const char *const none[] = {"define"};
+  check_ir16(p, &s, 16, none, 1, "%period");
+  check_ir16(p, &s, 16, none, 1, "call <16 x float> @llvm.masked.gather");
+  xir_program_free(p);
+  p = load("rope_cache", "R=3,C=1000,HD=100,P=8,H2=50", &s);
+  static const char *const buf[] = {"%period"};
+  check_ir16(p, &s, 16, buf, 1, "urem");
+  xir_program_free(p);
+  p = load("rope", "R=3,C=200,HD=100", &s);
+  xir__inner_period(p, &s, C, per);
+  xir__inner_stretch(p, &s, C, str);
+  xir__hoisted_tiles(p, &s, hoist);
+  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1, 0, hoist, per, str), XIR__UNROLL_CHUNKS);
+  check_ir16(p, &s, 16, buf, 1, NULL);
+  xir_program_free(p);
   free(per);
   free(str);
   free(hoist);
@@ -744,13 +783,14 @@ static void test_period_buffer_window_fill(void **state) {
                      "}\n";
   xir_diag d;
   if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
-  if (xir_shape_parse(p, "R=3,C=203,T=32", &s, &d)) die(&d);
+  /* (403: 25 chunks, a loop; a row of at most 16 packets runs straight-line, no buffer) */
+  if (xir_shape_parse(p, "R=3,C=403,T=32", &s, &d)) die(&d);
   check_ir16(p, &s, 16, has, 1, "masked.gather");
-  float x[3 * 203], t[3 * 32], y[3 * 203];
-  for (int i = 0; i < 3 * 203; i++) x[i] = 1.0f + (float)(i % 7);
+  float x[3 * 403], t[3 * 32], y[3 * 403];
+  for (int i = 0; i < 3 * 403; i++) x[i] = 1.0f + (float)(i % 7);
   for (int i = 0; i < 3 * 32; i++) t[i] = 0.5f + (float)(i % 11);
   xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
-  xt_check ck = {x, t, y, 3, 203, 32, col_two_windows};
+  xt_check ck = {x, t, y, 3, 403, 32, col_two_windows};
   run_every_candidate(p, &s, args, 3, check_xt, &ck);
   xir_program_free(p);
 }

@@ -76,6 +76,7 @@ typedef struct wctx {
   uint8_t *cinv;    /* ℓ ≥ W: 1-D tiles that are the same in every chunk of a unit (see below) */
   xir__pbuf *pbuf;  /* ℓ ≥ W: per node, its period buffer (xir__period_buffer; len 0: none) */
   int any_pbuf;
+  int unroll;       /* the most full chunks a chunk loop runs straight-line (xir__chunk_unroll) */
   int pcompute;     /* costing a period buffer's own expression */
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
@@ -499,8 +500,8 @@ static xir_status chunk_invariant_tiles(wctx *w, uint8_t **out) {
 /* The iterations of t's loop nest, the inner axis X in chunks of ℓ (ℓ > 1). loops = 1: only
  * those that run as loop iterations (their counter, compare and branch: kLoopOverhead each) —
  * a compile-time X loops over its full chunks only, and not at all when there are at most
- * XIR__UNROLL_CHUNKS (lower.c, tile_loops_at: such a row's chunks are straight-line code, as is
- * the tail chunk). */
+ * w->unroll (xir__chunk_unroll; lower.c, tile_loops_at: such a row's chunks are straight-line
+ * code, as is the tail chunk). */
 static double count_iterations(const wctx *w, const xir_type *t, int loops) {
   double it = 1;
   for (int i = 0; i < t->rank; i++) {
@@ -508,7 +509,7 @@ static double count_iterations(const wctx *w, const xir_type *t, int loops) {
     int64_t N = w->s->dims[X], ell = (int64_t)w->c->local;
     if (ell > 1 && X == w->c->inner_dim) {
       int64_t full = N / ell;
-      it *= loops && (w->c->fixed_dims >> X & 1) ? (double)(full > XIR__UNROLL_CHUNKS ? full : 0)
+      it *= loops && (w->c->fixed_dims >> X & 1) ? (double)(full > w->unroll ? full : 0)
                                                   : (double)((N + ell - 1) / ell);
     } else {
       it *= (double)N;
@@ -877,7 +878,8 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     w->footprint_bytes = footprint(p, s);
     return XIR_OK; /* the attention mapping: one tile per packet (work_attn.c) */
   }
-  wctx x = {.p = p, .s = s, .c = c, .k = c->local > c->W ? c->local / c->W : 1};
+  wctx x = {.p = p, .s = s, .c = c, .k = c->local > c->W ? c->local / c->W : 1,
+         .unroll = XIR__UNROLL_CHUNKS};
   x.mark = xir__calloc((size_t)p->nnodes + 1, sizeof(unsigned));
   x.stored = xir__calloc((size_t)p->nnodes + 1, 1);
   x.hoist = xir__calloc((size_t)p->nnodes + 1, 1);
@@ -940,6 +942,9 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     }
     xir__inner_period(p, s, c->inner_dim, per);
     xir__inner_stretch(p, s, c->inner_dim, stretch);
+    x.unroll = xir__chunk_unroll(p, s, c->inner_dim, c->local, c->W,
+                                 (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0, x.hoist,
+                                 per, stretch);
     for (int i = p->body_begin; i < p->nnodes; i++)
       x.any_pbuf |= xir__period_buffer(p, s, c->inner_dim, c->local, c->W,
                                        (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0,

@@ -162,7 +162,8 @@ void xir__inner_stretch(const xir_program *p, const xir_shape *s, int X, int64_t
  * angle at HD = 100, or ℓ < HD) and the unit computes fewer values than a row's chunks would
  * (comp / D ≤ N / 2), and, with D > 1, also where ℓ is a multiple of M (RoPE at ℓ = HD computes
  * HD / 2 values instead of HD). Not for a launch-time X (x_fixed = 0) or a masked kernel
- * (masked = 1). Returns 1 and *out, or 0. The lowering and the execution work both ask here. */
+ * (masked = 1), nor a load where the row's chunks run straight-line (xir__chunk_unroll). Returns
+ * 1 and *out, or 0. The lowering and the execution work both ask here. */
 typedef struct xir__pbuf {
   int64_t len, comp, D, M;
 } xir__pbuf;
@@ -187,6 +188,21 @@ int64_t xir__hoist_extent(const xir_program *p, int id, int64_t N, int64_t M, in
  * other, straight-line, instead of as a loop (lower.c tile_loops_at; the cost model charges them
  * no loop overhead: work.c count_iterations). */
 enum { XIR__UNROLL_CHUNKS = 4 };
+/* The limit where a periodic load would otherwise read a period buffer (xir__period_buffer): a
+ * compile-time row of at most this many full packets runs its chunks straight-line, each chunk's
+ * c mod M a constant, so the load is one window load and a shuffle, or two and a permute where
+ * the chunk crosses a period, with no buffer to fill a unit and no residue a chunk. rope_cache
+ * 1024x200 (HD = 100, l = 16, 12 chunks and a tail) 23.4-24.8 us with the buffer, 17.6-18.9
+ * straight-line; rows of more chunks keep the loop and the buffer (code size). */
+enum { XIR__UNROLL_PERIODIC = 16 };
+/* The unroll limit (in chunks) of a consumer's chunk loops over X: XIR__UNROLL_PERIODIC when some
+ * load would have a period buffer or a local window pattern (xir__window_access_local, not
+ * xir__window_access: a loop tests its residue chunk by chunk) and X's compile-time extent has at
+ * most that many full packets of W, else XIR__UNROLL_CHUNKS. Arguments as xir__period_buffer's
+ * (id aside). */
+int xir__chunk_unroll(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
+                      int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
+                      const int64_t *stretch);
 
 enum { XIR_LPAT_MAXP = 256 };
 /* How an integer index depends on the element index c along an axis X: u + A·c + tab[c mod P],

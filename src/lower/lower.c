@@ -152,6 +152,13 @@ typedef struct lw {
   LLVMValueRef *pm_buf;
   uint8_t *pm_direct;      /* xir__direct_uses: the nodes the chunk loops evaluate */
   int pm_compute;
+  /* In a chunk loop (tile_loops_at): the residues c0 mod res_M[j] of the current chunk, carried
+   * from chunk to chunk (res_var: their slots; res_cur: this chunk's values), valid while the
+   * inner coordinate's offset is res_u */
+  int nres;
+  int unroll;              /* the most full chunks a chunk loop emits straight-line (xir__chunk_unroll) */
+  int64_t res_M[4];
+  LLVMValueRef res_var[4], res_cur[4], res_u;
   /* lane0_offset: the access whose indices that vary along the inner axis are known never to
    * clamp (xir__access_in_bounds), so that they are computed without the clamp */
   const xir_node *noclamp;
@@ -1425,8 +1432,12 @@ static val eval(lw *L, int id) {
   int X = L->c->inner_dim;
   if (L->pm_buf && L->pm_buf[id] && !L->pm_compute && !L->precompute && X >= 0 &&
       L->env[X].aff && L->env[X].s == 1) {
-    /* a period buffer: the chunk's ℓ values from its residue c0 mod M on */
-    LLVMValueRef r0 = LLVMBuildURem(L->b, L->env[X].u, ci64(L, L->period[id]), "");
+    /* a period buffer: the chunk's ℓ values from its residue c0 mod M on (carried by the chunk
+     * loop where it can: a division a chunk otherwise) */
+    LLVMValueRef r0 = NULL;
+    for (int j = 0; j < L->nres && !r0; j++)
+      if (L->res_M[j] == L->period[id] && L->env[X].u == L->res_u) r0 = L->res_cur[j];
+    if (!r0) r0 = LLVMBuildURem(L->b, L->env[X].u, ci64(L, L->period[id]), "");
     memset(&r, 0, sizeof r);
     for (unsigned q = 0; q < L->k; q++) {
       LLVMValueRef o = LLVMBuildAdd(L->b, r0, ci64(L, (int64_t)(q * L->W)), "");
@@ -1531,6 +1542,40 @@ static void tile_loops(lw *L, const xir_type *t, int depth, body_fn body, int id
 static void next_row_prefetch_addrs(lw *L);
 static void next_row_prefetch(lw *L);
 
+/* Before a chunk loop from chunk `from` on: the periods of the unit's period buffers (at most
+ * four), each residue slot set to (from·ℓ) mod M (one division a loop instead of one a chunk;
+ * a slot the body never reads is removed with it). */
+static void res_begin(lw *L, LLVMValueRef from, int64_t ell) {
+  L->nres = 0;
+  L->res_u = NULL;
+  if (!L->pm || !L->pm_buf || !L->period || L->pm_compute || L->precompute) return;
+  for (int i = L->p->body_begin; i < L->p->nnodes; i++) {
+    if (!L->pm[i].len || !L->pm_buf[i]) continue;
+    int64_t M = L->period[i];
+    int seen = 0;
+    for (int j = 0; j < L->nres; j++) seen |= L->res_M[j] == M;
+    if (seen || L->nres == 4) continue;
+    L->res_M[L->nres] = M;
+    L->res_var[L->nres] = entry_alloca(L, L->i64, "res");
+    LLVMValueRef c0 = LLVMBuildMul(L->b, from, ci64(L, ell), "");
+    LLVMBuildStore(L->b, LLVMBuildURem(L->b, c0, ci64(L, M), ""), L->res_var[L->nres]);
+    L->nres++;
+  }
+}
+
+/* At the end of a chunk: the next chunk's residues, r + (ℓ mod M), less M when it reaches M. */
+static void res_next(lw *L, int64_t ell) {
+  for (int j = 0; j < L->nres; j++) {
+    int64_t M = L->res_M[j];
+    LLVMValueRef r = LLVMBuildAdd(L->b, L->res_cur[j], ci64(L, ell % M), "");
+    LLVMValueRef wrap = LLVMBuildICmp(L->b, LLVMIntUGE, r, ci64(L, M), "");
+    r = LLVMBuildSelect(L->b, wrap, LLVMBuildSub(L->b, r, ci64(L, M), ""), r, "");
+    LLVMBuildStore(L->b, r, L->res_var[j]);
+  }
+  L->nres = 0;
+  L->res_u = NULL;
+}
+
 static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int id, void *ud) {
   if (depth == t->rank) {
     L->gen++;
@@ -1558,18 +1603,22 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
         to = smin(L, L->rng_hi, to);
         if (nseg == 2) mid = smax(L, from, smin(L, L->rng_live, to));
       }
-      /* a compile-time run of 2..XIR__UNROLL_CHUNKS full chunks: each chunk straight-line, its
+      /* a compile-time run of 2..L->unroll full chunks (xir__chunk_unroll): each chunk straight-line, its
        * offsets constants (rope_cache 8192x48 at l = 16: the three chunks' c mod HD fold) */
       int64_t ua = 0, ub = 0;
       int unroll = part == 0 && nseg == 1 && const_of(from, &ua) && const_of(to, &ub) &&
-                   ub - ua >= 2 && ub - ua <= XIR__UNROLL_CHUNKS;
+                   ub - ua >= 2 && ub - ua <= L->unroll;
       for (int seg = 0; seg < (unroll ? (int)(ub - ua) : nseg); seg++) {
         loop lp;
         LLVMBasicBlockRef tail_done = NULL;
         if (unroll) {
           loop_begin_chunks(L, &lp, ci64(L, ua + seg), ci64(L, ua + seg + 1));
         } else if (part == 0) {
-          loop_begin_chunks(L, &lp, nseg == 2 && seg == 1 ? mid : from, nseg == 2 && seg == 0 ? mid : to);
+          LLVMValueRef lo = nseg == 2 && seg == 1 ? mid : from;
+          res_begin(L, lo, ell);
+          loop_begin_chunks(L, &lp, lo, nseg == 2 && seg == 0 ? mid : to);
+          if (lp.once) L->nres = 0;
+          for (int j = 0; j < L->nres; j++) L->res_cur[j] = LLVMBuildLoad2(L->b, L->i64, L->res_var[j], "");
         } else if (ranged) {
           /* the tail chunk (index full_chunks), when it lies in the range */
           LLVMValueRef fc = ci64(L, full_chunks);
@@ -1590,10 +1639,12 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
          * lanes with c < N (load_elems, store_body), so contiguous accesses stay one masked
          * vector load or store instead of a gather or scatter */
         L->env[dim] = c;
+        L->res_u = part == 0 && c.aff ? c.u : NULL;
         if (part == 1) L->inner_c = c;
         L->mat_index = part == 0 ? lp.i : ci64(L, full_chunks);
         tile_loops_at(L, t, depth + 1, body, id, ud);
         if (part == 0) {
+          res_next(L, ell);
           loop_end(L, &lp);
         } else if (tail_done) {
           LLVMBuildBr(L->b, tail_done);
@@ -3665,6 +3716,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     if (L.period) xir__inner_period(p, shape, c->inner_dim, L.period);
   }
   L.nest_dim = -1;
+  L.unroll = XIR__UNROLL_CHUNKS;
   L.ugen = 1u << 31;
   xir_status st = XIR_OK;
   if (L.mat_share)
@@ -3710,6 +3762,8 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
       goto done;
     }
     xir__inner_stretch(p, shape, c->inner_dim, stretch);
+    L.unroll = xir__chunk_unroll(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
+                                 L.mask_id >= 0, L.hoist, L.period, stretch);
     for (int i = p->body_begin; i < p->nnodes; i++)
       any |= xir__period_buffer(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
                                 L.mask_id >= 0, L.hoist, L.period, stretch, i, &pm[i]);
