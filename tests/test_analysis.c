@@ -357,6 +357,7 @@ static void run_every_candidate(const xir_program *p, const xir_shape *s, const 
 }
 
 static int col_mod100(int c) { return c % 100; }
+static int col_mod96(int c) { return c % 96; }
 static int col_two_windows(int c) { return c % 40 / 2 + 10 * (c % 40 / 20); }
 static double want_x_plus_exp(int r, int c, float x) {
   return x + exp((double)(0.1f * (float)(r + 1)) * ((c % 24) / 4));
@@ -450,11 +451,11 @@ static void test_window_load_local_pattern(void **state) {
   assert_int_equal(periodic, 0);
   assert_int_equal(local, 2);
   xir_program_free(p);
-  /* rope_cache reads those rows from a period buffer (test_period_buffers); a table read at
-   * c % 150 on rows of 300 (too short for a period buffer, too long to run straight-line) has
-   * the window path, the chunk at residue 144 split in two windows, and the gather; on rows of
-   * 150 at c % 100 (at most 16 packets: xir__chunk_unroll) every chunk is straight-line at a
-   * constant residue, with none of the three */
+  /* rope_cache reads those rows from a period buffer (test_period_buffers). A table read at
+   * c % 100 on rows of 150 (at most 32 packets: xir__chunk_unroll) runs every chunk
+   * straight-line at a constant residue: no run-time window test, no split, no gather (before
+   * 2026-12-06 its chunk loop had all three). Every candidate's output is exact, also on rows
+   * of 960 at c % 96 (a chunk loop, no chunk crossing a period). */
   const char *text = "kernel k[R, C, T](x: f32[R, C], t: f32[R, T], y: out f32[R, C])\n"
                      "root r in R {\n"
                      "  c = iota(C)\n"
@@ -462,9 +463,16 @@ static void test_window_load_local_pattern(void **state) {
                      "}\n";
   xir_diag d;
   if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
-  if (xir_shape_parse(p, "R=3,C=300,T=150", &s, &d)) die(&d);
-  static const char *const has[] = {"perm.fast", "perm.split", "masked.gather"};
-  check_ir16(p, &s, 16, has, 3, NULL);
+  if (xir_shape_parse(p, "R=3,C=960,T=96", &s, &d)) die(&d);
+  {
+    static float x[3 * 960], t[3 * 96], y[3 * 960];
+    for (int i = 0; i < 3 * 960; i++) x[i] = 1.0f + (float)(i % 7);
+    for (int i = 0; i < 3 * 96; i++) t[i] = 0.5f + (float)(i % 11);
+    xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
+    xt_check ck = {x, t, y, 3, 960, 96, col_mod96};
+    run_every_candidate(p, &s, args, 3, check_xt, &ck);
+  }
+
   if (xir_shape_parse(p, "R=3,C=150,T=100", &s, &d)) die(&d);
   static const char *const def[] = {"define"};
   static const char *const lacks[] = {"perm.fast", "perm.split",
@@ -615,7 +623,7 @@ static void test_period_buffers(void **state) {
                      XIR__UNROLL_CHUNKS);
     xir_program_free(p);
   }
-  /* A row of at most XIR__UNROLL_PERIODIC full chunks runs them straight-line instead
+  /* A row of at most XIR__UNROLL_PERIODIC full packets runs its chunks straight-line instead
    * (xir__chunk_unroll): rope_cache at C = 200, HD = 100, l = 16 (12 chunks and a tail) has no
    * buffer, its IR neither a buffer nor a gather (each chunk's c mod 100 a constant); at C = 1000
    * (62 chunks) the buffer stays, and the chunk loop carries the residue c0 mod 100 (no urem in
@@ -783,14 +791,14 @@ static void test_period_buffer_window_fill(void **state) {
                      "}\n";
   xir_diag d;
   if (xir_program_parse(text, strlen(text), "k.xir", &p, &d)) die(&d);
-  /* (403: 25 chunks, a loop; a row of at most 16 packets runs straight-line, no buffer) */
-  if (xir_shape_parse(p, "R=3,C=403,T=32", &s, &d)) die(&d);
+  /* (603: 37 chunks, a loop; a row of at most 32 packets runs straight-line, no buffer) */
+  if (xir_shape_parse(p, "R=3,C=603,T=32", &s, &d)) die(&d);
   check_ir16(p, &s, 16, has, 1, "masked.gather");
-  float x[3 * 403], t[3 * 32], y[3 * 403];
-  for (int i = 0; i < 3 * 403; i++) x[i] = 1.0f + (float)(i % 7);
+  float x[3 * 603], t[3 * 32], y[3 * 603];
+  for (int i = 0; i < 3 * 603; i++) x[i] = 1.0f + (float)(i % 7);
   for (int i = 0; i < 3 * 32; i++) t[i] = 0.5f + (float)(i % 11);
   xir_arg args[3] = {{.in = x}, {.in = t}, {.out = y}};
-  xt_check ck = {x, t, y, 3, 403, 32, col_two_windows};
+  xt_check ck = {x, t, y, 3, 603, 32, col_two_windows};
   run_every_candidate(p, &s, args, 3, check_xt, &ck);
   xir_program_free(p);
 }

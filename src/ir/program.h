@@ -193,8 +193,10 @@ enum { XIR__UNROLL_CHUNKS = 4 };
  * c mod M a constant, so the load is one window load and a shuffle, or two and a permute where
  * the chunk crosses a period, with no buffer to fill a unit and no residue a chunk. rope_cache
  * 1024x200 (HD = 100, l = 16, 12 chunks and a tail) 23.4-24.8 us with the buffer, 17.6-18.9
- * straight-line; rows of more chunks keep the loop and the buffer (code size). */
-enum { XIR__UNROLL_PERIODIC = 16 };
+ * straight-line; 300x300 9.0-9.5 -> 7.6 at 32 packets (16: a loop); 64 packets gained another
+ * 5-10 % at 600 and 1000 columns for three times the compile time (97 against 31 ms): rows of
+ * more packets keep the loop and the buffer. */
+enum { XIR__UNROLL_PERIODIC = 32 };
 /* The unroll limit (in chunks) of a consumer's chunk loops over X: XIR__UNROLL_PERIODIC when some
  * load would have a period buffer or a local window pattern (xir__window_access_local, not
  * xir__window_access: a loop tests its residue chunk by chunk) and X's compile-time extent has at

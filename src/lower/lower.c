@@ -1552,6 +1552,7 @@ static void res_begin(lw *L, LLVMValueRef from, int64_t ell) {
   for (int i = L->p->body_begin; i < L->p->nnodes; i++) {
     if (!L->pm[i].len || !L->pm_buf[i]) continue;
     int64_t M = L->period[i];
+    if (ell % M == 0) continue; /* every chunk at residue 0: the division folds */
     int seen = 0;
     for (int j = 0; j < L->nres; j++) seen |= L->res_M[j] == M;
     if (seen || L->nres == 4) continue;
