@@ -1044,6 +1044,50 @@ static void test_rank0_once_per_unit(void **state) {
   xir_program_free(p);
 }
 
+/* Row groups in the execution work (xir__row_group_size, which the lowering's group_size shares):
+ * layernorm rows of 24 at ℓ = 16 in groups of 8 and rmsnorm's of 4, rows of 40 (3 packets) 4
+ * and 2, softmax_mask's 4 (exp on the row: up to 3 packets); none for rows of 7 packets, ℓ < W,
+ * a launch-time row, a masked kernel or period buffers. A grouped unit pays 1/g of its serial
+ * chain (combining trees, rank-0 ops): layernorm 4096x24 costs less arithmetic a row at ℓ = 16
+ * than at ℓ = 8 (two rows a packet, no groups) — measured 17.6 against 19.9 us on 2 workers,
+ * which the model had backwards (114 against 82.5 a row) — and the ragged packet moves only its
+ * live bytes: x read and y written, 24 floats each a row (w and b come from L1). */
+static void test_row_groups_in_the_work(void **state) {
+  (void)state;
+  static const struct {
+    const char *k, *shape;
+    unsigned ell, g;
+  } cases[] = {{"layernorm", "R=4096,C=24", 16, 8}, {"rmsnorm", "R=4096,C=24", 16, 4},
+               {"layernorm", "R=64,C=40", 64, 4},    {"rmsnorm", "R=64,C=40", 16, 2},
+               {"softmax_mask", "R=64,C=40", 16, 4}, {"layernorm", "R=64,C=100", 16, 1},
+               {"layernorm", "R=64,C=24", 8, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    xir_shape s;
+    xir_program *p = load(cases[i].k, cases[i].shape, &s);
+    assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 1, 0, 0), cases[i].g);
+    if (cases[i].g > 1) {
+      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 0, 0, 0), 1);
+      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 1, 1, 0), 1);
+      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 1, 0, 1), 1);
+    }
+    xir_program_free(p);
+  }
+  xir_shape s;
+  xir_program *p = load("layernorm", "R=4096,C=24", &s);
+  uint8_t perm[1] = {0};
+  xir_execution_work w8, w16;
+  xir_candidate c8, c16;
+  xir_diag d;
+  if (xir_candidate_make(p, &s, 16, 128, 8, perm, &c8, &d) ||
+      xir_candidate_make(p, &s, 16, 128, 16, perm, &c16, &d) ||
+      xir_execution_work_make(p, &s, &c8, 0, 2, &w8, &d) ||
+      xir_execution_work_make(p, &s, &c16, 0, 2, &w16, &d))
+    die(&d);
+  assert_true(w16.arith_per_packet < w8.arith_per_packet / 2); /* a packet: 1 row, 2 rows */
+  assert_true(fabs(w16.memory_per_packet - 24 * 4 * 2) < 1e-9);
+  xir_program_free(p);
+}
+
 /* A rank-0 reduction's accumulation chain is counted in steps by kind (sum 0, max/min 1): ℓ = 16
  * on rows of 1024 is 64 steps a packet, ℓ = 64 four packets sharing 16 steps. ns_per_step adds
  * its cost per step to the prior's arithmetic; a max step weighs more ops than a sum's
@@ -1365,6 +1409,7 @@ int main(void) {
       cmocka_unit_test(test_byte_rate),
       cmocka_unit_test(test_math_part),
       cmocka_unit_test(test_rank0_once_per_unit),
+      cmocka_unit_test(test_row_groups_in_the_work),
       cmocka_unit_test(test_reduction_chain_steps),
       cmocka_unit_test(test_window_load_falls_back_when_clamped),
       cmocka_unit_test(test_local_pattern_fraction),

@@ -916,3 +916,36 @@ done:
   xir__free(seen);
   return M;
 }
+
+unsigned xir__row_group_size(const xir_program *p, const xir_shape *s, int X, unsigned ell,
+                             unsigned W, int x_fixed, int masked, int pbuf) {
+  if (ell < W || W < 1 || X < 0 || !x_fixed || p->nroot < 1 || masked || pbuf) return 1;
+  int64_t q = (s->dims[X] + (int64_t)W - 1) / (int64_t)W;
+  if (q > 6) return 1;
+  int *depth = xir__calloc((size_t)p->nnodes + 1, sizeof(int));
+  if (!depth) return 1;
+  int over_x = 0, dmax = 0, math = 0;
+  for (int i = 0; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    math |= n->type.rank > 0 && xir__is_vector_math(n->op);
+    int dd = 0;
+    for (int a = 0; a < n->nargs; a++)
+      if (n->args[a] >= 0 && n->args[a] < i && depth[n->args[a]] > dd) dd = depth[n->args[a]];
+    int red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
+    if (red && n->type.rank == 0) {
+      const xir_type *in = &p->nodes[n->args[0]].type;
+      over_x |= in->rank == 1 && in->axes[0] == X;
+      dd++;
+    }
+    depth[i] = dd;
+    if (dd > dmax) dmax = dd;
+  }
+  xir__free(depth);
+  if (!over_x) return 1;
+  unsigned m = dmax >= 2 && !math && q <= 2 ? 8
+               : dmax >= 2 && (!math || q <= 3) ? 4
+               : q <= 2 ? 4
+               : q <= 3 ? 2
+                        : 1;
+  return m > XIR__GROUP_MAX ? XIR__GROUP_MAX : m;
+}

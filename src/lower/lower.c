@@ -64,9 +64,6 @@ typedef struct val {
  * kernel reads more than 4 rows). */
 #define XIR__PREFETCH_BUFS 16
 
-/* At most this many root programs in a row group (group_size). */
-#define XIR__GROUP_MAX 8
-
 typedef struct lw {
   const xir_program *p;
   const xir_shape *sh;
@@ -3498,37 +3495,11 @@ static int pair_evenodd_ok(const lw *L) {
 static unsigned group_size(lw *L) {
   const xir_program *p = L->p;
   int X = L->c->inner_dim;
-  if (L->ell < L->W || X < 0 || !is_fixed(L, X) || p->nroot < 1 || L->mask_id >= 0 ||
-      L->early_fill || L->pm)
-    return 1;
-  int64_t q = (dimc(L, X) + L->W - 1) / L->W;
-  if (q > 6) return 1;
-  int *depth = xir__calloc((size_t)p->nnodes + 1, sizeof(int));
-  if (!depth) return 1;
-  int over_x = 0, dmax = 0, math = 0, mat = 0;
-  for (int i = 0; i < p->nnodes; i++) {
-    const xir_node *n = &p->nodes[i];
-    math |= n->type.rank > 0 && xir__is_vector_math(n->op);
-    int dd = 0;
-    for (int a = 0; a < n->nargs; a++)
-      if (n->args[a] >= 0 && n->args[a] < i && depth[n->args[a]] > dd) dd = depth[n->args[a]];
-    int red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
-    if (red && n->type.rank == 0) {
-      const xir_type *in = &p->nodes[n->args[0]].type;
-      over_x |= in->rank == 1 && in->axes[0] == X;
-      dd++;
-    }
-    depth[i] = dd;
-    if (dd > dmax) dmax = dd;
-    mat |= i >= p->body_begin && is_mat(L, i);
-  }
-  xir__free(depth);
-  if (!over_x || mat) return 1;
-  unsigned m = dmax >= 2 && !math && q <= 2 ? 8
-               : dmax >= 2 && (!math || q <= 3) ? 4
-               : q <= 2 ? 4
-               : q <= 3 ? 2
-                        : 1;
+  unsigned m = xir__row_group_size(p, L->sh, X, L->ell, L->W, X >= 0 && is_fixed(L, X),
+                                   L->mask_id >= 0, L->pm != NULL);
+  if (m <= 1 || L->early_fill) return 1;
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    if (is_mat(L, i)) return 1;
   /* XIR_ROW_GROUP=N (1: none) overrides the choice: for measuring it (docs/lowering.md) */
   const char *e = getenv("XIR_ROW_GROUP");
   if (e && *e) m = (unsigned)atoi(e);
