@@ -26,6 +26,14 @@ static xir_program *load(const char *k, const char *spec, xir_shape *s) {
   return p;
 }
 
+/* The inner-axis facts the period-buffer rules read: periods, stretches and hoisted tiles. */
+static void inner_facts(const xir_program *p, const xir_shape *s, int X, int64_t *per, int64_t *str,
+                        uint8_t *hoist) {
+  xir__inner_period(p, s, X, per);
+  xir__inner_stretch(p, s, X, str);
+  xir__hoisted_tiles(p, s, hoist);
+}
+
 static int node_named(const xir_program *p, const char *name) {
   for (int i = 0; i < p->nnodes; i++)
     if (p->nodes[i].name && !strcmp(p->nodes[i].name, name)) return i;
@@ -175,9 +183,7 @@ static void test_local_pattern_fraction(void **state) {
   int64_t per[64] = {0}, str[64] = {0};
   uint8_t hoist[64] = {0};
   assert_true(p->nnodes <= 64);
-  xir__inner_period(p, &s, 1, per);
-  xir__inner_stretch(p, &s, 1, str);
-  xir__hoisted_tiles(p, &s, hoist);
+  inner_facts(p, &s, 1, per, str, hoist);
   xir__pbuf pb;
   assert_false(xir__period_buffer(p, &s, 1, 32, 16, 1, 0, hoist, per, str, cos_id, &pb));
   assert_true(xir__period_buffer(p, &s, 1, 64, 16, 1, 0, hoist, per, str, cos_id, &pb));
@@ -545,9 +551,7 @@ static void test_period_buffers(void **state) {
   assert_non_null(hoist);
   int C = 1, nsc = 0;
   xir__pbuf pb;
-  xir__inner_period(p, &s, C, per);
-  xir__inner_stretch(p, &s, C, str);
-  xir__hoisted_tiles(p, &s, hoist);
+  inner_facts(p, &s, C, per, str, hoist);
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
     int sc = n->op == XIR_OP_SIN || n->op == XIR_OP_COS;
@@ -572,9 +576,7 @@ static void test_period_buffers(void **state) {
   check_ir16(p, &s, 16, has, 1, NULL);
   xir_program_free(p);
   p = load("rope", "R=3,C=256,HD=64", &s);
-  xir__inner_period(p, &s, C, per);
-  xir__inner_stretch(p, &s, C, str);
-  xir__hoisted_tiles(p, &s, hoist);
+  inner_facts(p, &s, C, per, str, hoist);
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (p->nodes[i].op != XIR_OP_SIN) {
       assert_int_equal(xir__period_buffer(p, &s, C, 128, 16, 1, 0, hoist, per, str, i, &pb),
@@ -590,9 +592,7 @@ static void test_period_buffers(void **state) {
   }
   xir_program_free(p);
   p = load("rope", "R=3,C=200,HD=100", &s); /* without the stretch: 2 · 112 > 200 */
-  xir__inner_period(p, &s, C, per);
-  xir__inner_stretch(p, &s, C, str);
-  xir__hoisted_tiles(p, &s, hoist);
+  inner_facts(p, &s, C, per, str, hoist);
   for (int i = p->body_begin; i < p->nnodes; i++) {
     if (p->nodes[i].op != XIR_OP_SIN) continue;
     assert_true(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb));
@@ -605,9 +605,7 @@ static void test_period_buffers(void **state) {
                                    "R=3,C=1024,HD=128,P=8,H2=64"};
   for (int t = 0; t < 3; t++) {
     p = load("rope_cache", rc[t], &s);
-    xir__inner_period(p, &s, C, per);
-    xir__inner_stretch(p, &s, C, str);
-    xir__hoisted_tiles(p, &s, hoist);
+    inner_facts(p, &s, C, per, str, hoist);
     int nl = 0;
     for (int i = p->body_begin; i < p->nnodes; i++) {
       const xir_node *n = &p->nodes[i];
@@ -631,9 +629,7 @@ static void test_period_buffers(void **state) {
    * and a cos a chunk would cost more than the buffer). Outputs: test_native runs every candidate
    * of rope_cache at HD = 100 and 22. */
   p = load("rope_cache", "R=3,C=200,HD=100,P=8,H2=50", &s);
-  xir__inner_period(p, &s, C, per);
-  xir__inner_stretch(p, &s, C, str);
-  xir__hoisted_tiles(p, &s, hoist);
+  inner_facts(p, &s, C, per, str, hoist);
   assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1, 0, hoist, per, str), XIR__UNROLL_PERIODIC);
   assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 0, 0, hoist, per, str), XIR__UNROLL_CHUNKS);
   for (int i = p->body_begin; i < p->nnodes; i++)
@@ -647,9 +643,7 @@ static void test_period_buffers(void **state) {
   check_ir16(p, &s, 16, buf, 1, "urem");
   xir_program_free(p);
   p = load("rope", "R=3,C=200,HD=100", &s);
-  xir__inner_period(p, &s, C, per);
-  xir__inner_stretch(p, &s, C, str);
-  xir__hoisted_tiles(p, &s, hoist);
+  inner_facts(p, &s, C, per, str, hoist);
   assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1, 0, hoist, per, str), XIR__UNROLL_CHUNKS);
   check_ir16(p, &s, 16, buf, 1, NULL);
   xir_program_free(p);
