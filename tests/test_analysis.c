@@ -617,7 +617,7 @@ static void test_period_buffers(void **state) {
       if (t == 0) assert_int_equal(pb.D, 2);
     }
     assert_int_equal(nl, 2);
-    assert_int_equal(xir__chunk_unroll(p, &s, C, t == 2 ? 128 : 16, 16, 1, 0, hoist, per, str),
+    assert_int_equal(xir__chunk_unroll(p, &s, C, t == 2 ? 128 : 16, 16, 1),
                      XIR__UNROLL_CHUNKS);
     xir_program_free(p);
   }
@@ -630,8 +630,8 @@ static void test_period_buffers(void **state) {
    * of rope_cache at HD = 100 and 22. */
   p = load("rope_cache", "R=3,C=200,HD=100,P=8,H2=50", &s);
   inner_facts(p, &s, C, per, str, hoist);
-  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1, 0, hoist, per, str), XIR__UNROLL_PERIODIC);
-  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 0, 0, hoist, per, str), XIR__UNROLL_CHUNKS);
+  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1), XIR__UNROLL_PERIODIC);
+  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 0), XIR__UNROLL_CHUNKS);
   for (int i = p->body_begin; i < p->nnodes; i++)
     assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb));
   static const char *const none[] = {"define"};
@@ -644,7 +644,7 @@ static void test_period_buffers(void **state) {
   xir_program_free(p);
   p = load("rope", "R=3,C=200,HD=100", &s);
   inner_facts(p, &s, C, per, str, hoist);
-  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1, 0, hoist, per, str), XIR__UNROLL_CHUNKS);
+  assert_int_equal(xir__chunk_unroll(p, &s, C, 16, 16, 1), XIR__UNROLL_CHUNKS);
   check_ir16(p, &s, 16, buf, 1, NULL);
   xir_program_free(p);
   free(per);

@@ -731,6 +731,22 @@ static void unit_cost(wctx *w) {
   }
 }
 
+/* Row groups (xir__row_group_size): g programs' serial chains overlap, so a unit pays 1/g of its
+ * own (serial ≤ arith: every part of it is charged there too) and of its dependent accumulation
+ * steps. The lowering also declines where it keeps a tile per unit; here, where a consumer loop
+ * reuses a stored tile (its materialized tiles). */
+static void row_group_overlap(wctx *x, int masked) {
+  const xir_candidate *c = x->c;
+  int X = c->inner_dim;
+  for (int i = 0; i < x->p->nnodes && x->stored; i++)
+    if (x->stored[i]) return;
+  unsigned g = xir__row_group_size(x->p, x->s, X, c->local, c->W,
+                                   X >= 0 && (int)(c->fixed_dims >> X & 1), masked, x->any_pbuf);
+  if (g <= 1) return;
+  x->arith -= x->serial * (1.0 - 1.0 / g);
+  for (int i = 0; i < XIR_CHAIN_KINDS; i++) x->steps[i] /= g;
+}
+
 /* The mask's live iterations: per unit (the lowering's: one root program for ℓ ≥ W, a packet of
  * W/ℓ for ℓ < W; units never straddle blocks), the chunks (ℓ > 1) or elements (ℓ = 1) up to the
  * largest end of its root programs, of which those below the smallest end (full chunks only)
@@ -961,8 +977,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     xir__inner_period(p, s, c->inner_dim, per);
     xir__inner_stretch(p, s, c->inner_dim, stretch);
     x.unroll = xir__chunk_unroll(p, s, c->inner_dim, c->local, c->W,
-                                 (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0, x.hoist,
-                                 per, stretch);
+                                 (int)(c->fixed_dims >> c->inner_dim & 1));
     for (int i = p->body_begin; i < p->nnodes; i++)
       x.any_pbuf |= xir__period_buffer(p, s, c->inner_dim, c->local, c->W,
                                        (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0,
@@ -971,22 +986,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
     xir__free(stretch);
   }
   unit_cost(&x);
-  {
-    /* Row groups: g programs' serial chains overlap, so a unit pays 1/g of its own (and of its
-     * dependent accumulation steps). The lowering also declines where it keeps a tile per unit;
-     * here, where a consumer loop reuses a stored tile (its materialized tiles). */
-    int X = c->inner_dim, stored = 0;
-    for (int i = 0; i < p->nnodes && x.stored; i++) stored |= x.stored[i];
-    unsigned g = stored ? 1
-                        : xir__row_group_size(p, s, X, c->local, c->W,
-                                              X >= 0 && (int)(c->fixed_dims >> X & 1),
-                                              mask_id >= 0, x.any_pbuf);
-    if (g > 1) {
-      double save = x.serial * (1.0 - 1.0 / g);
-      x.arith -= save < x.arith ? save : 0;
-      for (int i = 0; i < XIR_CHAIN_KINDS; i++) x.steps[i] /= g;
-    }
-  }
+  row_group_overlap(&x, mask_id >= 0);
   w->critical_arith_packets = w->critical_memory_packets = (double)w->critical_packets;
   if (x.skip && mask_counts(&x, &mask, &ls, w)) {
     /* too many root programs to walk: every unit counted with all its iterations */

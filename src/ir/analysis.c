@@ -118,43 +118,24 @@ int64_t xir__hoist_extent(const xir_program *p, int id, int64_t N, int64_t M, in
   return need > N ? N : need;
 }
 
-/* xir__period_buffer without the straight-line rule (unrolled = 0: as if the row's chunks ran
- * as a loop). */
-static int period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
-                         int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
-                         const int64_t *stretch, int id, int unrolled, xir__pbuf *out);
+int xir__chunk_unroll(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
+                      int x_fixed) {
+  if (X < 0 || !x_fixed || ell < W || W < 1 || s->dims[X] / (int64_t)W > XIR__UNROLL_PERIODIC)
+    return XIR__UNROLL_CHUNKS;
+  xir__lpat pt;
+  /* a local window pattern, which a loop tests chunk by chunk at run time or reads from a period
+   * buffer (rope_cache at HD = C = 120, l = 16: 9.1 us in a loop of 7 chunks, l = 32 5.8 us
+   * with its 3 chunks straight-line) */
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_LOAD && !xir__window_access(p, s, X, ell, W, i, NULL) &&
+        xir__window_access_local(p, s, X, ell, W, i, &pt))
+      return XIR__UNROLL_PERIODIC;
+  return XIR__UNROLL_CHUNKS;
+}
 
 int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
                        int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
                        const int64_t *stretch, int id, xir__pbuf *out) {
-  int u = xir__chunk_unroll(p, s, X, ell, W, x_fixed, masked, hoist, period, stretch);
-  return period_buffer(p, s, X, ell, W, x_fixed, masked, hoist, period, stretch, id,
-                       u == XIR__UNROLL_PERIODIC, out);
-}
-
-int xir__chunk_unroll(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
-                      int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
-                      const int64_t *stretch) {
-  if (X < 0 || !x_fixed || ell < W || W < 1 || s->dims[X] / (int64_t)W > XIR__UNROLL_PERIODIC)
-    return XIR__UNROLL_CHUNKS;
-  xir__pbuf pb;
-  xir__lpat pt;
-  for (int i = p->body_begin; i < p->nnodes; i++) {
-    if (p->nodes[i].op != XIR_OP_LOAD) continue;
-    /* a period buffer's load, or a local window pattern a loop would test chunk by chunk at run
-     * time (rope_cache at HD = C = 120, l = 16: 9.1 us in a loop of 7 chunks, l = 32 5.8 us
-     * with its 3 chunks straight-line) */
-    if (period_buffer(p, s, X, ell, W, x_fixed, masked, hoist, period, stretch, i, 0, &pb) ||
-        (!xir__window_access(p, s, X, ell, W, i, NULL) &&
-         xir__window_access_local(p, s, X, ell, W, i, &pt)))
-      return XIR__UNROLL_PERIODIC;
-  }
-  return XIR__UNROLL_CHUNKS;
-}
-
-static int period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
-                         int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
-                         const int64_t *stretch, int id, int unrolled, xir__pbuf *out) {
   memset(out, 0, sizeof *out);
   if (ell < W || W < 1 || X < 0 || !x_fixed || masked || !period || id < p->body_begin) return 0;
   const xir_node *n = &p->nodes[id];
@@ -172,11 +153,13 @@ static int period_buffer(const xir_program *p, const xir_shape *s, int X, unsign
     /* a periodic load (rope_cache's cos[p, (c % HD) / 2]): only where some chunks would gather
      * or split — a local window pattern with a bad residue; the other loads are one window load
      * and a shuffle per packet already (or chunk-invariant when ℓ is a multiple of M) — and
-     * where the chunks are a loop (straight-line chunks know their residues) */
+     * where the chunks are a loop: such a load is a local pattern that no chunk loop reads as
+     * a window (a bad residue), so a row of at most XIR__UNROLL_PERIODIC packets runs its
+     * chunks straight-line instead (xir__chunk_unroll), each at a known residue */
     xir__lpat pt;
-    if (unrolled) return 0;
     uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
-    if (inv || !xir__window_access_local(p, s, X, ell, W, id, &pt) ||
+    if (inv || N / (int64_t)W <= XIR__UNROLL_PERIODIC ||
+        !xir__window_access_local(p, s, X, ell, W, id, &pt) ||
         xir__window_local_residues(&pt, ell, W, good, reach) >= 1.0)
       return 0;
   }

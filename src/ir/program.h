@@ -208,14 +208,13 @@ unsigned xir__row_group_size(const xir_program *p, const xir_shape *s, int X, un
  * 5-10 % at 600 and 1000 columns for three times the compile time (97 against 31 ms): rows of
  * more packets keep the loop and the buffer. */
 enum { XIR__UNROLL_PERIODIC = 32 };
-/* The unroll limit (in chunks) of a consumer's chunk loops over X: XIR__UNROLL_PERIODIC when some
- * load would have a period buffer or a local window pattern (xir__window_access_local, not
- * xir__window_access: a loop tests its residue chunk by chunk) and X's compile-time extent has at
- * most that many full packets of W, else XIR__UNROLL_CHUNKS. Arguments as xir__period_buffer's
- * (id aside). */
+/* The unroll limit (in chunks) of a consumer's chunk loops over X at local width ell ≥ W:
+ * XIR__UNROLL_PERIODIC when some load has a local window pattern (xir__window_access_local, not
+ * xir__window_access: a loop would test its residue chunk by chunk, or read it from a period
+ * buffer) and X's compile-time extent (x_fixed) has at most that many full packets of W, else
+ * XIR__UNROLL_CHUNKS. */
 int xir__chunk_unroll(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
-                      int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
-                      const int64_t *stretch);
+                      int x_fixed);
 
 enum { XIR_LPAT_MAXP = 256 };
 /* How an integer index depends on the element index c along an axis X: u + A·c + tab[c mod P],

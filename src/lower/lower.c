@@ -3734,8 +3734,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
       goto done;
     }
     xir__inner_stretch(p, shape, c->inner_dim, stretch);
-    L.unroll = xir__chunk_unroll(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
-                                 L.mask_id >= 0, L.hoist, L.period, stretch);
+    L.unroll = xir__chunk_unroll(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim));
     for (int i = p->body_begin; i < p->nnodes; i++)
       any |= xir__period_buffer(p, shape, c->inner_dim, L.ell, L.W, is_fixed(&L, c->inner_dim),
                                 L.mask_id >= 0, L.hoist, L.period, stretch, i, &pm[i]);
