@@ -734,8 +734,10 @@ static void test_sibling_reductions_share_a_loop(void **state) {
  * without an fma on a zero addend; and a row of −0 sums to −0 (IEEE), where a +0 start gave +0,
  * in every candidate, while −0 and +0 together sum to +0. */
 /* Row groups (lower.c emit_unit_group, docs/lowering.md): at ℓ ≥ W and short rows, layernorm's
- * root programs are emitted four at a time, statement by statement — the IR holds the group's
- * four row chains (four square roots) and the one-at-a-time remainder's one. Every root program
+ * root programs are emitted four at a time, statement by statement; the group's sums fold
+ * together (group_fold) and its rank-0 arithmetic runs once on four lanes (group_eval) — the IR
+ * holds the group's one square root of four lanes (of eight at C = 24, W = 16) and the
+ * one-at-a-time remainder's scalar one. Every root program
  * computes the same bits whether it ran in a group, alone in the remainder, in a call of any
  * block range (groups start at the call's first root program) or with groups turned off. */
 static void run_blocks(const xir_kernel *k, xir_case *c, const uint64_t *cuts, int ncuts) {
@@ -753,55 +755,64 @@ static void test_row_groups(void **state) {
   xir_program *p;
   xir_diag d;
   if (xir_kernel_load("layernorm", &p, &d)) die(&d);
-  xir_shape s;
-  if (xir_shape_parse(p, "R=37,C=40", &s, &d)) die(&d);
-  xir_case c;
-  if (xir__case_init(&c, p, &s, 7, &d) || xir__case_oracle(&c, &d)) die(&d);
-  int out = -1;
-  for (int q = 0; q < xir_program_num_params(p); q++)
-    if (c.ref[q]) out = q;
-  assert_true(out >= 0);
-  size_t bytes = c.numel[out] * sizeof(float);
-  float *want = malloc(bytes);
-  assert_non_null(want);
-  for (int w = 0; w < 2; w++) {
-    if (!g_cc[w]) continue;
-    uint32_t W = xir_compiler_width(g_cc[w]);
-    if (W < 8) continue;
-    uint8_t perm[1] = {0};
-    xir_candidate cand;
-    /* ℓ = 2W, one root program a block: 37 blocks; C = 40 is 3 (W = 16) or 5 (W = 8) packets */
-    if (xir_candidate_make(p, &s, W, 2 * W, 2 * W, perm, &cand, &d)) die(&d);
-    const xir_kernel *k;
-    if (xir_compile(g_cc[w], p, &s, &cand, &k, &d)) die(&d);
-    xir_kernel_info info;
-    xir_kernel_get_info(k, &info);
-    assert_int_equal(count_str(info.ir_text, "call float @llvm.sqrt.f32("), 4 + 1);
-    uint64_t L = xir_kernel_blocks(k);
-    assert_int_equal(L, 37);
-    uint64_t whole[] = {0, L}, pieces[] = {0, 1, 3, 6, 11, 12, 19, 37};
-    run_blocks(k, &c, whole, 2);
-    xir_compare cmp = xir__case_compare(&c, out, xir__kernel_tolerance("layernorm"));
-    assert_true(cmp.pass);
-    memcpy(want, c.data[out], bytes);
-    run_blocks(k, &c, pieces, (int)(sizeof pieces / sizeof pieces[0]));
-    assert_memory_equal(c.data[out], want, bytes);
-    /* the same candidate without groups (a compiler of its own: the first caches the kernel) */
-    setenv("XIR_ROW_GROUP", "1", 1);
-    xir_compiler_options o = {.force_width = W};
-    xir_compiler *cc1;
-    if (xir_compiler_create(&o, &cc1, &d)) die(&d);
-    const xir_kernel *k1;
-    if (xir_compile(cc1, p, &s, &cand, &k1, &d)) die(&d);
-    unsetenv("XIR_ROW_GROUP");
-    xir_kernel_get_info(k1, &info);
-    assert_int_equal(count_str(info.ir_text, "call float @llvm.sqrt.f32("), 1);
-    run_blocks(k1, &c, whole, 2);
-    assert_memory_equal(c.data[out], want, bytes);
-    xir_compiler_destroy(cc1);
+  static const char *kShapes[] = {"R=37,C=40", "R=37,C=24"};
+  for (int si = 0; si < 2; si++) {
+    xir_shape s;
+    if (xir_shape_parse(p, kShapes[si], &s, &d)) die(&d);
+    xir_case c;
+    if (xir__case_init(&c, p, &s, 7, &d) || xir__case_oracle(&c, &d)) die(&d);
+    int out = -1;
+    for (int q = 0; q < xir_program_num_params(p); q++)
+      if (c.ref[q]) out = q;
+    assert_true(out >= 0);
+    size_t bytes = c.numel[out] * sizeof(float);
+    float *want = malloc(bytes);
+    assert_non_null(want);
+    for (int w = 0; w < 2; w++) {
+      if (!g_cc[w]) continue;
+      uint32_t W = xir_compiler_width(g_cc[w]);
+      if (W < 8) continue;
+      uint8_t perm[1] = {0};
+      xir_candidate cand;
+      /* ℓ = 2W, one root program a block: 37 blocks; C = 40 is 3 (W = 16) or 5 (W = 8) packets,
+       * groups of 4; C = 24 is 2 or 3, groups of 8 or 4 */
+      if (xir_candidate_make(p, &s, W, 2 * W, 2 * W, perm, &cand, &d)) die(&d);
+      const xir_kernel *k;
+      if (xir_compile(g_cc[w], p, &s, &cand, &k, &d)) die(&d);
+      xir_kernel_info info;
+      xir_kernel_get_info(k, &info);
+      unsigned G = si == 1 && W == 16 ? 8 : 4;
+      char vsqrt[64];
+      snprintf(vsqrt, sizeof vsqrt, "call <%u x float> @llvm.sqrt.v%uf32(", G, G);
+      assert_int_equal(count_str(info.ir_text, "call float @llvm.sqrt.f32("), 1);
+      assert_int_equal(count_str(info.ir_text, vsqrt), 1);
+      uint64_t L = xir_kernel_blocks(k);
+      assert_int_equal(L, 37);
+      uint64_t whole[] = {0, L}, pieces[] = {0, 1, 3, 6, 11, 12, 19, 37};
+      run_blocks(k, &c, whole, 2);
+      xir_compare cmp = xir__case_compare(&c, out, xir__kernel_tolerance("layernorm"));
+      assert_true(cmp.pass);
+      memcpy(want, c.data[out], bytes);
+      run_blocks(k, &c, pieces, (int)(sizeof pieces / sizeof pieces[0]));
+      assert_memory_equal(c.data[out], want, bytes);
+      /* the same candidate without groups (a compiler of its own: the first caches the kernel) */
+      setenv("XIR_ROW_GROUP", "1", 1);
+      xir_compiler_options o = {.force_width = W};
+      xir_compiler *cc1;
+      if (xir_compiler_create(&o, &cc1, &d)) die(&d);
+      const xir_kernel *k1;
+      if (xir_compile(cc1, p, &s, &cand, &k1, &d)) die(&d);
+      unsetenv("XIR_ROW_GROUP");
+      xir_kernel_get_info(k1, &info);
+      assert_int_equal(count_str(info.ir_text, "call float @llvm.sqrt.f32("), 1);
+      assert_int_equal(count_str(info.ir_text, vsqrt), 0);
+      run_blocks(k1, &c, whole, 2);
+      assert_memory_equal(c.data[out], want, bytes);
+      xir_compiler_destroy(cc1);
+    }
+    free(want);
+    xir__case_free(&c);
   }
-  free(want);
-  xir__case_free(&c);
   xir_program_free(p);
 }
 

@@ -208,6 +208,11 @@ typedef struct lw {
   struct xir__grp_prog *grp;
   val *grp_top[XIR__GROUP_MAX];
   int *grp_top_ok[XIR__GROUP_MAX];
+  /* ... and a rank-0 value of the group as one vector of ilv lanes, lane j program j's
+   * (group_fold, group_eval): gv_ok 2 where the programs' values differ (a sum's, or computed
+   * from one), 1 where they are one value (a constant's) */
+  val *gv;
+  int *gv_ok;
 } lw;
 
 static LLVMValueRef ci64(lw *L, int64_t v) { return LLVMConstInt(L->i64, (unsigned long long)v, 1); }
@@ -2327,8 +2332,10 @@ static int sibling_ok(lw *L, int id, int j) {
   return ok;
 }
 
-/* Emits a reduction: rank-0 results go to top[], tile results to scratch. */
-static void emit_reduce(lw *L, int id) {
+/* A reduction's loops: a tile result (ℓ = 1) is complete in its scratch and 0 is returned; a
+ * rank-0 one and its siblings (g: ids and partial sums) accumulate, and 1 is returned — their
+ * folds are left to reduce_folds (or, in a row group, group_fold). */
+static int reduce_loops(lw *L, int id, red_group *gp) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *in = &L->p->nodes[n->args[0]].type;
   red R;
@@ -2351,7 +2358,7 @@ static void emit_reduce(lw *L, int id) {
       L->st = xir__err(L->d, XIR_ERR_UNSUPPORTED,
                        "the tile result of '%s' needs %lld vectors of scratch (at most 64 Ki)",
                        xir__op_info[n->op].name, (long long)size);
-      return;
+      return 0;
     }
     if (!L->scratch[id])
       L->scratch[id] = all_fixed ? entry_alloca(L, LLVMArrayType2(L->vf, (uint64_t)size), "scratch")
@@ -2362,7 +2369,7 @@ static void emit_reduce(lw *L, int id) {
     LLVMSetAlignment(LLVMBuildStore(L->b, red_identity(L, n->op), ptr), 4);
     loop_end(L, &init);
     tile_loops(L, in, 0, reduce_tile_body, id, NULL);
-    return;
+    return 0;
   }
   if (L->skip[id]) {
     /* positions past the end hold the masked value: left out when it is the identity (in every
@@ -2395,10 +2402,10 @@ static void emit_reduce(lw *L, int id) {
     if (!sibling_ok(L, id, j)) break;
     g.ids[g.n++] = j;
   }
+  g.R[0] = R;
   if (g.n == 1) {
-    tile_loops(L, in, 0, reduce_body, id, &R);
+    tile_loops(L, in, 0, reduce_body, id, &g.R[0]);
   } else {
-    g.R[0] = R;
     for (int i = 1; i < g.n; i++) {
       memset(&g.R[i], 0, sizeof g.R[i]);
       for (unsigned q = 0; q < L->k; q++) g.R[i].acc[q] = entry_alloca(L, L->vf, "acc");
@@ -2408,17 +2415,31 @@ static void emit_reduce(lw *L, int id) {
   }
   L->evenodd = 0;
   L->rng_lo = L->rng_hi = L->rng_live = NULL;
-  /* the group's results: two sums a fold where they may share one (red_fold_pair) */
-  for (int i = 0; i < g.n;) {
-    red *Ri = i == 0 ? &R : &g.R[i];
-    if (i + 1 < g.n && pair_fold_ok(L, g.ids[i], Ri, g.ids[i + 1], &g.R[i + 1])) {
-      red_fold_pair(L, g.ids[i], Ri, g.ids[i + 1], &g.R[i + 1]);
+  *gp = g;
+  return 1;
+}
+
+/* The folds of reduce_loops' results g, but those marked in done (a bit a sibling): two sums a
+ * fold where they may share one (red_fold_pair). */
+static void reduce_folds(lw *L, red_group *g, unsigned done) {
+  for (int i = 0; i < g->n;) {
+    if (done >> i & 1) {
+      i++;
+    } else if (i + 1 < g->n && !(done >> (i + 1) & 1) &&
+               pair_fold_ok(L, g->ids[i], &g->R[i], g->ids[i + 1], &g->R[i + 1])) {
+      red_fold_pair(L, g->ids[i], &g->R[i], g->ids[i + 1], &g->R[i + 1]);
       i += 2;
     } else {
-      red_fold(L, g.ids[i], Ri);
+      red_fold(L, g->ids[i], &g->R[i]);
       i++;
     }
   }
+}
+
+/* Emits a reduction: rank-0 results go to top[], tile results to scratch. */
+static void emit_reduce(lw *L, int id) {
+  red_group g;
+  if (reduce_loops(L, id, &g)) reduce_folds(L, &g, 0);
 }
 
 /* The k packets' partial results of a root program folded into acc[0]: a fixed pairwise tree
@@ -2992,6 +3013,194 @@ static void group_select(lw *L, unsigned j) {
   L->gen++;
 }
 
+/* Row groups, a rank-0 sum over the inner axis (ℓ ≥ W: one packet a chunk of the row): the
+ * group's ilv programs (a power of two, at most W) fold their lanes together (group_fold). */
+static int group_fold_ok(lw *L, int id, const red *R) {
+  const xir_node *n = &L->p->nodes[id];
+  const xir_type *in = &L->p->nodes[n->args[0]].type;
+  unsigned G = L->ilv;
+  return n->op == XIR_OP_REDUCE_SUM && n->type.rank == 0 && !R->range && in->rank == 1 &&
+         in->axes[0] == L->c->inner_dim && L->ell >= L->W && L->W >= 2 && L->W <= 16 && G >= 2 &&
+         G <= L->W && (G & (G - 1)) == 0 && L->gv;
+}
+
+/* Sibling s of the group's reductions gs[0..ilv) folded for all programs at once, with the bits
+ * each program's butterfly (red_fold) gives it. After its packets are added (fold_packets), each
+ * program's vector is one segment of W lanes; a step takes two vectors of m segments of width w
+ * into one of 2m segments of width w/2 — the first vector's segments in its lower half, each
+ * segment's lane t < w/2 the add of its lanes t and t + w/2 (two shuffles and one add): that is
+ * the butterfly's step at distance w/2 on lane t, the same operands in the same order. After
+ * log2(ilv) steps one vector holds program j's segment of W/ilv lanes at lane j·W/ilv, and the
+ * butterfly's last steps run inside the segments. For ilv = 8: 7 steps of 2 shuffles and an add,
+ * one butterfly step, instead of 8 butterflies of 4 shuffles and 4 adds. Program j's result is
+ * lane j·W/ilv broadcast (the butterfly's lane 0: red_fold_pair's choice too), and gv[id] the
+ * ilv results, lane j program j's. */
+static void group_fold(lw *L, red_group *gs, int s) {
+  unsigned G = L->ilv, W = L->W;
+  int id = gs[0].ids[s];
+  LLVMValueRef v[XIR__GROUP_MAX], acc[MAXK];
+  for (unsigned j = 0; j < G; j++) {
+    for (unsigned q = 0; q < L->k; q++) acc[q] = LLVMBuildLoad2(L->b, L->vf, gs[j].R[s].acc[q], "");
+    fold_packets(L, XIR_OP_REDUCE_SUM, 0, acc);
+    v[j] = acc[0];
+  }
+  unsigned w = W;
+  for (unsigned cnt = G; cnt > 1; cnt /= 2, w /= 2) {
+    unsigned h = w / 2;
+    LLVMValueRef lo[16], hi[16];
+    for (unsigned o = 0; o < W; o++) {
+      unsigned half = o >= W / 2, oo = o - half * (W / 2);
+      unsigned src = half * W + oo / h * w + oo % h;
+      lo[o] = LLVMConstInt(L->i32, src, 0);
+      hi[o] = LLVMConstInt(L->i32, src + h, 0);
+    }
+    for (unsigned i = 0; i < cnt / 2; i++)
+      v[i] = red_op(L, XIR_OP_REDUCE_SUM,
+                    LLVMBuildShuffleVector(L->b, v[2 * i], v[2 * i + 1], LLVMConstVector(lo, W), ""),
+                    LLVMBuildShuffleVector(L->b, v[2 * i], v[2 * i + 1], LLVMConstVector(hi, W), ""));
+  }
+  LLVMValueRef c = butterfly(L, XIR_OP_REDUCE_SUM, 0, v[0], w / 2);
+  LLVMValueRef e[16];
+  for (unsigned j = 0; j < G; j++) {
+    for (unsigned i = 0; i < W; i++) e[i] = LLVMConstInt(L->i32, j * w, 0);
+    LLVMValueRef r = LLVMBuildShuffleVector(L->b, c, LLVMGetPoison(L->vf), LLVMConstVector(e, W), "");
+    for (unsigned q = 0; q < L->k; q++) acc[q] = r;
+    L->grp_top[j][id] = vvec(L, acc);
+    L->grp_top_ok[j][id] = 1;
+  }
+  for (unsigned j = 0; j < G; j++) e[j] = LLVMConstInt(L->i32, j * w, 0);
+  memset(&L->gv[id], 0, sizeof L->gv[id]);
+  L->gv[id].v[0] = LLVMBuildShuffleVector(L->b, c, LLVMGetPoison(L->vf), LLVMConstVector(e, G), "");
+  L->gv_ok[id] = 2;
+}
+
+/* A row group's reduction statement id (and its siblings): every program's loops, then the sums
+ * that may fold across the group (group_fold_ok) fold together, the others program by program. */
+static void emit_reduce_group(lw *L, int id) {
+  red_group gs[XIR__GROUP_MAX];
+  unsigned G = L->ilv;
+  gs[0].n = 0;
+  for (unsigned j = 0; j < G && !L->st; j++) {
+    group_select(L, j);
+    if (!reduce_loops(L, id, &gs[j])) return; /* (a tile result: not in a row group) */
+  }
+  if (L->st) return;
+  unsigned done = 0;
+  int same = 1;
+  for (unsigned j = 1; j < G; j++)
+    same &= gs[j].n == gs[0].n && memcmp(gs[j].ids, gs[0].ids, sizeof gs[0].ids[0] * (size_t)gs[0].n) == 0;
+  for (int s = 0; s < gs[0].n && same; s++)
+    if (group_fold_ok(L, gs[0].ids[s], &gs[0].R[s])) {
+      group_fold(L, gs, s);
+      done |= 1u << s;
+    }
+  for (unsigned j = 0; j < G; j++) {
+    group_select(L, j);
+    reduce_folds(L, &gs[j], done);
+  }
+}
+
+/* Whether row-group statement i (rank 0, not a reduction) may be computed once for the group on
+ * ilv lanes (group_eval): an elementwise f32 or bool op on values of which at least one differs
+ * between the programs, every operand a group value (gv_ok) or a constant, parameter or dim — what
+ * depends on the program (its coordinates, loads) stays program by program. */
+static int group_eval_ok(lw *L, int i) {
+  const xir_node *n = &L->p->nodes[i];
+  if (!L->gv || n->type.rank != 0 || (n->type.elem != XIR_F32 && n->type.elem != XIR_BOOL)) return 0;
+  switch (n->op) {
+    case XIR_OP_CONST: case XIR_OP_DIM: case XIR_OP_PARAM: case XIR_OP_ROOT: case XIR_OP_IOTA:
+    case XIR_OP_LOAD: case XIR_OP_STORE: case XIR_OP_REDUCE_SUM: case XIR_OP_REDUCE_MAX:
+    case XIR_OP_REDUCE_MIN:
+      return 0;
+    default: break;
+  }
+  int varying = 0;
+  for (int a = 0; a < n->nargs; a++) {
+    int x = n->args[a];
+    if (x < 0) return 0;
+    int op = L->p->nodes[x].op;
+    if (op == XIR_OP_CONST || op == XIR_OP_DIM || op == XIR_OP_PARAM) continue;
+    if (!L->gv_ok[x]) return 0;
+    varying |= L->gv_ok[x] == 2;
+  }
+  return varying;
+}
+
+/* Statement i (group_eval_ok) for the whole group: the same operations as each program's (lane
+ * by lane, so the same bits) on vectors of ilv lanes — one division or square root for the
+ * group instead of one a program — and each program's value its lane, broadcast. */
+static void group_eval(lw *L, int i) {
+  unsigned W = L->W, k = L->k, G = L->ilv;
+  LLVMTypeRef vf = L->vf, vi = L->vi, vb = L->vb;
+  val *top = L->top;
+  int *top_ok = L->top_ok;
+  uint8_t *uni = L->uni;
+  L->W = G;
+  L->k = 1;
+  L->vf = LLVMVectorType(L->f32, G);
+  L->vi = LLVMVectorType(L->i64, G);
+  L->vb = LLVMVectorType(L->i1, G);
+  L->top = L->gv;
+  L->top_ok = L->gv_ok;
+  L->uni = NULL; /* (its lanes differ: no lane-0 shortcut) */
+  L->gen++;
+  val r = eval(L, i);
+  L->gen++;
+  L->W = W;
+  L->k = k;
+  L->vf = vf;
+  L->vi = vi;
+  L->vb = vb;
+  L->top = top;
+  L->top_ok = top_ok;
+  L->uni = uni;
+  if (L->st) return;
+  memset(&L->gv[i], 0, sizeof L->gv[i]);
+  L->gv[i].v[0] = r.v[0];
+  L->gv_ok[i] = 2;
+  LLVMValueRef e[16], acc[MAXK];
+  for (unsigned j = 0; j < G; j++) {
+    for (unsigned l = 0; l < W; l++) e[l] = LLVMConstInt(L->i32, j, 0);
+    LLVMValueRef b = LLVMBuildShuffleVector(L->b, r.v[0], LLVMGetPoison(LLVMTypeOf(r.v[0])),
+                                            LLVMConstVector(e, W), "");
+    for (unsigned q = 0; q < L->k; q++) acc[q] = b;
+    L->grp_top[j][i] = vvec(L, acc);
+    L->grp_top_ok[j][i] = 1;
+  }
+}
+
+/* A row-group statement computed program by program (rank 0): where it is one value for all of
+ * them — an elementwise f32 or bool op on constants, parameters, dims and such values, nothing
+ * of a program's own (its coordinates, loads, reductions) — it is also a group value (gv_ok 1),
+ * program 0's lane 0 in every lane. */
+static void group_uniform(lw *L, int i) {
+  const xir_node *n = &L->p->nodes[i];
+  if (!L->gv || n->type.rank != 0 || (n->type.elem != XIR_F32 && n->type.elem != XIR_BOOL) ||
+      !L->grp_top_ok[0][i] || group_eval_ok(L, i))
+    return;
+  switch (n->op) {
+    case XIR_OP_CONST: case XIR_OP_DIM: case XIR_OP_PARAM: case XIR_OP_ROOT: case XIR_OP_IOTA:
+    case XIR_OP_LOAD: case XIR_OP_STORE: case XIR_OP_REDUCE_SUM: case XIR_OP_REDUCE_MAX:
+    case XIR_OP_REDUCE_MIN:
+      return;
+    default: break;
+  }
+  for (int a = 0; a < n->nargs; a++) {
+    int x = n->args[a];
+    if (x < 0) return;
+    int op = L->p->nodes[x].op;
+    if (op != XIR_OP_CONST && op != XIR_OP_DIM && op != XIR_OP_PARAM && L->gv_ok[x] != 1) return;
+  }
+  const val *x = &L->grp_top[0][i];
+  if (x->aff || !x->v[0]) return;
+  LLVMValueRef e[16];
+  for (unsigned j = 0; j < L->ilv; j++) e[j] = LLVMConstInt(L->i32, 0, 0);
+  memset(&L->gv[i], 0, sizeof L->gv[i]);
+  L->gv[i].v[0] = LLVMBuildShuffleVector(L->b, x->v[0], LLVMGetPoison(LLVMTypeOf(x->v[0])),
+                                         LLVMConstVector(e, L->ilv), "");
+  L->gv_ok[i] = 1;
+}
+
 /* A store's loops for every program of the group, in turn: inside emit_streamed, the streaming
  * test is made once for the group's stores — a test per program would leave each program's last
  * values to be computed (sunk by the code generator) inside its own store's branches, one
@@ -3033,15 +3242,38 @@ static void emit_unit_group(lw *L) {
    * rows more than the group saved (rmsnorm 2000x64, 1 worker: 11.3 -> 12.5 us with it) */
   int pf_at = L->pf_at;
   L->pf_at = -1;
+  if (L->gv) memset(L->gv_ok, 0, sizeof(int) * (size_t)p->nnodes);
   for (int i = p->body_begin; i < p->nnodes && !L->st; i++) {
-    if (p->nodes[i].op == XIR_OP_STORE) {
+    const xir_node *n = &p->nodes[i];
+    if (n->op == XIR_OP_STORE) {
       emit_streamed(L, i, group_store_loops);
+      continue;
+    }
+    int red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
+    if (red && n->type.rank == 0) {
+      /* (set: a sibling's loops computed it — in every program, unless a sibling test ran out
+       * of memory in some: those compute it alone) */
+      unsigned have = 0;
+      for (unsigned j = 0; j < L->ilv; j++) have += L->grp_top_ok[j][i] != 0;
+      if (have == 0) {
+        emit_reduce_group(L, i);
+        continue;
+      }
+      for (unsigned j = 0; j < L->ilv && have < L->ilv && !L->st; j++) {
+        group_select(L, j);
+        emit_stmt(L, i);
+      }
+      continue;
+    }
+    if (group_eval_ok(L, i)) {
+      group_eval(L, i);
       continue;
     }
     for (unsigned j = 0; j < L->ilv && !L->st; j++) {
       group_select(L, j);
       emit_stmt(L, i);
     }
+    group_uniform(L, i);
   }
   L->pf_at = pf_at;
   L->p0 = base;
@@ -3799,6 +4031,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     int ok = (L.grp = xir__calloc(L.ilv, sizeof *L.grp)) != NULL;
     for (unsigned j = 0; j < L.ilv && ok; j++)
       ok = (L.grp_top[j] = xir__calloc(nn, sizeof(val))) && (L.grp_top_ok[j] = xir__calloc(nn, sizeof(int)));
+    ok = ok && (L.gv = xir__calloc(nn, sizeof(val))) && (L.gv_ok = xir__calloc(nn, sizeof(int)));
     if (!ok) {
       st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
       goto done;
@@ -3967,6 +4200,8 @@ done:
   xir__free(L.pf);
   xir__free(L.mat_save);
   xir__free(L.grp);
+  xir__free(L.gv);
+  xir__free(L.gv_ok);
   for (unsigned j = 0; j < XIR__GROUP_MAX; j++) {
     xir__free(L.grp_top[j]);
     xir__free(L.grp_top_ok[j]);
