@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -164,6 +165,23 @@ static void test_batch_failure_names_launch_and_lowest_task_and_skips_later(void
   assert_int_equal(st.fail_task, 0);
   assert_int_equal(st.fail_begin, 0);
   assert_int_equal(st.fail_end, 40);
+  /* the same launches without stats (xir_runtime_launch's one-task path: H = 1, G ≥ L, one
+   * block, or a pool of one) fail with the same message, every block run once */
+  char with_stats[sizeof d.msg];
+  snprintf(with_stats, sizeof with_stats, "%s", d.msg);
+  const uint32_t one_task[][2] = {{4, 1}, {UINT32_MAX, 0}, {40, 0}, {64, 2}};
+  for (size_t t = 0; t < sizeof one_task / sizeof one_task[0]; t++) {
+    memset(c, 0, sizeof c);
+    c[0].fail = 1;
+    assert_int_equal(xir_runtime_launch(rt, fail_fn, &c[0], 40, one_task[t][0], one_task[t][1], NULL, &d),
+                     XIR_ERR_RUNTIME);
+    assert_string_equal(d.msg, with_stats);
+    for (int i = 0; i < 40; i++) assert_int_equal(atomic_load(&c[0].hits[i]), 1);
+  }
+  memset(c, 0, sizeof c);
+  assert_int_equal(xir_runtime_launch(rt, fail_fn, &c[0], 40, UINT32_MAX, 0, NULL, &d), XIR_OK);
+  assert_int_equal(xir_runtime_launch(rt, fail_fn, &c[0], 0, UINT32_MAX, 0, NULL, &d), XIR_OK);
+  for (int i = 0; i < 40; i++) assert_int_equal(atomic_load(&c[0].hits[i]), 1);
   /* a pool launch through xir_runtime_launch */
   memset(c, 0, sizeof c);
   c[0].fail = 1;

@@ -95,6 +95,7 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
     c->grain = pl->entries[0].work.grain;
     /* what a user gets: the session's choice between the pool and the caller at launch time */
     xir__choice_init(&c->choice, pl, !strcmp(cfg, "default") && o.coefficients);
+    c->session = !strcmp(cfg, "default");
     xir_plan_free(pl);
   }
   c->workers = workers;
@@ -366,10 +367,11 @@ xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
 
 xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d) {
   xir_status st = XIR_OK;
-  if (c->kind == BC_XIR && c->choice.adaptive) {
+  if (c->kind == BC_XIR && (c->choice.adaptive || c->session)) {
     /* what xir_session_launch does (session/choice.h): each launch on the service that
-     * measures faster, some timed, with explorations of the other; n launches in a loop, timed
-     * as a whole */
+     * measures faster, some timed, with explorations of the other (or, not adaptive, on the
+     * plan's); n launches in a loop, timed as a whole — its arguments packed once, as a batch's
+     * are (a session packs them each launch: ~20 ns for four buffers, not counted here) */
     xir_block_fn fn = (xir_block_fn)xir_kernel_entry(c->k);
     uint64_t L = xir_kernel_blocks(c->k);
     double t0 = xir__now_ns();
