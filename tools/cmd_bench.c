@@ -404,7 +404,7 @@ static xir_status write_tables(const char *path, const cJSON *rec, xir_diag *d) 
     fprintf(f, "Input buffers lie where malloc put them (`--input-offset malloc`, or a record from "
                "before 2026-12-05).\n\n");
   fprintf(f, "Times are host wall µs per launch (batch of n launches + wait, divided by n; "
-             "`default` with a launch-time service choice: n launches in a loop): the "
+             "`default`: n launches in a loop, as xir_session_launch makes them): the "
              "median over rounds of each round's p50. A ratio is variant / baseline, the median "
              "over rounds of the same-round ratio (< 1: the variant is faster); min–max over "
              "rounds.\n\n");
