@@ -2109,8 +2109,29 @@ static void reduce_body(lw *L, int id, void *ud) {
     lane_mask(L, 1, m);
     L->full = saved;
   }
+  /* A sum's masked packet (the tail chunk) adds under its mask — select(m, acc + x, acc), one
+   * masked add — instead of adding its lanes blended with the identity (a blend and an add):
+   * the same bits, acc + −0 being acc. Where the tail chunk is the row's only chunk (a row
+   * shorter than ℓ), each accumulator holds one packet, and fold_packets' first step adds
+   * packet q − 1 and packet q for odd q: such a masked packet adds into packet q − 1's
+   * accumulator now, its own staying −0 (the step then adds −0, which folds away) — the same two
+   * operands in the same order, and a fused product rounded alone as fma(a, b, −0) rounds it.
+   * layernorm/rmsnorm rows of 24 at ℓ = 32: a blend, and a multiply-add split in two, fewer a
+   * row. */
+  int msum = n->op == XIR_OP_REDUCE_SUM && !R->range && !L->evenodd && L->ell > 1 && L->tail;
+  int only = msum && L->k > 1 && is_fixed(L, L->c->inner_dim) &&
+             dimc(L, L->c->inner_dim) < (int64_t)L->ell;
   for (unsigned q = 0; q < L->k; q++) {
     LLVMValueRef a = LLVMBuildLoad2(L->b, L->vf, R->acc[q], "");
+    if (msum && m[q]) {
+      unsigned t = only && (q & 1) ? q - 1 : q;
+      LLVMValueRef at = t == q ? a : LLVMBuildLoad2(L->b, L->vf, R->acc[t], "");
+      LLVMValueRef r;
+      if (fused && t != q) r = red_op(L, n->op, at, LLVMBuildFMul(L->b, fa.v[q], fb.v[q], ""));
+      else r = fused ? f_op(L, XIR_OP_FMA, fa.v[q], fb.v[q], at) : red_op(L, n->op, at, v.v[q]);
+      LLVMBuildStore(L->b, LLVMBuildSelect(L->b, m[q], r, at, ""), R->acc[t]);
+      continue;
+    }
     if (fused) {
       LLVMValueRef r = f_op(L, XIR_OP_FMA, fa.v[q], fb.v[q], a);
       LLVMBuildStore(L->b, m[q] ? LLVMBuildSelect(L->b, m[q], r, a, "") : r, R->acc[q]);
