@@ -3125,16 +3125,21 @@ static void emit_reduce_group(lw *L, int id) {
  * ilv lanes (group_eval): an elementwise f32 or bool op on values of which at least one differs
  * between the programs, every operand a group value (gv_ok) or a constant, parameter or dim — what
  * depends on the program (its coordinates, loads) stays program by program. */
-static int group_eval_ok(lw *L, int i) {
-  const xir_node *n = &L->p->nodes[i];
-  if (!L->gv || n->type.rank != 0 || (n->type.elem != XIR_F32 && n->type.elem != XIR_BOOL)) return 0;
+/* A rank-0 f32 or bool elementwise statement: what group_eval and group_uniform may take. */
+static int group_op(const xir_node *n) {
+  if (n->type.rank != 0 || (n->type.elem != XIR_F32 && n->type.elem != XIR_BOOL)) return 0;
   switch (n->op) {
     case XIR_OP_CONST: case XIR_OP_DIM: case XIR_OP_PARAM: case XIR_OP_ROOT: case XIR_OP_IOTA:
     case XIR_OP_LOAD: case XIR_OP_STORE: case XIR_OP_REDUCE_SUM: case XIR_OP_REDUCE_MAX:
     case XIR_OP_REDUCE_MIN:
       return 0;
-    default: break;
+    default: return 1;
   }
+}
+
+static int group_eval_ok(lw *L, int i) {
+  const xir_node *n = &L->p->nodes[i];
+  if (!L->gv || !group_op(n)) return 0;
   int varying = 0;
   for (int a = 0; a < n->nargs; a++) {
     int x = n->args[a];
@@ -3196,16 +3201,7 @@ static void group_eval(lw *L, int i) {
  * program 0's lane 0 in every lane. */
 static void group_uniform(lw *L, int i) {
   const xir_node *n = &L->p->nodes[i];
-  if (!L->gv || n->type.rank != 0 || (n->type.elem != XIR_F32 && n->type.elem != XIR_BOOL) ||
-      !L->grp_top_ok[0][i] || group_eval_ok(L, i))
-    return;
-  switch (n->op) {
-    case XIR_OP_CONST: case XIR_OP_DIM: case XIR_OP_PARAM: case XIR_OP_ROOT: case XIR_OP_IOTA:
-    case XIR_OP_LOAD: case XIR_OP_STORE: case XIR_OP_REDUCE_SUM: case XIR_OP_REDUCE_MAX:
-    case XIR_OP_REDUCE_MIN:
-      return;
-    default: break;
-  }
+  if (!L->gv || !group_op(n) || !L->grp_top_ok[0][i] || group_eval_ok(L, i)) return;
   for (int a = 0; a < n->nargs; a++) {
     int x = n->args[a];
     if (x < 0) return;
