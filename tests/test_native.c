@@ -818,7 +818,7 @@ static void test_row_groups(void **state) {
 
 /* A sum's masked packet adds under its mask (lower.c reduce_body): rmsnorm's row of 24 at
  * ℓ = 2W = 32 is one chunk of a full packet and a half one; the half one's square adds into the
- * full one's accumulator under the mask (a masked add) instead of being blended with −0 first
+ * full one's accumulator, select(m, acc + x, acc), instead of being blended with −0 first
  * (the same bits: acc + −0 is acc) — no −0 vector is left in the optimized IR, where the blend
  * kept one. Every candidate's output is checked against the oracle by
  * test_every_candidate_matches_oracle. */

@@ -37,8 +37,6 @@ typedef struct bcase {
   uint32_t grain;    /* the plan's (or the fixed configuration's) grain */
   uint32_t workers;  /* workers the launches may use */
   xir__choice choice; /* `default`: pool or caller at each launch, as xir_session_launch */
-  int session;        /* `default`: launched as xir_session_launch launches (xir__choice_launch),
-                       * adaptive or not; other configurations as a batch */
   char cand[160];
   char impl[24];
   xir_batch *batch;

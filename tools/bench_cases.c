@@ -95,7 +95,6 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
     c->grain = pl->entries[0].work.grain;
     /* what a user gets: the session's choice between the pool and the caller at launch time */
     xir__choice_init(&c->choice, pl, !strcmp(cfg, "default") && o.coefficients);
-    c->session = !strcmp(cfg, "default");
     xir_plan_free(pl);
   }
   c->workers = workers;
@@ -367,7 +366,7 @@ xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
 
 xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d) {
   xir_status st = XIR_OK;
-  if (c->kind == BC_XIR && (c->choice.adaptive || c->session)) {
+  if (c->kind == BC_XIR && (c->choice.adaptive || !strcmp(c->decl.config, "default"))) {
     /* what xir_session_launch does (session/choice.h): each launch on the service that
      * measures faster, some timed, with explorations of the other (or, not adaptive, on the
      * plan's); n launches in a loop, timed as a whole — its arguments packed once, as a batch's

@@ -2109,15 +2109,15 @@ static void reduce_body(lw *L, int id, void *ud) {
     lane_mask(L, 1, m);
     L->full = saved;
   }
-  /* A sum's masked packet (the tail chunk) adds under its mask — select(m, acc + x, acc), one
-   * masked add — instead of adding its lanes blended with the identity (a blend and an add):
-   * the same bits, acc + −0 being acc. Where the tail chunk is the row's only chunk (a row
-   * shorter than ℓ), each accumulator holds one packet, and fold_packets' first step adds
-   * packet q − 1 and packet q for odd q: such a masked packet adds into packet q − 1's
+  /* A sum's masked packet (the tail chunk) is written select(m, acc + x, acc), not
+   * acc + select(m, x, −0): acc + −0 is acc, so the bits are the same, and a select with the
+   * accumulator LLVM may merge into the shuffles after it where one with −0 stays a blend (it
+   * also turns some back into the blend: its canonical form). Where the tail chunk is the row's
+   * only chunk (a row shorter than ℓ) each accumulator holds one packet, and fold_packets' first
+   * step adds packets q − 1 and q for odd q: such a masked packet adds into packet q − 1's
    * accumulator now, its own staying −0 (the step then adds −0, which folds away) — the same two
-   * operands in the same order, and a fused product rounded alone as fma(a, b, −0) rounds it.
-   * layernorm/rmsnorm rows of 24 at ℓ = 32: a blend, and a multiply-add split in two, fewer a
-   * row. */
+   * operands in the same order; a fused product is rounded alone, as fma(a, b, −0) rounds it
+   * (rmsnorm's row of 24 at ℓ = 32: no −0 blend, the half packet's square and add on 256 bits). */
   int msum = n->op == XIR_OP_REDUCE_SUM && !R->range && !L->evenodd && L->ell > 1 && L->tail;
   int only = msum && L->k > 1 && is_fixed(L, L->c->inner_dim) &&
              dimc(L, L->c->inner_dim) < (int64_t)L->ell;
@@ -3121,10 +3121,6 @@ static void emit_reduce_group(lw *L, int id) {
   }
 }
 
-/* Whether row-group statement i (rank 0, not a reduction) may be computed once for the group on
- * ilv lanes (group_eval): an elementwise f32 or bool op on values of which at least one differs
- * between the programs, every operand a group value (gv_ok) or a constant, parameter or dim — what
- * depends on the program (its coordinates, loads) stays program by program. */
 /* A rank-0 f32 or bool elementwise statement: what group_eval and group_uniform may take. */
 static int group_op(const xir_node *n) {
   if (n->type.rank != 0 || (n->type.elem != XIR_F32 && n->type.elem != XIR_BOOL)) return 0;
@@ -3137,19 +3133,29 @@ static int group_op(const xir_node *n) {
   }
 }
 
-static int group_eval_ok(lw *L, int i) {
+/* Row-group statement i's operands as group values: -1 when some operand is not one (a value of
+ * a program's own: its coordinates, loads, or what was computed program by program) nor a
+ * constant, parameter or dim; 1 when some operand differs between the programs (gv_ok 2); 0
+ * when all are one value for every program. */
+static int group_args(lw *L, int i) {
   const xir_node *n = &L->p->nodes[i];
-  if (!L->gv || !group_op(n)) return 0;
   int varying = 0;
   for (int a = 0; a < n->nargs; a++) {
     int x = n->args[a];
-    if (x < 0) return 0;
+    if (x < 0) return -1;
     int op = L->p->nodes[x].op;
     if (op == XIR_OP_CONST || op == XIR_OP_DIM || op == XIR_OP_PARAM) continue;
-    if (!L->gv_ok[x]) return 0;
+    if (!L->gv_ok[x]) return -1;
     varying |= L->gv_ok[x] == 2;
   }
   return varying;
+}
+
+/* Whether row-group statement i (rank 0, not a reduction) is computed once for the group on ilv
+ * lanes (group_eval): an elementwise op on group values at least one of which differs between
+ * the programs. */
+static int group_eval_ok(lw *L, int i) {
+  return L->gv && group_op(&L->p->nodes[i]) && group_args(L, i) == 1;
 }
 
 /* Statement i (group_eval_ok) for the whole group: the same operations as each program's (lane
@@ -3200,14 +3206,8 @@ static void group_eval(lw *L, int i) {
  * of a program's own (its coordinates, loads, reductions) — it is also a group value (gv_ok 1),
  * program 0's lane 0 in every lane. */
 static void group_uniform(lw *L, int i) {
-  const xir_node *n = &L->p->nodes[i];
-  if (!L->gv || !group_op(n) || !L->grp_top_ok[0][i] || group_eval_ok(L, i)) return;
-  for (int a = 0; a < n->nargs; a++) {
-    int x = n->args[a];
-    if (x < 0) return;
-    int op = L->p->nodes[x].op;
-    if (op != XIR_OP_CONST && op != XIR_OP_DIM && op != XIR_OP_PARAM && L->gv_ok[x] != 1) return;
-  }
+  if (!L->gv || !group_op(&L->p->nodes[i]) || !L->grp_top_ok[0][i] || group_args(L, i) != 0)
+    return;
   const val *x = &L->grp_top[0][i];
   if (x->aff || !x->v[0]) return;
   LLVMValueRef e[16];
@@ -3272,14 +3272,12 @@ static void emit_unit_group(lw *L) {
        * of memory in some: those compute it alone) */
       unsigned have = 0;
       for (unsigned j = 0; j < L->ilv; j++) have += L->grp_top_ok[j][i] != 0;
-      if (have == 0) {
-        emit_reduce_group(L, i);
-        continue;
-      }
-      for (unsigned j = 0; j < L->ilv && have < L->ilv && !L->st; j++) {
-        group_select(L, j);
-        emit_stmt(L, i);
-      }
+      if (have == 0) emit_reduce_group(L, i);
+      else
+        for (unsigned j = 0; j < L->ilv && have < L->ilv && !L->st; j++) {
+          group_select(L, j);
+          emit_stmt(L, i);
+        }
       continue;
     }
     if (group_eval_ok(L, i)) {
