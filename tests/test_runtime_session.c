@@ -1,7 +1,9 @@
 /* test_runtime_session.c — several threads calling one session at once (xir_session.h's
  * threading contract; in the ThreadSanitizer set of scripts/test.sh, which selects `runtime`):
  * threads race on the first prepare of the same (kernel, shape) and on different ones, then keep
- * launching; every output of every call is checked against the fp64 oracle with sentinels. */
+ * launching; every output of every call is checked against the fp64 oracle with sentinels. More
+ * threads than the session has counter shards launch a one-task kernel at once: every launch is
+ * counted (session.c, SHARDS). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,11 +16,12 @@
 #include "check/check.h"
 #include "xir_session.h"
 
-enum { THREADS = 4, ROUNDS = 12 };
+enum { THREADS = 4, ROUNDS = 12, MANY = 24, MANY_ROUNDS = 40 };
 
 typedef struct job {
   xir_session *s;
   const char *kernel, *shape;
+  int rounds;
   xir_case c;
   int failures;
   char msg[1536];
@@ -27,7 +30,7 @@ typedef struct job {
 static void *worker(void *arg) {
   job *j = arg;
   xir_tolerance tol = xir__kernel_tolerance(j->kernel);
-  for (int r = 0; r < ROUNDS && !j->failures; r++) {
+  for (int r = 0; r < j->rounds && !j->failures; r++) {
     xir_diag d;
     xir__case_reset_outputs(&j->c);
     if (xir_session_run(j->s, j->kernel, j->shape, j->c.args, xir_program_num_params(j->c.p), &d)) {
@@ -72,6 +75,7 @@ static void test_concurrent_callers(void **state) {
     j->s = s;
     j->kernel = kernels[t];
     j->shape = shapes[t];
+    j->rounds = ROUNDS;
     xir_program *p; /* the case's own program: the session interns its copy */
     xir_shape sh;
     if (xir_kernel_load(j->kernel, &p, &d) || xir_shape_parse(p, j->shape, &sh, &d) ||
@@ -97,7 +101,57 @@ static void test_concurrent_callers(void **state) {
   xir_session_destroy(s);
 }
 
+/* MANY threads (more than the session's SHARDS - 1 owned counter shards, so some share the
+ * last one) launch rmsnorm 1x64 — one task, run on each calling thread at once — through
+ * xir_session_run; the stats count every launch and every memo hit exactly. */
+static void test_counters_many_threads(void **state) {
+  (void)state;
+  xir_plan_options po;
+  xir_plan_options_base(&po);
+  po.local_lanes = 0;
+  po.search_task_grain = 1;
+  xir_session_options o = {.workers = 2, .plan = &po};
+  xir_session *s;
+  xir_diag d;
+  if (xir_session_create(&o, &s, &d)) fail_msg("%s", d.msg);
+  static job jobs[MANY];
+  memset(jobs, 0, sizeof jobs);
+  pthread_t th[MANY];
+  for (int t = 0; t < MANY; t++) {
+    job *j = &jobs[t];
+    j->s = s;
+    j->kernel = "rmsnorm";
+    j->shape = "R=1,C=64";
+    j->rounds = MANY_ROUNDS;
+    xir_program *p;
+    xir_shape sh;
+    if (xir_kernel_load(j->kernel, &p, &d) || xir_shape_parse(p, j->shape, &sh, &d) ||
+        xir__case_init(&j->c, p, &sh, 300 + (uint64_t)t, &d) || xir__case_oracle(&j->c, &d))
+      fail_msg("%s", d.msg);
+  }
+  /* prepared first, so that every thread's run is a launch of the same one-task kernel */
+  if (xir_session_run(s, "rmsnorm", "R=1,C=64", jobs[0].c.args,
+                      xir_program_num_params(jobs[0].c.p), &d))
+    fail_msg("%s", d.msg);
+  for (int t = 0; t < MANY; t++) assert_int_equal(pthread_create(&th[t], NULL, worker, &jobs[t]), 0);
+  for (int t = 0; t < MANY; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < MANY; t++)
+    if (jobs[t].failures) fail_msg("thread %d: %s", t, jobs[t].msg);
+  xir_session_stats st;
+  xir_session_get_stats(s, &st);
+  assert_int_equal(st.launches, MANY * MANY_ROUNDS + 1);
+  assert_int_equal(st.misses, 1);
+  assert_int_equal(st.hits + st.misses, MANY * MANY_ROUNDS + 1);
+  for (int t = 0; t < MANY; t++) {
+    xir_program *p = (xir_program *)jobs[t].c.p;
+    xir__case_free(&jobs[t].c);
+    xir_program_free(p);
+  }
+  xir_session_destroy(s);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_callers)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_concurrent_callers),
+                                     cmocka_unit_test(test_counters_many_threads)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "check/check.h"
+#include "lower/pack.h"
 #include "lower/stream.h"
 #include "xir_compile.h"
 #include "xir_session.h"
@@ -189,6 +190,23 @@ static void test_dense_pack_matches(void **state) {
       xir_arg args[8];
       memcpy(args, c.args, sizeof(xir_arg) * (size_t)np);
       pack_both(k, args, "dense");
+      /* a session's pack (xir__kernel_pack_dense): the trailing defaulted scalars left out
+       * give the slots of the full list with use_default; a buffer left out hands over */
+      int nreq = np;
+      while (nreq > 0 && args[nreq - 1].use_default) nreq--;
+      {
+        unsigned char a[1024], b[1024];
+        size_t n = xir_kernel_args_size(k);
+        memset(a, 0xa5, sizeof a);
+        memset(b, 0x5a, sizeof b);
+        xir_arg cut[8]; /* what lies past nargs is not read */
+        memcpy(cut, args, sizeof(xir_arg) * (size_t)np);
+        for (int q = nreq; q < np; q++) cut[q] = (xir_arg){.scalar = 99.0};
+        assert_int_equal(xir__kernel_pack_dense(k, cut, nreq, a), 1);
+        if (xir_kernel_pack_args(k, args, b, &d)) die(&d);
+        if (memcmp(a, b, n) != 0) fail_msg("%s: the session's pack differs", kernels[t]);
+        assert_int_equal(xir__kernel_pack_dense(k, args, nreq - 1, a), 0);
+      }
       for (int q = 0; q < np; q++) { /* scalars given (rope's i64 offset among them) */
         xir_param_info pi;
         if (xir_program_param(p, q, &pi)) die(&d);

@@ -367,15 +367,17 @@ xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
 xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d) {
   xir_status st = XIR_OK;
   if (c->kind == BC_XIR && (c->choice.adaptive || !strcmp(c->decl.config, "default"))) {
-    /* what xir_session_launch does (session/choice.h): each launch on the service that
-     * measures faster, some timed, with explorations of the other (or, not adaptive, on the
-     * plan's); n launches in a loop, timed as a whole — its arguments packed once, as a batch's
-     * are (a session packs them each launch: ~20 ns for four buffers, not counted here) */
-    xir_block_fn fn = (xir_block_fn)xir_kernel_entry(c->k);
-    uint64_t L = xir_kernel_blocks(c->k);
+    /* what xir_session_launch does (session/choice.h): each launch packs its arguments and
+     * runs on the service that measures faster, some timed, with explorations of the other
+     * (or, not adaptive, on the plan's; a one-task plan as a plain call); n launches in a loop,
+     * timed as a whole */
+    int np = xir_program_num_params(c->p);
+    int one = xir__choice_one_task(&c->choice, xir_kernel_blocks(c->k), c->workers,
+                                   xir_runtime_workers(e->rt));
     double t0 = xir__now_ns();
     for (uint64_t i = 0; i < n && !st; i++)
-      st = xir__choice_launch(&c->choice, e->rt, c->k, fn, c->slots, L, c->workers, d);
+      st = xir__choice_pack_launch(&c->choice, e->rt, c->k, c->cs.args, np, np, c->slots,
+                                   c->workers, one, d);
     *ns = xir__now_ns() - t0;
     return st;
   }

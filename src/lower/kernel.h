@@ -5,6 +5,7 @@
 
 #include "lower/jit.h"
 #include "lower/lower.h"
+#include "lower/pack.h"
 #include "xir_compile.h"
 
 /* A kernel for one shape. Kernels whose candidates and compile-time dims agree share one
@@ -25,17 +26,23 @@ struct xir_kernel {
   char *note;
   char symbol[80];          /* the entry's symbol (compile.c, entry_symbol) */
   /* the launch at its own shape with dense buffers (xir_kernel_pack_args without strides),
-   * checked once (xir__kernel_dense_prepare): its block count, each buffer's dense strides and
-   * bytes, the footprint the streaming decision takes */
+   * checked once (xir__kernel_dense_prepare): its block count, the argument block with every
+   * slot but the pointers and scalars written (dims, dense strides, zeros, the contiguous flag),
+   * the buffers (parameter indices, bytes, which are outputs), the scalars, and the footprint
+   * the streaming decision takes */
   int dense_ok;
   uint64_t dense_blocks, dense_footprint;
   int dense_half_out;
-  uint64_t dense_bytes[XIR_MAX_PARAMS];
-  int64_t dense_stride[XIR_MAX_PARAMS][XIR_MAX_RANK];
+  int dense_nbuf, dense_nscalar;
+  uint8_t dense_buf[XIR_MAX_PARAMS], dense_scalar[XIR_MAX_PARAMS];
+  uint32_t dense_outputs; /* bit j: buffer dense_buf[j] is an output */
+  uint64_t dense_bytes[XIR_MAX_PARAMS]; /* of buffer dense_buf[j] */
+  uint64_t dense_tmpl[XIR__ARGS_MAX_SLOTS];
   struct xir_kernel *next;
 };
 
 /* Fills the dense_* fields from k->shape (after the shape, candidate, layout and base are set). */
 void xir__kernel_dense_prepare(struct xir_kernel *k);
+
 
 #endif

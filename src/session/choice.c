@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "lower/pack.h"
 #include "util/util.h"
 
 /* Explorations: every period launches, a run of launches in a row on the other service, the
@@ -222,6 +223,32 @@ xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, const xir_kernel 
   xir_status st = xir_runtime_launch(rt, fn, ctx, L, g, workers, NULL, d);
   if (timed && !st) xir__choice_note_launch(c, service, timed, xir__now_ns() - t0);
   return st;
+}
+
+int xir__choice_one_task(const xir__choice *c, uint64_t L, uint32_t workers, uint32_t pool) {
+  uint32_t g = c->plan_grain;
+  return !c->adaptive &&
+         (L <= 1 || g == UINT32_MAX || (g != 0 && g >= L) || workers == 1 || pool == 1);
+}
+
+xir_status xir__choice_pack_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k,
+                                   const xir_arg *args, int nargs, int nparams, void *slots,
+                                   uint32_t workers, int one_task, xir_diag *d) {
+  if (!xir__kernel_pack_dense(k, args, nargs, slots)) {
+    /* the general path: strides, an in-place alias, or the error that names the argument */
+    xir_arg full[XIR_MAX_PARAMS];
+    if (nargs < nparams) {
+      memcpy(full, args, (size_t)nargs * sizeof *args);
+      for (int i = nargs; i < nparams; i++) full[i] = (xir_arg){.use_default = 1};
+      args = full;
+    }
+    xir_status st = xir_kernel_pack_args(k, args, slots, d);
+    if (st) return st;
+  }
+  xir_block_fn fn = (xir_block_fn)xir_kernel_entry(k);
+  uint64_t L = xir_kernel_blocks(k);
+  if (one_task) return xir_runtime_launch(rt, fn, slots, L, c->plan_grain, workers, NULL, d);
+  return xir__choice_launch(c, rt, k, fn, slots, L, workers, d);
 }
 
 void xir__choice_note(xir__choice *c, int service, double ns) {

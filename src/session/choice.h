@@ -91,4 +91,19 @@ double xir__choice_average(const xir__choice *c, int service);
 xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k, xir_block_fn fn,
                               void *ctx, uint64_t L, uint32_t workers, xir_diag *d);
 
+/* 1 when every launch over L blocks on `workers` (of a pool of `pool`) with this choice is one
+ * task on the calling thread — not adaptive, and one block, the plan's grain covering the
+ * launch, one worker or a pool of one — which xir_runtime_launch runs as a plain call: the
+ * choice then has nothing to decide, time or tell the kernel (the task stride is 0). */
+int xir__choice_one_task(const xir__choice *c, uint64_t L, uint32_t workers, uint32_t pool);
+
+/* What xir_session_launch does once it has checked the argument count, and what the bench's
+ * `default` configuration times: args[0..nargs) (a parameter past nargs a scalar taking its
+ * default; nparams the kernel's count) packed into slots, with the bits xir_kernel_pack_args
+ * gives (its dense fast path when it applies), then launched — xir_runtime_launch when
+ * one_task (xir__choice_one_task), else xir__choice_launch. */
+xir_status xir__choice_pack_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k,
+                                   const xir_arg *args, int nargs, int nparams, void *slots,
+                                   uint32_t workers, int one_task, xir_diag *d);
+
 #endif
