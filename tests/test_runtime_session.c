@@ -54,9 +54,9 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static void test_concurrent_callers(void **state) {
-  (void)state;
-  /* the priors with the defaults' search (no calibration: this test also runs under TSan) */
+/* A session of 2 workers with the priors and the defaults' search (no calibration: this test
+ * also runs under TSan). */
+static xir_session *new_session(void) {
   xir_plan_options po;
   xir_plan_options_base(&po);
   po.local_lanes = 0;
@@ -65,27 +65,52 @@ static void test_concurrent_callers(void **state) {
   xir_session *s;
   xir_diag d;
   if (xir_session_create(&o, &s, &d)) fail_msg("%s", d.msg);
+  return s;
+}
+
+/* Job j: `rounds` runs of kernel at shape on s, with the case's own program (the session
+ * interns its copy), inputs of seed `seed` and the oracle's outputs. */
+static void job_init(job *j, xir_session *s, const char *kernel, const char *shape, int rounds,
+                     uint64_t seed) {
+  memset(j, 0, sizeof *j);
+  j->s = s;
+  j->kernel = kernel;
+  j->shape = shape;
+  j->rounds = rounds;
+  xir_program *p;
+  xir_shape sh;
+  xir_diag d;
+  if (xir_kernel_load(kernel, &p, &d) || xir_shape_parse(p, shape, &sh, &d) ||
+      xir__case_init(&j->c, p, &sh, seed, &d) || xir__case_oracle(&j->c, &d))
+    fail_msg("%s", d.msg);
+}
+
+/* Starts one thread a job, joins them, fails on the first job that failed. */
+static void run_jobs(job *jobs, int n) {
+  pthread_t th[MANY];
+  assert_true(n <= MANY);
+  for (int t = 0; t < n; t++) assert_int_equal(pthread_create(&th[t], NULL, worker, &jobs[t]), 0);
+  for (int t = 0; t < n; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < n; t++)
+    if (jobs[t].failures) fail_msg("thread %d: %s", t, jobs[t].msg);
+}
+
+static void free_jobs(job *jobs, int n) {
+  for (int t = 0; t < n; t++) {
+    xir_program *p = (xir_program *)jobs[t].c.p;
+    xir__case_free(&jobs[t].c);
+    xir_program_free(p);
+  }
+}
+
+static void test_concurrent_callers(void **state) {
+  (void)state;
+  xir_session *s = new_session();
   static const char *kernels[THREADS] = {"rmsnorm", "rmsnorm", "swiglu", "softmax_causal"};
   static const char *shapes[THREADS] = {"R=64,C=256", "R=64,C=256", "R=33,C=300", "R=40,C=72"};
   job jobs[THREADS];
-  memset(jobs, 0, sizeof jobs);
-  pthread_t th[THREADS];
-  for (int t = 0; t < THREADS; t++) {
-    job *j = &jobs[t];
-    j->s = s;
-    j->kernel = kernels[t];
-    j->shape = shapes[t];
-    j->rounds = ROUNDS;
-    xir_program *p; /* the case's own program: the session interns its copy */
-    xir_shape sh;
-    if (xir_kernel_load(j->kernel, &p, &d) || xir_shape_parse(p, j->shape, &sh, &d) ||
-        xir__case_init(&j->c, p, &sh, 100 + (uint64_t)t, &d) || xir__case_oracle(&j->c, &d))
-      fail_msg("%s", d.msg);
-  }
-  for (int t = 0; t < THREADS; t++) assert_int_equal(pthread_create(&th[t], NULL, worker, &jobs[t]), 0);
-  for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
-  for (int t = 0; t < THREADS; t++)
-    if (jobs[t].failures) fail_msg("thread %d: %s", t, jobs[t].msg);
+  for (int t = 0; t < THREADS; t++) job_init(&jobs[t], s, kernels[t], shapes[t], ROUNDS, 100 + (uint64_t)t);
+  run_jobs(jobs, THREADS);
   xir_session_stats st;
   xir_session_get_stats(s, &st);
   assert_int_equal(st.launches, THREADS * ROUNDS);
@@ -93,11 +118,7 @@ static void test_concurrent_callers(void **state) {
   assert_int_equal(st.programs, 3);
   assert_int_equal(st.hits + st.misses, THREADS * ROUNDS);
   assert_int_equal(st.misses, 3);
-  for (int t = 0; t < THREADS; t++) {
-    xir_program *p = (xir_program *)jobs[t].c.p;
-    xir__case_free(&jobs[t].c);
-    xir_program_free(p);
-  }
+  free_jobs(jobs, THREADS);
   xir_session_destroy(s);
 }
 
@@ -106,47 +127,21 @@ static void test_concurrent_callers(void **state) {
  * xir_session_run; the stats count every launch and every memo hit exactly. */
 static void test_counters_many_threads(void **state) {
   (void)state;
-  xir_plan_options po;
-  xir_plan_options_base(&po);
-  po.local_lanes = 0;
-  po.search_task_grain = 1;
-  xir_session_options o = {.workers = 2, .plan = &po};
-  xir_session *s;
-  xir_diag d;
-  if (xir_session_create(&o, &s, &d)) fail_msg("%s", d.msg);
+  xir_session *s = new_session();
   static job jobs[MANY];
-  memset(jobs, 0, sizeof jobs);
-  pthread_t th[MANY];
-  for (int t = 0; t < MANY; t++) {
-    job *j = &jobs[t];
-    j->s = s;
-    j->kernel = "rmsnorm";
-    j->shape = "R=1,C=64";
-    j->rounds = MANY_ROUNDS;
-    xir_program *p;
-    xir_shape sh;
-    if (xir_kernel_load(j->kernel, &p, &d) || xir_shape_parse(p, j->shape, &sh, &d) ||
-        xir__case_init(&j->c, p, &sh, 300 + (uint64_t)t, &d) || xir__case_oracle(&j->c, &d))
-      fail_msg("%s", d.msg);
-  }
+  for (int t = 0; t < MANY; t++) job_init(&jobs[t], s, "rmsnorm", "R=1,C=64", MANY_ROUNDS, 300 + (uint64_t)t);
+  xir_diag d;
   /* prepared first, so that every thread's run is a launch of the same one-task kernel */
   if (xir_session_run(s, "rmsnorm", "R=1,C=64", jobs[0].c.args,
                       xir_program_num_params(jobs[0].c.p), &d))
     fail_msg("%s", d.msg);
-  for (int t = 0; t < MANY; t++) assert_int_equal(pthread_create(&th[t], NULL, worker, &jobs[t]), 0);
-  for (int t = 0; t < MANY; t++) pthread_join(th[t], NULL);
-  for (int t = 0; t < MANY; t++)
-    if (jobs[t].failures) fail_msg("thread %d: %s", t, jobs[t].msg);
+  run_jobs(jobs, MANY);
   xir_session_stats st;
   xir_session_get_stats(s, &st);
   assert_int_equal(st.launches, MANY * MANY_ROUNDS + 1);
   assert_int_equal(st.misses, 1);
   assert_int_equal(st.hits + st.misses, MANY * MANY_ROUNDS + 1);
-  for (int t = 0; t < MANY; t++) {
-    xir_program *p = (xir_program *)jobs[t].c.p;
-    xir__case_free(&jobs[t].c);
-    xir_program_free(p);
-  }
+  free_jobs(jobs, MANY);
   xir_session_destroy(s);
 }
 
