@@ -206,6 +206,10 @@ static void test_dense_pack_matches(void **state) {
         if (xir_kernel_pack_args(k, args, b, &d)) die(&d);
         if (memcmp(a, b, n) != 0) fail_msg("%s: the session's pack differs", kernels[t]);
         assert_int_equal(xir__kernel_pack_dense(k, args, nreq - 1, a), 0);
+        /* slots at an odd address (the API does not ask for alignment): the same bytes */
+        _Alignas(8) unsigned char u[1032];
+        assert_int_equal(xir__kernel_pack_dense(k, cut, nreq, u + 1), 1);
+        if (memcmp(u + 1, b, n) != 0) fail_msg("%s: unaligned slots differ", kernels[t]);
       }
       for (int q = 0; q < np; q++) { /* scalars given (rope's i64 offset among them) */
         xir_param_info pi;
