@@ -37,12 +37,11 @@ struct xir_kernel {
   uint8_t dense_buf[XIR_MAX_PARAMS], dense_scalar[XIR_MAX_PARAMS];
   uint32_t dense_outputs; /* bit j: buffer dense_buf[j] is an output */
   uint64_t dense_bytes[XIR_MAX_PARAMS]; /* of buffer dense_buf[j] */
-  uint64_t dense_tmpl[XIR__ARGS_MAX_SLOTS];
+  uint64_t dense_tmpl[XIR_MAX_ARG_SLOTS];
   struct xir_kernel *next;
 };
 
 /* Fills the dense_* fields from k->shape (after the shape, candidate, layout and base are set). */
 void xir__kernel_dense_prepare(struct xir_kernel *k);
-
 
 #endif

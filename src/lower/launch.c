@@ -106,7 +106,7 @@ void xir__kernel_dense_prepare(struct xir_kernel *k) {
   k->dense_ok = 0;
   for (int i = 0; i < p->ndims; i++)
     if (k->shape.dims[i] < 1) return;
-  if (k->lay.nslots > XIR__ARGS_MAX_SLOTS) return;
+  if (k->lay.nslots > XIR_MAX_ARG_SLOTS) return;
   if (xir_kernel_check_shape(k, &k->shape, &k->dense_blocks, NULL) != XIR_OK) return;
   k->dense_footprint = 0;
   k->dense_half_out = 0;

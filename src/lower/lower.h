@@ -23,9 +23,6 @@ typedef struct xir__arg_layout {
   int flags_slot;
 } xir__arg_layout;
 enum { XIR__ARGS_CONTIGUOUS = 1 }; /* XIR__ARGS_STREAM = 2: lower/stream.h */
-/* the most slots a layout has: a pointer or scalar per parameter, a slot per dim, rank − 1
- * strides per buffer, the flags */
-enum { XIR__ARGS_MAX_SLOTS = XIR_MAX_PARAMS + XIR_MAX_DIMS + XIR_MAX_PARAMS * (XIR_MAX_RANK - 1) + 1 };
 enum { XIR__ARGS_HOME_SHIFT = 32 };
 
 void xir__arg_layout_make(const xir_program *p, uint32_t fixed_dims, xir__arg_layout *l);

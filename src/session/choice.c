@@ -226,9 +226,10 @@ xir_status xir__choice_launch(xir__choice *c, xir_runtime *rt, const xir_kernel 
 }
 
 int xir__choice_one_task(const xir__choice *c, uint64_t L, uint32_t workers, uint32_t pool) {
-  uint32_t g = c->plan_grain;
+  xir_launch_shape ls;
   return !c->adaptive &&
-         (L <= 1 || g == UINT32_MAX || (g != 0 && g >= L) || workers == 1 || pool == 1);
+         (L <= 1 || (!xir_launch_resolve(pool, L, c->plan_grain, workers, &ls, NULL) &&
+                     ls.caller_path));
 }
 
 xir_status xir__choice_pack_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k,

@@ -29,7 +29,6 @@ struct xir_prepared {
   uint64_t key;
   xir_plan *plan;
   const xir_kernel *kernel;
-  xir_entry_fn entry;
   uint64_t blocks;
   size_t args_size;
   uint32_t grain, workers;
@@ -391,7 +390,6 @@ static xir_status make_prepared(xir_session *s, const xir_program *p, const xir_
     xir__free(k);
     return st;
   }
-  k->entry = xir_kernel_entry(k->kernel);
   k->blocks = xir_kernel_blocks(k->kernel);
   k->args_size = xir_kernel_args_size(k->kernel);
   k->grain = k->plan->entries[0].work.grain;
