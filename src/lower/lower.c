@@ -1885,7 +1885,7 @@ static void store_bf16_pair(lw *L, int buf, LLVMValueRef x2, LLVMValueRef ptr, L
     nt = LLVMBuildAnd(L->b, L->nt_ok[buf],
                       LLVMBuildICmp(L->b, LLVMIntEQ, LLVMBuildAnd(L->b, o, ci64(L, L->W - 1), ""),
                                     ci64(L, 0), ""), "");
-  else if (L->nt && !L->tail)
+  else if (L->nt)
     nt = LLVMConstInt(LLVMInt1TypeInContext(L->ctx), 1, 0);
   if (!nt) {
     LLVMSetAlignment(LLVMBuildStore(L->b, x2, ptr), 2);
@@ -1960,6 +1960,20 @@ static int store_window(lw *L, const val *off, LLVMValueRef x, LLVMValueRef base
   return 1;
 }
 
+/* 1 when lane mask m (NULL: every lane) is known at compile time to keep every lane: a full
+ * packet of a tail chunk (its lanes' c < N fold to constants), stored like any full packet. */
+static int mask_all_true(LLVMValueRef m) {
+  if (!m) return 1;
+  if (!LLVMIsConstant(m)) return 0;
+  LLVMTypeRef t = LLVMTypeOf(m);
+  unsigned n = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
+  for (unsigned i = 0; i < n; i++) {
+    LLVMValueRef e = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetAggregateElement(m, i) : m;
+    if (!e || !LLVMIsAConstantInt(e) || LLVMConstIntGetZExtValue(e) != 1) return 0;
+  }
+  return 1;
+}
+
 static void store_body(lw *L, int id, void *ud) {
   const xir_node *n = &L->p->nodes[id];
   const xir_type *tile = ud;
@@ -1969,6 +1983,10 @@ static void store_body(lw *L, int id, void *ud) {
   val off = access_offset(L, n, n->nargs - 1);
   LLVMValueRef m[MAXK], base = L->buf[n->ref];
   lane_mask(L, L->ell > 1 && type_has(tile, L->c->inner_dim), m);
+  /* a tail chunk's full packets are full vectors (at element offsets that are multiples of W:
+   * aligned wherever nt_ok holds), stored and streamed like the other chunks' */
+  for (unsigned q = 0; q < L->k; q++)
+    if (mask_all_true(m[q])) m[q] = NULL;
   LLVMTypeRef vp = LLVMVectorType(L->ptr, L->W);
   /* a bf16/f16 output stores the f32 values rounded to nearest even (convert.h) */
   int elem = L->p->params[n->ref].elem;
@@ -2005,7 +2023,7 @@ static void store_body(lw *L, int id, void *ud) {
       } else if (!m[q]) {
         LLVMValueRef s = LLVMBuildStore(L->b, x, ptr);
         LLVMSetAlignment(s, (unsigned)xir_elem_size((xir_elem)elem));
-        if (L->nt && !L->tail) stream_store(L, s, L->W * (unsigned)xir_elem_size((xir_elem)elem));
+        if (L->nt) stream_store(L, s, L->W * (unsigned)xir_elem_size((xir_elem)elem));
       } else {
         LLVMTypeRef tys[2] = {evt, L->ptr};
         LLVMValueRef args[4] = {x, ptr, align, m[q]};
