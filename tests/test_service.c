@@ -3,6 +3,7 @@
  * refreshed on request, and kept out of the file system by XIR_NO_CALIBRATION_FILE. A real
  * measurement takes seconds (more under a parallel ctest), so one is real and the checks of
  * which files are trusted use a stand-in (xir__service_set_measure). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -268,6 +269,30 @@ static void test_arith_probe_is_arithmetic(void **state) {
     fail_msg("arith probe %.3f units a byte, rmsnorm %.3f", per_byte[0], per_byte[1]);
 }
 
+/* The copy probe's verdict (xir__stream_threshold_from): the threshold between the last losing
+ * footprint and the run of wins that reaches the largest probe. The Xeon VM of 2026-12-06:
+ * streaming marginal at 64 MiB and 1.4x faster at 128 and 256 MiB — the probes of 4 to 64 MiB
+ * alone found no win there (0: the 240 MiB prior) while those up to 256 MiB put the threshold
+ * at 90.5 MiB. */
+static void test_stream_threshold_from(void **state) {
+  (void)state;
+  double F[7];
+  for (int f = 0; f < 7; f++) F[f] = 4194304.0 * (1 << f); /* 4 .. 256 MiB */
+  const double MiB = 1048576.0;
+  double xeon[7][2] = {{100, 130}, {200, 240}, {400, 420}, {800, 810}, {1600, 1590}, {3200, 2300},
+                       {6400, 4500}};
+  assert_true(xir__stream_threshold_from(xeon, F, 5) == 0);
+  assert_true(fabs(xir__stream_threshold_from(xeon, F, 7) - sqrt(64.0 * 128.0) * MiB) < 1);
+  double wins[3][2] = {{100, 90}, {200, 150}, {400, 300}}; /* wins everywhere: the smallest */
+  assert_true(xir__stream_threshold_from(wins, F, 3) == F[0]);
+  double loses[3][2] = {{100, 100}, {200, 199}, {400, 390}}; /* within 5 %: no win */
+  assert_true(xir__stream_threshold_from(loses, F, 3) == 0);
+  /* a lone win below a loss does not count: the run must reach the largest probe */
+  double lone[4][2] = {{100, 80}, {200, 210}, {400, 300}, {800, 600}};
+  assert_true(fabs(xir__stream_threshold_from(lone, F, 4) - sqrt(8.0 * 16.0) * MiB) < 1);
+  assert_true(xir__stream_threshold_from(lone, F, 0) == 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cache_dir_order),
@@ -275,6 +300,7 @@ int main(void) {
       cmocka_unit_test(test_no_file_mode),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_arith_probe_is_arithmetic),
+      cmocka_unit_test(test_stream_threshold_from),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -54,7 +54,7 @@ int cmd_calibrate(int argc, char **argv) {
     if (c.stream_bytes > 0)
       printf("streaming stores from footprint       %10.1f MiB\n", c.stream_bytes / 1048576.0);
     else
-      printf("streaming stores from footprint          (never faster up to 64 MiB: half the last-level cache)\n");
+      printf("streaming stores from footprint          (never faster in the probes, up to 256 MiB: half the last-level cache)\n");
     for (int l = 0; l < XIR_MEM_LEVELS; l++)
       printf("memory, footprint %8.0f KiB              %10.5f ns per byte\n", c.mem_bytes[l] / 1024,
              c.mem_ns[l]);

@@ -13,7 +13,7 @@
  *   steps       reduce.sum and reduce.max over 64×1024 (in L2) with ℓ = W (one chain of 64 steps
  *               a row) and ℓ = 8W (8 steps): the time difference per step, by kind
  *   block       8 arithmetic units (not measured separately)
- *   stream      the row copy at 4 to 64 MiB on 2 workers with regular and with streaming
+ *   stream      the row copy at 4 to 256 MiB on 2 workers with regular and with streaming
  *               stores: the footprint from which streaming pays (stream_probe)
  * With these, an objective is an estimate of the launch's wall time in ns, and the planner's
  * choice between the caller and the pool follows the machine. Legality is untouched: this only
@@ -25,6 +25,7 @@
 
 #include "check/check.h"
 #include "lower/stream.h"
+#include "tune/service.h"
 #include "util/util.h"
 #include "xir_compile.h"
 #include "xir_plan.h"
@@ -178,20 +179,28 @@ out:
   return st;
 }
 
-/* Where streaming stores start to pay: the copy probe at footprints of 4 to 64 MiB (two buffers
- * of 2 to 32 MiB) on 2 workers, one task each, with regular and with streaming stores,
- * alternating, the fastest of three each. Streaming wins a footprint when it is at least 5%
- * faster there; the threshold lies between the largest footprint it loses and the smallest of
- * the run of wins that reaches the largest probe (their geometric mean; the smallest probe when
- * it wins everywhere: a launch that small stays in the cache). 0 when it does not win the
- * largest probe: the cache-size prior stays (xir__stream_threshold). The cache size a guest sees
- * can be far from what it gets: an Intel Xeon VM with 2 vCPUs lists 480 MiB of L3 (prior: 240
- * MiB), and this probe put its threshold at 45 MiB (docs/lowering.md, "Streaming stores"). */
-enum { STREAM_PROBES = 5 };
+/* Where streaming stores start to pay: the copy probe at footprints of 4 to 256 MiB (two
+ * buffers of 2 to 128 MiB; the larger ones only while a quarter of the available memory holds
+ * them) on 2 workers, one task each, with regular and with streaming stores, alternating, the
+ * fastest of three each. Streaming wins a footprint when it is at least 5% faster there; the
+ * threshold lies between the largest footprint it loses and the smallest of the run of wins that
+ * reaches the largest probe (their geometric mean; the smallest probe when it wins everywhere: a
+ * launch that small stays in the cache). 0 when it does not win the largest probe: the
+ * cache-size prior stays (xir__stream_threshold). The cache size a guest sees can be far from
+ * what it gets: an Intel Xeon VM with 2 vCPUs lists 480 MiB of L3 (prior: 240 MiB), and this
+ * probe put its threshold at 45 MiB (docs/lowering.md, "Streaming stores"). There streaming is
+ * only marginally faster at 64 MiB: when the probes stopped at 64 MiB, 6 of 108 calibrations (and
+ * every one of a noisy hour) found no win and kept the 240 MiB prior, and launches of 100 to
+ * 240 MiB then ran 1.3-1.5x slower with regular stores (rmsnorm 20000x1024: 4.2 against 2.9 ms);
+ * at 128 and 256 MiB streaming wins by 1.4x. */
+enum { STREAM_PROBES = 7 };
 static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, double *bytes,
                                xir_diag *d) {
   *bytes = 0;
   double t_out[STREAM_PROBES][2]; /* per footprint: regular, streaming (ns, the fastest) */
+  xir_mem_info mem;
+  xir__mem_probe("/sys/fs/cgroup", "/proc/self/cgroup", "/proc/meminfo", &mem);
+  int probes = 0; /* the footprints measured */
   xir_program *p = NULL;
   xir_status st = xir_program_parse(kCopyProbe, strlen(kCopyProbe), "copy_probe", &p, d);
   if (st) return st;
@@ -204,6 +213,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
     char spec[64];
     snprintf(spec, sizeof spec, "R=%lld,C=2048", (long long)rows);
     F[f] = (double)rows * 2048 * 4 * 2;
+    if (f > 4 && F[f] > (double)mem.available / 4) break; /* past 64 MiB: only while it fits */
     xir_shape s;
     xir_case c;
     memset(&c, 0, sizeof c);
@@ -225,23 +235,28 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
     for (int rep = 0; rep < 3 && !st; rep++)
       for (int m = 0; m < 2 && !st; m++) {
         double x;
-        /* about 2 ms a batch: a 64 MiB copy takes about 1 ms at 60 GB/s */
+        /* about 2 ms a batch: a 64 MiB copy takes about 1 ms at 60 GB/s (n = 1 from there) */
         int n = (int)(2e6 / (F[f] / 30.0)) + 1;
         st = time_launch(rt, b, k, (xir_block_fn)xir_kernel_entry(k), slots[m], L,
                          (uint32_t)((L + 1) / 2), 2, n, 5, &x, d);
         if (!st && x < t_out[f][m]) t_out[f][m] = x;
       }
     xir__case_free(&c);
+    if (!st) probes = f + 1;
   }
   xir__stream_stores_set(saved);
   xir_program_free(p);
   if (st) return st;
-  int first = STREAM_PROBES; /* the first of the run of wins that reaches the largest probe */
-  while (first > 0 && t_out[first - 1][1] < 0.95 * t_out[first - 1][0]) first--;
-  if (first == STREAM_PROBES) *bytes = 0;
-  else if (first == 0) *bytes = F[0]; /* never below the smallest probe (in the L2s) */
-  else *bytes = sqrt(F[first - 1] * F[first]);
+  *bytes = xir__stream_threshold_from(t_out, F, probes);
   return XIR_OK;
+}
+
+double xir__stream_threshold_from(const double (*t)[2], const double *F, int n) {
+  int first = n; /* the first of the run of wins that reaches the largest probe */
+  while (first > 0 && t[first - 1][1] < 0.95 * t[first - 1][0]) first--;
+  if (first == n) return 0;
+  if (first == 0) return F[0]; /* never below the smallest probe (in the L2s) */
+  return sqrt(F[first - 1] * F[first]);
 }
 
 xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out, xir_diag *d) {

@@ -16,4 +16,11 @@ xir__measure_fn xir__service_set_measure(xir__measure_fn fn);
 /* The XIR text of the calibration's arithmetic probe (src/tune/calibrate.c), for its test. */
 const char *xir__calibration_arith_probe(void);
 
+/* The streaming threshold the calibration's copy probe finds (src/tune/calibrate.c,
+ * stream_probe): t[f] = {regular, streaming} ns at footprint F[f] bytes, f < n, F increasing.
+ * Streaming wins a footprint when at least 5% faster; the threshold is the geometric mean of the
+ * largest losing footprint and the smallest of the run of wins that reaches F[n - 1], F[0] when
+ * it wins everywhere, and 0 (keep the cache-size prior) when it loses F[n - 1]. */
+double xir__stream_threshold_from(const double (*t)[2], const double *F, int n);
+
 #endif
