@@ -507,6 +507,45 @@ static void test_tail_packets_stream(void **state) {
   xir_program_free(p);
 }
 
+/* Rows that do not start on a vector boundary stream through a row buffer (lower.c realign_ok):
+ * the streaming branch of rmsnorm at ℓ = 8W has a "realign" block, with its own non-temporal
+ * stores, for rows of 300 floats (1200 bytes, every fourth row aligned at W = 16) and for rows
+ * of 256 (alignment is a run-time matter: the base may be off), but not for rows of 100 (400
+ * bytes: shorter than REALIGN_MIN_BYTES) nor for a bf16 output. The values are checked by
+ * test_streaming_stores (forced streaming, outputs placed 0 and 12 bytes off a boundary). */
+static void test_unaligned_rows_stream(void **state) {
+  (void)state;
+  xir_program *p = builtin("rmsnorm"), *b;
+  xir_diag d;
+  if (xir_program_retype(p, "y=bf16", &b, &d)) die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  struct {
+    xir_program *p;
+    const char *spec;
+    int realign;
+  } cases[] = {{p, "R=3,C=300", 1}, {p, "R=3,C=256", 1}, {p, "R=3,C=100", 0}, {b, "R=3,C=300", 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    xir_shape shape;
+    xir_candidate *cands;
+    size_t n = candidates_at(cases[c].p, cases[c].spec, cc, &shape, &cands);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (cands[i].local != 8 * W || cands[i].B != 8 * W) continue;
+      const char *ir = ir_of(cc, cases[c].p, &shape, &cands[i]);
+      int has = strstr(ir, "\nrealign") != NULL;
+      if (has != cases[c].realign) fail_msg("%s: realign block %d, want %d", cases[c].spec, has, cases[c].realign);
+      seen++;
+    }
+    assert_int_equal(seen, 1);
+    xir_free(cands);
+  }
+  xir_compiler_destroy(cc);
+  xir_program_free(b);
+  xir_program_free(p);
+}
+
 /* Runs every candidate (one block width per local width) of p at spec at widths 0 (the host's)
  * and 8 with streaming forced on and then off, on the case's output or, with offset, on a copy
  * of it `offset` floats into a 64-byte aligned allocation (sentinels around it); checks the
@@ -522,7 +561,7 @@ static void every_candidate(xir_program *p, const char *spec, int offset) {
   size_t es = half ? 2 : 4, n = c.numel[y], guard = 64;
   unsigned char *own = NULL, *out = half ? (unsigned char *)c.hdata[y] : (unsigned char *)c.data[y];
   if (offset) {
-    own = aligned_alloc(64, (n + 2 * guard) * es + 64);
+    own = aligned_alloc(64, ((n + 2 * guard) * es + 64 + 63) / 64 * 64); /* a multiple of 64 */
     assert_non_null(own);
     out = own + guard * es + (size_t)offset * es;
   }
@@ -637,6 +676,8 @@ static void test_streaming_stores(void **state) {
     every_candidate(p, "R=9,C=100", 0);   /* rows of 400 bytes: the regular stores serve */
     every_candidate(p, "R=7,C=160", 4);   /* the output's base 16 bytes off a boundary */
     every_candidate(p, "R=3,C=1008", 0);  /* aligned rows with a tail chunk of full packets */
+    every_candidate(p, "R=5,C=300", 0);   /* rows of 1200 bytes: streamed through a row buffer */
+    every_candidate(p, "R=5,C=300", 3);   /* ... with the output 12 bytes off a boundary */
     xir_program_free(p);
   }
   xir_program *p = builtin("layernorm"), *b;
@@ -1277,6 +1318,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch_spread_over_packets),
       cmocka_unit_test(test_streaming_stores),
       cmocka_unit_test(test_tail_packets_stream),
+      cmocka_unit_test(test_unaligned_rows_stream),
       cmocka_unit_test(test_half_hoist_loads_are_contiguous),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),

@@ -2597,22 +2597,134 @@ static void emit_store_loops(lw *L, int id);
  * behind a branch on nt_ok: the streaming copy with non-temporal full-vector stores, the other
  * with regular ones. Both compute the same values (the materialized tiles start in the same
  * state). */
+/* The element offset of the row that store id writes in this root program (its slice index at
+ * 0), or NULL when its offset is not that row plus c (realign_ok). */
+static LLVMValueRef store_row_offset(lw *L, const xir_node *n) {
+  int X = L->c->inner_dim;
+  val keep = L->env[X];
+  L->env[X] = L->jlane;
+  val off = access_offset(L, n, n->nargs - 1);
+  L->env[X] = keep;
+  return off.aff && off.s == 1 ? off.u : NULL;
+}
+
+/* Rows that stream although they do not start on a vector boundary (docs/lowering.md,
+ * "Streaming stores"): store id writes one contiguous f32 row over the inner axis X, of a
+ * compile-time length N small enough for a stack buffer, and nothing in the body reads the
+ * output. The unit then computes the row into that buffer (regular stores, L1) and copies it to
+ * the output with non-temporal stores of whole aligned vectors, the partial vectors at either
+ * end masked: rows of 1000 floats (4000 bytes) otherwise take regular stores, which read every
+ * output line first. Forced streaming, xir / the stream probe, old and new alternating x2:
+ * rmsnorm 20000x1000 1.63-1.96 -> 1.00-1.10, 40000x500 1.63-1.71 -> 1.13-1.41, softmax_mask
+ * 20000x1000 1.69-1.81 -> 1.28-1.55, layernorm 1.69-1.81 -> 1.18-1.23. Rows shorter than
+ * REALIGN_MIN_BYTES keep the regular stores: at 400 bytes (two of their seven lines partial,
+ * each shared with the next row) the copy lost, rmsnorm 300000x100 1.53-1.63 -> 2.03-2.12. */
+enum { REALIGN_MIN_BYTES = 1 << 10, REALIGN_MAX_BYTES = 64 << 10 };
+static int realign_ok(lw *L, int id, void (*loops)(lw *, int)) {
+  const xir_program *p = L->p;
+  const xir_node *n = &p->nodes[id];
+  const xir_param *q = &p->params[n->ref];
+  int X = L->c->inner_dim;
+  if (loops != emit_store_loops || L->skip[id] || L->early_fill || L->ell < L->W) return 0;
+  if (q->elem != XIR_F32 || X < 0 || !is_fixed(L, X) || dimc(L, X) * 4 > REALIGN_MAX_BYTES ||
+      dimc(L, X) * 4 < REALIGN_MIN_BYTES)
+    return 0;
+  if (n->args[n->nargs - 2] >= 0 || q->dims[n->nargs - 2] != X) return 0;
+  for (int kd = 0; kd < n->nargs - 2; kd++)
+    if (n->args[kd] < 0) return 0;
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    if (p->nodes[i].op == XIR_OP_LOAD && p->nodes[i].ref == n->ref) return 0;
+  return 1;
+}
+
+/* Copies the N floats at src (a stack buffer of N + W) to dst, whose address is a multiple of
+ * 4: the elements before dst's first W-float boundary and after its last one with masked
+ * stores, every whole vector between with a non-temporal store. */
+static void realign_copy(lw *L, LLVMValueRef src, LLVMValueRef dst, int64_t N) {
+  int64_t V = (int64_t)L->W * 4;
+  LLVMTypeRef tys[2] = {L->vf, L->ptr};
+  LLVMValueRef align = LLVMConstInt(L->i32, 4, 0);
+  LLVMValueRef iota[16];
+  for (unsigned g = 0; g < L->W; g++) iota[g] = ci64(L, g);
+  LLVMValueRef lanes = LLVMConstVector(iota, L->W);
+  LLVMValueRef da = LLVMBuildPtrToInt(L->b, dst, L->i64, "");
+  LLVMValueRef h = LLVMBuildLShr(
+      L->b, LLVMBuildAnd(L->b, LLVMBuildSub(L->b, ci64(L, V), LLVMBuildAnd(L->b, da, ci64(L, V - 1), ""), ""),
+                         ci64(L, V - 1), ""),
+      ci64(L, 2), "head");
+  h = LLVMBuildSelect(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, h, ci64(L, N), ""), h, ci64(L, N), "");
+  /* the head: elements [0, h) */
+  LLVMValueRef v0 = LLVMBuildLoad2(L->b, L->vf, src, "");
+  LLVMSetAlignment(v0, 4);
+  LLVMValueRef m0 = LLVMBuildICmp(L->b, LLVMIntSLT, lanes, splat(L, h), "");
+  LLVMValueRef a0[4] = {v0, dst, align, m0};
+  intrinsic(L, "llvm.masked.store", tys, 2, a0, 4);
+  /* the whole vectors: [h + W·j, h + W·j + W) for j < (N − h) / W */
+  LLVMValueRef nv = LLVMBuildSDiv(L->b, LLVMBuildSub(L->b, ci64(L, N), h, ""), ci64(L, L->W), "");
+  loop lp;
+  loop_begin(L, &lp, ci64(L, 0), nv);
+  LLVMValueRef o = LLVMBuildAdd(L->b, h, LLVMBuildMul(L->b, lp.i, ci64(L, L->W), ""), "");
+  LLVMValueRef v = LLVMBuildLoad2(L->b, L->vf, LLVMBuildGEP2(L->b, L->f32, src, &o, 1, ""), "");
+  LLVMSetAlignment(v, 4);
+  stream_store(L, LLVMBuildStore(L->b, v, LLVMBuildGEP2(L->b, L->f32, dst, &o, 1, "")), (unsigned)V);
+  loop_end(L, &lp);
+  /* the tail: [h + W·nv, N), fewer than W */
+  LLVMValueRef t = LLVMBuildAdd(L->b, h, LLVMBuildMul(L->b, nv, ci64(L, L->W), ""), "");
+  LLVMValueRef vt = LLVMBuildLoad2(L->b, L->vf, LLVMBuildGEP2(L->b, L->f32, src, &t, 1, ""), "");
+  LLVMSetAlignment(vt, 4);
+  LLVMValueRef mt = LLVMBuildICmp(L->b, LLVMIntSLT, lanes, splat(L, LLVMBuildSub(L->b, ci64(L, N), t, "")), "");
+  LLVMValueRef at[4] = {vt, LLVMBuildGEP2(L->b, L->f32, dst, &t, 1, ""), align, mt};
+  intrinsic(L, "llvm.masked.store", tys, 2, at, 4);
+}
+
 static void emit_streamed(lw *L, int id, void (*loops)(lw *, int)) {
   const xir_node *n = &L->p->nodes[id];
   if (!L->nt_ok[n->ref] || !L->mat_save) {
     loops(L, id);
     return;
   }
+  LLVMValueRef row0 = realign_ok(L, id, loops) ? store_row_offset(L, n) : NULL;
   LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream");
   LLVMBasicBlockRef cb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "cached");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stored");
-  LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
+  LLVMBasicBlockRef rab = NULL;
+  LLVMValueRef dst = NULL;
+  if (row0) {
+    /* not aligned for the streaming copy, but streamed: through a row buffer where the row
+     * starts on a 4-byte boundary */
+    LLVMBasicBlockRef notb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "unaligned");
+    rab = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "realign");
+    LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, notb);
+    LLVMPositionBuilderAtEnd(L->b, notb);
+    dst = LLVMBuildGEP2(L->b, L->f32, L->buf[n->ref], &row0, 1, "row");
+    LLVMValueRef a4 = LLVMBuildICmp(
+        L->b, LLVMIntEQ, LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, dst, L->i64, ""), ci64(L, 3), ""),
+        ci64(L, 0), "");
+    LLVMBuildCondBr(L->b, LLVMBuildAnd(L->b, L->stream_flag, a4, ""), rab, cb);
+  } else {
+    LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
+  }
   memcpy(L->mat_save, L->mat_state, (size_t)L->p->nnodes);
   LLVMPositionBuilderAtEnd(L->b, ntb);
   L->nt = 1;
   loops(L, id);
   L->nt = 0;
   LLVMBuildBr(L->b, done);
+  if (row0) {
+    int64_t N = dimc(L, L->c->inner_dim);
+    memcpy(L->mat_state, L->mat_save, (size_t)L->p->nnodes);
+    LLVMPositionBuilderAtEnd(L->b, rab);
+    LLVMValueRef rowbuf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(N + L->W)), "rowbuf");
+    LLVMSetAlignment(rowbuf, 64);
+    LLVMValueRef keep = L->buf[n->ref];
+    /* the row's element c at rowbuf[c] (the offset stays that of the output's row) */
+    LLVMValueRef back = LLVMBuildNeg(L->b, row0, "");
+    L->buf[n->ref] = LLVMBuildGEP2(L->b, L->f32, rowbuf, &back, 1, "");
+    loops(L, id);
+    L->buf[n->ref] = keep;
+    realign_copy(L, rowbuf, dst, N);
+    LLVMBuildBr(L->b, done);
+  }
   memcpy(L->mat_state, L->mat_save, (size_t)L->p->nnodes);
   LLVMPositionBuilderAtEnd(L->b, cb);
   loops(L, id);
