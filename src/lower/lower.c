@@ -2620,10 +2620,6 @@ static void red_fold(lw *L, int id, red *Rp) {
 
 static void emit_store_loops(lw *L, int id);
 
-/* Emits store id's loops by `loops`; where its buffer may be streamed (ℓ ≥ W, nt_ok) twice,
- * behind a branch on nt_ok: the streaming copy with non-temporal full-vector stores, the other
- * with regular ones. Both compute the same values (the materialized tiles start in the same
- * state). */
 /* The element offset of the row that store id writes in this root program (its slice index at
  * 0), or NULL when its offset is not that row plus c (realign_ok). */
 static LLVMValueRef store_row_offset(lw *L, const xir_node *n) {
@@ -2671,9 +2667,7 @@ static void realign_copy(lw *L, LLVMValueRef src, LLVMValueRef dst, int64_t N) {
   int64_t V = (int64_t)L->W * 4;
   LLVMTypeRef tys[2] = {L->vf, L->ptr};
   LLVMValueRef align = LLVMConstInt(L->i32, 4, 0);
-  LLVMValueRef iota[16];
-  for (unsigned g = 0; g < L->W; g++) iota[g] = ci64(L, g);
-  LLVMValueRef lanes = LLVMConstVector(iota, L->W);
+  LLVMValueRef lanes = lane_consts(L, 0, 1);
   LLVMValueRef da = LLVMBuildPtrToInt(L->b, dst, L->i64, "");
   LLVMValueRef h = LLVMBuildLShr(
       L->b, LLVMBuildAnd(L->b, LLVMBuildSub(L->b, ci64(L, V), LLVMBuildAnd(L->b, da, ci64(L, V - 1), ""), ""),
@@ -2704,6 +2698,11 @@ static void realign_copy(lw *L, LLVMValueRef src, LLVMValueRef dst, int64_t N) {
   intrinsic(L, "llvm.masked.store", tys, 2, at, 4);
 }
 
+/* Emits store id's loops by `loops`; where its buffer may be streamed (ℓ ≥ W, nt_ok) twice,
+ * behind a branch on nt_ok: the streaming copy with non-temporal full-vector stores, the other
+ * with regular ones — and, where realign_ok, a third for a streaming launch whose rows nt_ok
+ * found unaligned: the row into a buffer, then realign_copy. All compute the same values (the
+ * materialized tiles start in the same state). */
 static void emit_streamed(lw *L, int id, void (*loops)(lw *, int)) {
   const xir_node *n = &L->p->nodes[id];
   if (!L->nt_ok[n->ref] || !L->mat_save) {

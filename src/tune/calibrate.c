@@ -198,8 +198,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
                                xir_diag *d) {
   *bytes = 0;
   double t_out[STREAM_PROBES][2]; /* per footprint: regular, streaming (ns, the fastest) */
-  xir_mem_info mem;
-  xir__mem_probe("/sys/fs/cgroup", "/proc/self/cgroup", "/proc/meminfo", &mem);
+  double avail = (double)xir__mem_available();
   int probes = 0; /* the footprints measured */
   xir_program *p = NULL;
   xir_status st = xir_program_parse(kCopyProbe, strlen(kCopyProbe), "copy_probe", &p, d);
@@ -213,7 +212,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
     char spec[64];
     snprintf(spec, sizeof spec, "R=%lld,C=2048", (long long)rows);
     F[f] = (double)rows * 2048 * 4 * 2;
-    if (f > 4 && F[f] > (double)mem.available / 4) break; /* past 64 MiB: only while it fits */
+    if (f > 4 && F[f] > avail / 4) break; /* past 64 MiB: only while it fits */
     xir_shape s;
     xir_case c;
     memset(&c, 0, sizeof c);

@@ -275,9 +275,19 @@ static void fmt_bytes(uint64_t b, char *buf, size_t cap) {
   else snprintf(buf, cap, "%" PRIu64 " bytes (%.1f MiB)", b, (double)b / 1048576.0);
 }
 
+static void mem_probe_here(xir_mem_info *m) {
+  xir__mem_probe("/sys/fs/cgroup", "/proc/self/cgroup", "/proc/meminfo", m);
+}
+
+uint64_t xir__mem_available(void) {
+  xir_mem_info m;
+  mem_probe_here(&m);
+  return m.available;
+}
+
 xir_status xir__mem_check(uint64_t bytes, const char *what, xir_diag *d) {
   xir_mem_info m;
-  xir__mem_probe("/sys/fs/cgroup", "/proc/self/cgroup", "/proc/meminfo", &m);
+  mem_probe_here(&m);
   if (bytes <= m.available) return XIR_OK;
   char need[64], avail[64], cg[64], mi[64], env[64] = "";
   fmt_bytes(bytes, need, sizeof need);

@@ -74,6 +74,10 @@ typedef struct xir_mem_info {
 void xir__mem_probe(const char *root, const char *proc_cgroup, const char *meminfo,
                     xir_mem_info *out);
 
+/* The bytes this process may still allocate (xir_mem_info.available of this process's cgroup,
+ * /proc/meminfo and XIR_MEM_AVAILABLE; UINT64_MAX when none says). */
+uint64_t xir__mem_available(void);
+
 /* XIR_ERR_NOMEM, with a message giving the bytes needed and the bytes available (and where the
  * figure comes from), when `bytes` exceed the memory available; XIR_OK otherwise. `what` names
  * the buffers ("the buffers of 'rmsnorm'"). */
