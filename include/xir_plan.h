@@ -200,7 +200,8 @@ void xir_plan_options_base(xir_plan_options *o);
  * features, and the worker count, when that file is intact; otherwise (or with refresh = 1)
  * measured with xir_calibrate (about a second; the machine should be idle) and written back.
  * A corrupt or foreign file is never trusted: it is measured again and replaced. With
- * XIR_NO_CALIBRATION_FILE=1 in the environment the file is neither read nor written.
+ * XIR_NO_CALIBRATION_FILE=1 in the environment the file is neither read nor written. Writing
+ * the file also removes the directory's service files not written for 30 days (other builds').
  * *from_file (may be NULL) says whether the figures came from the file. */
 xir_status xir_service_model(uint32_t workers, int refresh, xir_calibration *out, int *from_file,
                              xir_diag *d);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
+#include <utime.h>
 #include <cmocka.h>
 
 #include "lower/stream.h"
@@ -188,6 +190,57 @@ static void test_measured_once_then_read_back(void **state) {
   assert_true(a.ns_per_arith == 0.01 * g_fake_calls);
 }
 
+static void touch(const char *name, double days_ago) {
+  char p[1600];
+  snprintf(p, sizeof p, "%s/%s", g_dir, name);
+  write_all(p, "x\n");
+  time_t t = time(NULL) - (time_t)(days_ago * 86400);
+  struct utimbuf u = {t, t};
+  assert_int_equal(utime(p, &u), 0);
+}
+
+static int exists(const char *name) {
+  char p[1600];
+  snprintf(p, sizeof p, "%s/%s", g_dir, name);
+  return access(p, F_OK) == 0;
+}
+
+/* Writing the model removes the service files (other builds', their locks, leftover temporaries)
+ * older than XIR__SERVICE_STALE_DAYS, and nothing else: not a recent one, not the process's own
+ * lock, not a file of another name. */
+static void test_stale_files_pruned(void **state) {
+  (void)state;
+  char path[1200], own[1300];
+  xir_diag d;
+  if (xir_service_model_path(2, path, sizeof path, &d)) die(&d);
+  snprintf(own, sizeof own, "%s.lock", strrchr(path, '/') + 1);
+  const double old = XIR__SERVICE_STALE_DAYS + 10, recent = XIR__SERVICE_STALE_DAYS - 10;
+  const char *gone[] = {"service-0123456789abcdef.txt", "service-0123456789abcdef.txt.lock",
+                        "service-00000000000000ff.txt.4242.tmp"};
+  const char *kept[] = {"service-fedcba9876543210.txt", "notes.txt", "service-0123.txt",
+                        "service-0123456789abcdef.json", "service-0123456789ABCDEF.txt"};
+  for (int i = 0; i < 3; i++) touch(gone[i], old);
+  touch(kept[0], recent);
+  for (int i = 1; i < 5; i++) touch(kept[i], old);
+  touch(own, old);
+  xir__service_set_measure(fake_measure);
+  xir_calibration c;
+  int from_file = -1;
+  model(1, &c, &from_file); /* refresh: measured (by the stand-in) and written */
+  assert_int_equal(from_file, 0);
+  for (int i = 0; i < 3; i++)
+    if (exists(gone[i])) fail_msg("%s is still there", gone[i]);
+  for (int i = 0; i < 5; i++)
+    if (!exists(kept[i])) fail_msg("%s was removed", kept[i]);
+  assert_true(exists(own));
+  assert_int_equal(access(path, F_OK), 0);
+  /* nothing is pruned when the file is read, not written */
+  touch(gone[0], old);
+  model(0, &c, &from_file);
+  assert_int_equal(from_file, 1);
+  assert_true(exists(gone[0]));
+}
+
 /* XIR_NO_CALIBRATION_FILE=1: the file is neither read nor written. */
 static void test_no_file_mode(void **state) {
   (void)state;
@@ -308,6 +361,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cache_dir_order),
       cmocka_unit_test(test_measured_once_then_read_back),
+      cmocka_unit_test(test_stale_files_pruned),
       cmocka_unit_test(test_no_file_mode),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_arith_probe_is_arithmetic),

@@ -60,26 +60,6 @@ static xir_status time_launch(xir_runtime *rt, xir_batch *b, const xir_kernel *k
   return XIR_OK;
 }
 
-/* The size of the largest cache sysfs lists for CPU 0, or 32 MiB. */
-static double last_level_cache_bytes(void) {
-  double best = 0;
-  for (int i = 0; i < 8; i++) {
-    char path[96];
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    double v = 0;
-    char unit = 0;
-    if (fscanf(f, "%lf%c", &v, &unit) >= 1) {
-      if (unit == 'K') v *= 1024;
-      else if (unit == 'M') v *= 1024 * 1024;
-      if (v > best) best = v;
-    }
-    fclose(f);
-  }
-  return best > 0 ? best : 32.0 * 1024 * 1024;
-}
-
 /* The memory probe: a row copy, almost no arithmetic, so that its time is its bytes. */
 static const char kCopyProbe[] =
     "kernel copy_probe[R, C](x: f32[R, C], y: out f32[R, C])\n"
@@ -345,7 +325,8 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   }
   /* The last probe (64 MiB) runs beyond the last-level cache; its rate applies from that cache's
    * size on (a footprint the size of L3 already misses nearly every line: LRU). */
-  double llc = last_level_cache_bytes();
+  double llc = (double)xir__llc_bytes(); /* sysfs (the highest level), else sysconf */
+  if (!(llc > 0)) llc = 32.0 * 1024 * 1024;
   if (llc > out->mem_bytes[1] && llc < out->mem_bytes[2]) out->mem_bytes[2] = llc;
   double m = out->mem_ns[1];
   double Ms = ws.memory_per_packet * (double)ws.packets, As = ws.arith_per_packet * (double)ws.packets;

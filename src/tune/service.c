@@ -10,7 +10,10 @@
  * one `name value` line per figure, closed by the SHA-256 of everything before it; a file that
  * does not parse, whose hash or key differs, or whose figures are not finite and ≥ 0 is measured
  * again and replaced (written to a temporary name and renamed, so concurrent processes never read
- * half a file). XIR_NO_CALIBRATION_FILE=1 neither reads nor writes it. */
+ * half a file). XIR_NO_CALIBRATION_FILE=1 neither reads nor writes it. Every build of other
+ * sources leaves a file of its own; a process that writes its file removes the service files
+ * nobody has written for XIR__SERVICE_STALE_DAYS days (prune_stale). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lower/jit.h"
@@ -138,6 +142,43 @@ static xir_status write_file(const char *dir, const char *path, const char *key,
   return XIR_OK;
 }
 
+/* 1 when name is a service file of this directory's layout: service-<16 hex>.txt, its lock
+ * (.txt.lock) or a temporary of write_file (.txt.<pid>.tmp). */
+static int service_name(const char *name) {
+  if (strncmp(name, "service-", 8) != 0) return 0;
+  const char *p = name + 8;
+  for (int i = 0; i < 16; i++, p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+  if (strncmp(p, ".txt", 4) != 0) return 0;
+  p += 4;
+  if (!*p || !strcmp(p, ".lock")) return 1;
+  if (*p++ != '.' || !(*p >= '0' && *p <= '9')) return 0;
+  while (*p >= '0' && *p <= '9') p++;
+  return !strcmp(p, ".tmp");
+}
+
+/* Removes the service files of dir (service_name) last written more than
+ * XIR__SERVICE_STALE_DAYS days ago, except the file at keep and its lock: another build's model
+ * is never read by this one, and a build still in use after that long measures again (seconds). */
+static void prune_stale(const char *dir, const char *keep) {
+  DIR *dp = opendir(dir);
+  if (!dp) return;
+  time_t now = time(NULL);
+  size_t kn = strlen(keep);
+  struct dirent *e;
+  while ((e = readdir(dp))) {
+    char p[1400];
+    if (!service_name(e->d_name) ||
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p || !strncmp(p, keep, kn))
+      continue;
+    struct stat sb;
+    if (!stat(p, &sb) && S_ISREG(sb.st_mode) &&
+        difftime(now, sb.st_mtime) > XIR__SERVICE_STALE_DAYS * 86400.0)
+      remove(p);
+  }
+  closedir(dp);
+}
+
 static uint32_t host_workers(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   if (n < 1) n = 1;
@@ -225,7 +266,7 @@ xir_status xir_service_model(uint32_t workers, int refresh, xir_calibration *out
   ro.workers = workers;
   if ((st = xir_runtime_create(&ro, &rt, d)) || (st = g_measure(cc, rt, out, d))) goto done;
   /* a file that cannot be written is not an error: the figures are still good for this process */
-  if (use_file) write_file(dir, path, key, out, NULL);
+  if (use_file && write_file(dir, path, key, out, NULL) == XIR_OK) prune_stale(dir, path);
 done:
   if (lock_fd >= 0) close(lock_fd);
   xir_runtime_destroy(rt);

@@ -13,6 +13,10 @@ typedef xir_status (*xir__measure_fn)(xir_compiler *cc, xir_runtime *rt, xir_cal
  * not the figures. Not thread-safe: set it before any planning. */
 xir__measure_fn xir__service_set_measure(xir__measure_fn fn);
 
+/* A process that writes its service model removes the cache directory's service files (other
+ * builds', their locks, leftover temporaries) not written for this many days. */
+#define XIR__SERVICE_STALE_DAYS 30
+
 /* The XIR text of the calibration's arithmetic probe (src/tune/calibrate.c), for its test. */
 const char *xir__calibration_arith_probe(void);
 
