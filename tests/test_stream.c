@@ -1219,17 +1219,17 @@ static void test_stream_launch_rule(void **state) {
   int64_t llc = xir__llc_bytes();
   assert_true(llc >= 0);
   if (llc > 0) {
-    assert_false(xir__stream_launch((uint64_t)llc / 2, 0));
-    assert_true(xir__stream_launch((uint64_t)llc / 2 + 1, 0));
+    assert_false(xir__stream_launch((uint64_t)llc / 2, 0, 0));
+    assert_true(xir__stream_launch((uint64_t)llc / 2 + 1, 0, 0));
   } else {
-    assert_false(xir__stream_launch(UINT64_C(1) << 40, 0)); /* unknown cache: never */
+    assert_false(xir__stream_launch(UINT64_C(1) << 40, 0, 0)); /* unknown cache: never */
   }
-  assert_false(xir__stream_launch(4096, 0));
+  assert_false(xir__stream_launch(4096, 0, 0));
   xir__stream_stores_set(1);
   assert_int_equal(xir__stream_stores_mode(), 1);
-  assert_true(xir__stream_launch(4096, 0));
+  assert_true(xir__stream_launch(4096, 0, 0));
   xir__stream_stores_set(0);
-  assert_false(xir__stream_launch(UINT64_C(1) << 40, 0));
+  assert_false(xir__stream_launch(UINT64_C(1) << 40, 0, 0));
   xir__stream_stores_set(-1);
   assert_int_equal(xir__stream_stores_mode(), -1);
 }
@@ -1245,17 +1245,76 @@ static void test_stream_measured_threshold(void **state) {
   int64_t before = xir__stream_threshold_set(t);
   assert_int_equal(xir__stream_threshold(0), t);
   assert_int_equal(xir__stream_threshold(1), prior); /* measured with f32 outputs only */
-  assert_int_equal(xir__stream_launch((uint64_t)t + 1, 1), prior > 0 && t + 1 > prior);
-  assert_false(xir__stream_launch((uint64_t)t, 0));
-  assert_true(xir__stream_launch((uint64_t)t + 1, 0));
+  assert_int_equal(xir__stream_launch((uint64_t)t + 1, 1, 0), prior > 0 && t + 1 > prior);
+  assert_false(xir__stream_launch((uint64_t)t, 0, 0));
+  assert_true(xir__stream_launch((uint64_t)t + 1, 0, 0));
   xir__stream_stores_set(0);
-  assert_false(xir__stream_launch((uint64_t)t * 4, 0));
+  assert_false(xir__stream_launch((uint64_t)t * 4, 0, 0));
   xir__stream_stores_set(1);
-  assert_true(xir__stream_launch(4096, 0));
+  assert_true(xir__stream_launch(4096, 0, 0));
   xir__stream_stores_set(-1);
   assert_int_equal(xir__stream_threshold_set(-5), t); /* returns the previous setting */
   assert_int_equal(xir__stream_threshold(0), prior);
+  /* a kernel that reduces streams from the cache's size on when the measured threshold is
+   * above it (not below 4 MiB: an implausible cache); a 16-bit output keeps the prior */
+  int64_t llc0 = xir__llc_bytes_set(32 << 20);
+  xir__stream_threshold_set(45 << 20);
+  assert_true(xir__stream_launch((UINT64_C(32) << 20) + 1, 0, 1));
+  assert_false(xir__stream_launch(UINT64_C(32) << 20, 0, 1));
+  assert_false(xir__stream_launch((UINT64_C(32) << 20) + 1, 0, 0));
+  assert_true(xir__stream_launch((UINT64_C(45) << 20) + 1, 0, 0));
+  assert_true(xir__stream_launch((UINT64_C(16) << 20) + 1, 1, 1)); /* the prior: half the cache */
+  xir__stream_threshold_set(6 << 20); /* below the cache: the same for both */
+  assert_true(xir__stream_launch((UINT64_C(6) << 20) + 1, 0, 0));
+  assert_true(xir__stream_launch((UINT64_C(6) << 20) + 1, 0, 1));
+  assert_false(xir__stream_launch(UINT64_C(6) << 20, 0, 1));
+  xir__llc_bytes_set(1 << 20);
+  xir__stream_threshold_set(45 << 20);
+  assert_false(xir__stream_launch((UINT64_C(2) << 20), 0, 1));
+  xir__llc_bytes_set(0); /* unknown */
+  assert_false(xir__stream_launch((UINT64_C(40) << 20), 0, 1));
+  assert_true(xir__stream_launch((UINT64_C(46) << 20), 0, 1));
+  xir__llc_bytes_set(llc0);
+  assert_int_equal(xir__llc_bytes(), llc0);
   xir__stream_threshold_set(before);
+}
+
+/* The launch flag past the cache: norms and softmax (a reduction before the store) stream from
+ * the last-level cache's size when the measured threshold is above it; swiglu, gelu_residual
+ * and rope_cache (one pass, like the calibration's copy) keep the measured threshold. */
+static void test_stream_launch_reduces(void **state) {
+  (void)state;
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  int64_t llc0 = xir__llc_bytes_set(4 << 20), before = xir__stream_threshold_set(256 << 20);
+  xir__stream_stores_set(-1);
+  const char *kernels[] = {"rmsnorm", "layernorm", "softmax_mask", "swiglu", "gelu_residual",
+                           "rope_cache"};
+  const char *shapes[] = {"R=1024,C=1024", "R=1024,C=1024", "R=1024,C=1024", "R=1024,C=1024",
+                          "R=1024,C=1024", "R=1024,C=1024,HD=64,P=64,H2=32"};
+  for (int kn = 0; kn < 6; kn++) {
+    xir_program *p = builtin(kernels[kn]);
+    xir_shape shape;
+    xir_candidate *cands;
+    size_t n = candidates_at(p, shapes[kn], cc, &shape, &cands);
+    assert_true(n > 0);
+    xir_case c;
+    memset(&c, 0, sizeof c);
+    if (xir__case_init(&c, p, &shape, 1, &d)) die(&d);
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &shape, &cands[0], &k, &d)) die(&d);
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
+    int flag = (slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0;
+    if (flag != (kn < 3)) fail_msg("%s %s: stream flag %d", kernels[kn], shapes[kn], flag);
+    xir__case_free(&c);
+    xir_free(cands);
+    xir_program_free(p);
+  }
+  xir__stream_threshold_set(before);
+  xir__llc_bytes_set(llc0);
+  xir_compiler_destroy(cc);
 }
 
 /* The launch flag with a measured threshold: a bf16 output at l = 1 (which streams only as pair
@@ -1312,6 +1371,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_next_row_loads),
       cmocka_unit_test(test_stream_measured_threshold),
+      cmocka_unit_test(test_stream_launch_reduces),
       cmocka_unit_test(test_prefetch_offsets),
       cmocka_unit_test(test_placed_inputs),
       cmocka_unit_test(test_prefetch_in_ir),

@@ -101,8 +101,19 @@ static void put_scalar(const xir_param *q, const xir_arg *a, unsigned char *slot
   }
 }
 
+/* 1 when the body has a reduction: a norm's or softmax's row statistics before its store
+ * (xir__stream_launch). */
+static int program_reduces(const xir_program *p) {
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    int op = p->nodes[i].op;
+    if (op == XIR_OP_REDUCE_SUM || op == XIR_OP_REDUCE_MAX || op == XIR_OP_REDUCE_MIN) return 1;
+  }
+  return 0;
+}
+
 void xir__kernel_dense_prepare(struct xir_kernel *k) {
   const xir_program *p = k->base->prog;
+  k->reduces = program_reduces(p);
   k->dense_ok = 0;
   for (int i = 0; i < p->ndims; i++)
     if (k->shape.dims[i] < 1) return;
@@ -182,7 +193,7 @@ static int pack_dense(const xir_kernel *k, const xir_arg *args, int nargs, unsig
     int i = k->dense_scalar[j];
     put_scalar(&p->params[i], i < nargs ? &args[i] : &dflt, out + 8 * i);
   }
-  if (xir__stream_launch(k->dense_footprint, k->dense_half_out)) {
+  if (xir__stream_launch(k->dense_footprint, k->dense_half_out, k->reduces)) {
     uint64_t flags = XIR__ARGS_CONTIGUOUS | XIR__ARGS_STREAM;
     memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
   }
@@ -290,7 +301,7 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
       half_out |= p->params[i].is_output && xir_elem_size(p->params[i].elem) == 2 &&
                   k->cand.local != 1;
     }
-  if (xir__stream_launch(footprint, half_out)) flags |= XIR__ARGS_STREAM;
+  if (xir__stream_launch(footprint, half_out, k->reduces)) flags |= XIR__ARGS_STREAM;
   memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
   if (blocks) *blocks = nb;
   return XIR_OK;

@@ -73,6 +73,12 @@ int64_t xir__llc_bytes(void) {
   return v;
 }
 
+int64_t xir__llc_bytes_set(int64_t bytes) {
+  int64_t old = xir__llc_bytes();
+  atomic_store_explicit(&llc_cached, bytes < 0 ? -1 : bytes, memory_order_relaxed);
+  return old;
+}
+
 void xir__stream_stores_set(int mode) {
   atomic_store_explicit(&stream_mode, mode < -1 ? -1 : mode > 1 ? 1 : mode, memory_order_relaxed);
 }
@@ -98,10 +104,26 @@ int64_t xir__stream_threshold(int half_out) {
   return llc > 0 ? llc / 2 : 0;
 }
 
-int xir__stream_launch(uint64_t footprint, int half_out) {
+/* A kernel that reduces its rows before it stores them (norms, softmax) reads each row, then
+ * writes it: its stores do not overlap its loads as a copy's do, and past the last-level cache
+ * (where no line survives until the next launch) the read for ownership of every output line is
+ * pure loss. On the EPYC of 2026-12-06 (Zen 4, 32 MiB of L3 per CCX, 2 vCPUs) the copy probe
+ * put the threshold at 45.3 MiB (its 32 MiB probe a toss-up: streaming / regular 0.74-1.32),
+ * and at 32 MiB + KiB streaming against regular stores, xir / the OpenMP C (regular stores) per
+ * round, 3 runs of 3 rounds each (`XIR_STREAM_STORES=0` / `=1` alternating, `xir bench --suite
+ * peers --kernels rmsnorm,layernorm,rope_cache --shapes 'R=1024,C=4096;R=4096,C=1024'
+ * --configs default,peer:c_fast_omp --rounds 3`), medians: rmsnorm 1024x4096 0.95 -> 0.62,
+ * layernorm 1024x4096 0.90 -> 0.73, 4096x1024 0.97 -> 0.83, rmsnorm 4096x1024 1.0 -> 1.0; but
+ * rope_cache (one pass, like the copy; 35.7 MiB) 1.0 -> 1.23 and 0.99 -> 1.12: it keeps the
+ * probe's threshold. */
+int xir__stream_launch(uint64_t footprint, int half_out, int reduces) {
   int m = xir__stream_stores_mode();
   if (m >= 0) return m;
   int64_t t = xir__stream_threshold(half_out);
+  if (reduces && !half_out) {
+    int64_t llc = xir__llc_bytes();
+    if (llc >= (int64_t)4 << 20 && t > llc) t = llc;
+  }
   return t > 0 && footprint > (uint64_t)t;
 }
 

@@ -13,6 +13,9 @@ enum { XIR__ARGS_STREAM = 2 };
 /* The size of the last-level cache this core shares, in bytes (Linux's sysfs, else sysconf;
  * asked once; 0 when unknown). */
 int64_t xir__llc_bytes(void);
+/* Replaces the size xir__llc_bytes reports (tests: a launch past the cache without allocating
+ * a real cache's worth; -1 asks the system again). Returns the previous value. */
+int64_t xir__llc_bytes_set(int64_t bytes);
 /* The footprint above which a launch streams its outputs: the measured threshold when one was
  * set (xir__stream_threshold_set) and every output is f32 (half_out = 0: what the probe
  * measured), else half of the last-level cache; 0 when neither is known (never stream). */
@@ -23,10 +26,11 @@ int64_t xir__stream_threshold(int half_out);
 int64_t xir__stream_threshold_set(int64_t bytes);
 /* 1 when a launch whose buffers span `footprint` bytes (every input and output) writes its
  * outputs with non-temporal stores: when the footprint exceeds xir__stream_threshold(half_out)
- * (half_out: some output is bf16 or f16), or
- * as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size) or
- * xir__stream_stores_set. */
-int xir__stream_launch(uint64_t footprint, int half_out);
+ * (half_out: some output is bf16 or f16) or, for a kernel that reduces before it stores
+ * (reduces = 1: norms, softmax), the last-level cache's size when that is smaller (and at least
+ * 4 MiB); or as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size)
+ * or xir__stream_stores_set. */
+int xir__stream_launch(uint64_t footprint, int half_out, int reduces);
 /* The mode of xir__stream_launch: -1 by size, 0 never, 1 always (tests; overrides the
  * environment). */
 void xir__stream_stores_set(int mode);

@@ -172,10 +172,9 @@ out:
  * only marginally faster at 64 MiB: when the probes stopped at 64 MiB, 6 of 108 calibrations (and
  * every one of a noisy hour) found no win and kept the 240 MiB prior, and launches of 100 to
  * 240 MiB then ran 1.3-1.5x slower with regular stores (rmsnorm 20000x1024: 4.2 against 2.9 ms);
- * at 128 and 256 MiB streaming wins by 1.4x. The threshold is never above the last-level cache
- * this core shares (sysfs): on an EPYC with 32 MiB of L3, where the 32 MiB probe is a toss-up
- * (ratios 0.74-1.32 in three calibrations), the probes put it at 45.3 MiB, and 1024x4096
- * launches (32 MiB and a little) wrote with regular stores, 1.2-1.6x slower than streaming. */
+ * at 128 and 256 MiB streaming wins by 1.4x. The copy reads and writes in one pass; a kernel
+ * that reduces its rows before storing them streams from the last-level cache's size on at the
+ * latest (xir__stream_launch). */
 enum { STREAM_PROBES = 7 };
 static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, double *bytes,
                                xir_diag *d) {
@@ -229,19 +228,16 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
   xir__stream_stores_set(saved);
   xir_program_free(p);
   if (st) return st;
-  *bytes = xir__stream_threshold_from(t_out, F, probes, (double)xir__llc_bytes());
+  *bytes = xir__stream_threshold_from(t_out, F, probes);
   return XIR_OK;
 }
 
-double xir__stream_threshold_from(const double (*t)[2], const double *F, int n, double llc) {
+double xir__stream_threshold_from(const double (*t)[2], const double *F, int n) {
   int first = n; /* the first of the run of wins that reaches the largest probe */
   while (first > 0 && t[first - 1][1] < 0.95 * t[first - 1][0]) first--;
   if (first == n) return 0;
   if (first == 0) return F[0]; /* never below the smallest probe (in the L2s) */
-  double v = sqrt(F[first - 1] * F[first]);
-  /* a launch larger than the whole last-level cache cannot find its lines there at the next
-   * launch (LRU), whatever the probes' 2x steps and noise put the threshold at */
-  return llc >= F[0] && v > llc ? llc : v;
+  return sqrt(F[first - 1] * F[first]);
 }
 
 xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out, xir_diag *d) {

@@ -24,9 +24,7 @@ const char *xir__calibration_arith_probe(void);
  * stream_probe): t[f] = {regular, streaming} ns at footprint F[f] bytes, f < n, F increasing.
  * Streaming wins a footprint when at least 5% faster; the threshold is the geometric mean of the
  * largest losing footprint and the smallest of the run of wins that reaches F[n - 1], F[0] when
- * it wins everywhere, and 0 (keep the cache-size prior) when it loses F[n - 1]. A found
- * threshold above llc, the last-level cache's size in bytes, is llc (when llc >= F[0]; 0: not
- * known): a launch larger than that cache cannot keep its lines there until the next one. */
-double xir__stream_threshold_from(const double (*t)[2], const double *F, int n, double llc);
+ * it wins everywhere, and 0 (keep the cache-size prior) when it loses F[n - 1]. */
+double xir__stream_threshold_from(const double (*t)[2], const double *F, int n);
 
 #endif
