@@ -35,6 +35,13 @@ static void die(const xir_diag *d) {
   fail_msg("%s", xir_diag_format(d, b, sizeof b));
 }
 
+/* Packs a launch of k on args and returns its streaming flag (the block's last slot, lower.h). */
+static int stream_flag(const xir_kernel *k, const xir_arg *args, uint64_t *slots) {
+  xir_diag d;
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  return (slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0;
+}
+
 static xir_program *builtin(const char *name) {
   xir_program *p;
   xir_diag d;
@@ -598,9 +605,7 @@ static void every_candidate(xir_program *p, const char *spec, int offset) {
           args[y].out = out;
         }
         uint64_t slots[XIR_MAX_ARG_SLOTS];
-        if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-        /* the flags are the block's last slot (lower.h) */
-        assert_int_equal((slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0, mode);
+        assert_int_equal(stream_flag(k, args, slots), mode);
         assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
         if (offset) {
           for (size_t b = 0; b < guard * es + (size_t)offset * es; b++)
@@ -1305,8 +1310,7 @@ static void test_stream_launch_reduces(void **state) {
     const xir_kernel *k;
     if (xir_compile(cc, p, &shape, &cands[0], &k, &d)) die(&d);
     uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-    int flag = (slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0;
+    int flag = stream_flag(k, c.args, slots);
     if (flag != (kn < 3)) fail_msg("%s %s: stream flag %d", kernels[kn], shapes[kn], flag);
     xir__case_free(&c);
     xir_free(cands);
@@ -1349,8 +1353,7 @@ static void test_stream_launch_half_l1(void **state) {
       const xir_kernel *k;
       if (xir_compile(cc, p, &shape, &cands[i], &k, &d)) die(&d);
       uint64_t slots[XIR_MAX_ARG_SLOTS];
-      if (xir_kernel_pack_args(k, c.args, slots, &d)) die(&d);
-      int flag = (slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0;
+      int flag = stream_flag(k, c.args, slots);
       int want = cands[i].local == 1 ? 1 : prior > 0 && footprint > (uint64_t)prior;
       char name[128];
       xir_candidate_name(p, &cands[i], name, sizeof name);

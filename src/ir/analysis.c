@@ -786,10 +786,6 @@ int64_t xir__prefix_mask_end(const xir__prefix_mask *m, const int64_t *root, con
 
 /* ---- masked-work skipping ---- */
 
-static int is_reduce_op(int op) {
-  return op == XIR_OP_REDUCE_SUM || op == XIR_OP_REDUCE_MAX || op == XIR_OP_REDUCE_MIN;
-}
-
 static int is_1d_over(const xir_type *t, int X) { return t->rank == 1 && t->axes[0] == X; }
 
 /* The expensive 1-D tiles reached from consumer `root` (the walk of lower.c's count_mat_uses:
@@ -803,7 +799,7 @@ static void mask_walk(const xir_program *p, int root, unsigned mark, unsigned *s
     int id = stack[--sp];
     if (id < 0 || seen[id] == mark) continue;
     const xir_node *m = &p->nodes[id];
-    if (m->type.rank == 0 || xir__is_inline_leaf(m->op) || is_reduce_op(m->op)) continue;
+    if (m->type.rank == 0 || xir__is_inline_leaf(m->op) || xir__is_reduce(m->op)) continue;
     seen[id] = mark;
     if (xir__op_is_transcendental(m->op)) {
       if (first[id] < 0) first[id] = cons;
@@ -842,7 +838,7 @@ int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *mout)
   for (int i = M + 1; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
     if (!is_1d_over(&n->type, X) || n->op < XIR_OP_NEG || n->op == XIR_OP_LOAD ||
-        n->op == XIR_OP_STORE || n->op == XIR_OP_IOTA || is_reduce_op(n->op))
+        n->op == XIR_OP_STORE || n->op == XIR_OP_IOTA || xir__is_reduce(n->op))
       continue;
     int ok = 1, any = 0;
     for (int a = 0; a < n->nargs && ok; a++) {
@@ -855,7 +851,7 @@ int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *mout)
   int any_skip = 0;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
-    if (is_reduce_op(n->op) && n->type.rank == 0) {
+    if (xir__is_reduce(n->op) && n->type.rank == 0) {
       skip[i] = mv[n->args[0]];
     } else if (n->op == XIR_OP_STORE) {
       int v = n->args[n->nargs - 1], ok = mv[v], slices = 0;
@@ -876,7 +872,7 @@ int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *mout)
     unsigned mark = 0;
     for (int i = p->body_begin; i < p->nnodes; i++) {
       const xir_node *n = &p->nodes[i];
-      if (n->op != XIR_OP_STORE && !is_reduce_op(n->op)) continue;
+      if (n->op != XIR_OP_STORE && !xir__is_reduce(n->op)) continue;
       mask_walk(p, n->op == XIR_OP_STORE ? n->args[n->nargs - 1] : n->args[0], ++mark, seen, stack,
                 i, first, later_bad, skip);
     }

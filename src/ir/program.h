@@ -86,6 +86,11 @@ static inline int xir__is_inline_leaf(int op) {
   return op == XIR_OP_CONST || op == XIR_OP_DIM || op == XIR_OP_PARAM || op == XIR_OP_ROOT;
 }
 
+/* 1 when op is a reduction (reduce.sum, reduce.max, reduce.min). */
+static inline int xir__is_reduce(int op) {
+  return op == XIR_OP_REDUCE_SUM || op == XIR_OP_REDUCE_MAX || op == XIR_OP_REDUCE_MIN;
+}
+
 /* 1 when op is vector math (a polynomial or table evaluation of tens of operations per packet,
  * src/lower/vmath.c): what the lowering keeps in a materialized slot when several consumers use
  * it, and what the next-row prefetch looks for in a consumer loop. */

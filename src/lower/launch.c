@@ -104,10 +104,8 @@ static void put_scalar(const xir_param *q, const xir_arg *a, unsigned char *slot
 /* 1 when the body has a reduction: a norm's or softmax's row statistics before its store
  * (xir__stream_launch). */
 static int program_reduces(const xir_program *p) {
-  for (int i = p->body_begin; i < p->nnodes; i++) {
-    int op = p->nodes[i].op;
-    if (op == XIR_OP_REDUCE_SUM || op == XIR_OP_REDUCE_MAX || op == XIR_OP_REDUCE_MIN) return 1;
-  }
+  for (int i = p->body_begin; i < p->nnodes; i++)
+    if (xir__is_reduce(p->nodes[i].op)) return 1;
   return 0;
 }
 
