@@ -93,12 +93,28 @@ static void run_blocks(const xir_kernel *k, const xir_arg *args) {
   assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
 }
 
+/* A compiler for the host tuned as an Intel CPU of its width (skylake-avx512 at W = 16,
+ * haswell at W = 8), whose next-row prefetch goes into the norms' store loop too: on AMD Zen
+ * (xir__cpu_math_prefetch_only) only softmax's exp loop prefetches, and the prefetch tests below
+ * would check nothing for rmsnorm and layernorm there. */
+static xir_compiler *prefetch_compiler(void) {
+  xir_diag d;
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  unsigned w = xir_compiler_width(cc);
+  if (w < 8) return cc;
+  xir_compiler_destroy(cc);
+  xir_compiler_options o = {.cpu = w >= 16 ? "skylake-avx512" : "haswell"};
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  return cc;
+}
+
 /* The names of the buffers whose loads xir__next_row_loads marks, comma-separated, and the op
  * of the node it returns (or -1). */
-static int marked(const xir_program *p, char *out, size_t cap) {
+static int marked_for(const xir_program *p, int math_only, char *out, size_t cap) {
   uint8_t pf[512];
   assert_true(p->nnodes < 512);
-  int at = xir__next_row_loads(p, 1, 0, pf);
+  int at = xir__next_row_loads(p, 1, 0, math_only, pf);
   out[0] = 0;
   for (int i = 0; i < p->nnodes; i++) {
     if (!pf[i]) continue;
@@ -108,6 +124,8 @@ static int marked(const xir_program *p, char *out, size_t cap) {
   }
   return at < 0 ? at : p->nodes[at].op;
 }
+
+static int marked(const xir_program *p, char *out, size_t cap) { return marked_for(p, 0, out, cap); }
 
 static const char *kOnePass =
     "kernel scale[R, C](x: f32[R, C], y: out f32[R, C])\n"
@@ -136,6 +154,11 @@ static void test_next_row_loads(void **state) {
     int op = marked(p, names, sizeof names);
     if (op != cases[i].op || strcmp(names, cases[i].want))
       fail_msg("%s: marked '%s' (op %d), expected '%s'", cases[i].kernel, names, op, cases[i].want);
+    /* math_only (AMD Zen): the norms, whose later loops evaluate no vector math, prefetch
+     * nothing; softmax keeps its exp loop */
+    op = marked_for(p, 1, names, sizeof names);
+    int want = cases[i].op == XIR_OP_STORE ? -1 : cases[i].op;
+    if (op != want) fail_msg("%s, math only: op %d, expected %d", cases[i].kernel, op, want);
     xir_program_free(p);
   }
   /* one loop over the row: nothing to overlap */
@@ -195,9 +218,8 @@ static void test_prefetch_offsets(void **state) {
 static void test_prefetch_in_ir(void **state) {
   (void)state;
   xir_program *p = builtin("layernorm");
-  xir_diag d;
   xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  cc = prefetch_compiler();
   xir_shape shape;
   xir_candidate *cands;
   size_t n = candidates_at(p, "R=8,C=256", cc, &shape, &cands);
@@ -220,6 +242,49 @@ static void test_prefetch_in_ir(void **state) {
   xir_free(cands);
   xir_compiler_destroy(cc);
   xir_program_free(p);
+}
+
+/* The target decides whether a norm's store loop prefetches the next row (lower.c, via
+ * xir__cpu_math_prefetch_only): for znver4 the ℓ ≥ W code of rmsnorm and layernorm has no
+ * prefetch and softmax_mask's has; for skylake-avx512 all three have. Only the IR is
+ * inspected (nothing runs), so the test needs a W = 16 host, not an AMD one. */
+static void test_prefetch_math_only_on_zen(void **state) {
+  (void)state;
+  xir_diag d;
+  xir_compiler *probe;
+  if (xir_compiler_create(NULL, &probe, &d)) die(&d);
+  unsigned w = xir_compiler_width(probe);
+  xir_compiler_destroy(probe);
+  if (w != 16) skip();
+  assert_true(xir__cpu_math_prefetch_only("znver4") && xir__cpu_math_prefetch_only("znver3"));
+  assert_false(xir__cpu_math_prefetch_only("skylake-avx512") ||
+               xir__cpu_math_prefetch_only("sapphirerapids") || xir__cpu_math_prefetch_only(NULL));
+  const char *cpus[] = {"znver4", "skylake-avx512"};
+  const char *kernels[] = {"rmsnorm", "layernorm", "softmax_mask"};
+  for (int c = 0; c < 2; c++) {
+    xir_compiler_options o = {.cpu = cpus[c]};
+    xir_compiler *cc;
+    if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    for (int k = 0; k < 3; k++) {
+      xir_program *p = builtin(kernels[k]);
+      xir_shape shape;
+      xir_candidate *cands;
+      size_t n = candidates_at(p, "R=8,C=256", cc, &shape, &cands), seen = 0;
+      for (size_t i = 0; i < n; i++) {
+        if (cands[i].local < cands[i].W || cands[i].B != cands[i].local) continue;
+        int pf = strstr(ir_of(cc, p, &shape, &cands[i]), "@llvm.prefetch") != NULL;
+        int want = c == 1 || k == 2;
+        if (pf != want)
+          fail_msg("%s %s l=%u: prefetch %d, expected %d", cpus[c], kernels[k], cands[i].local, pf,
+                   want);
+        seen++;
+      }
+      assert_true(seen > 0);
+      xir_free(cands);
+      xir_program_free(p);
+    }
+    xir_compiler_destroy(cc);
+  }
 }
 
 /* The next-row prefetches of an ℓ > W chunk are spread over its packets (lower.c
@@ -887,9 +952,8 @@ static void test_prefetch_stays_inside(void **state) {
       {"attention", "B=1,HQ=2,HKV=1,Q=8,K=24,D=16,DV=16"},
       {"swiglu", "R=3,C=1500"}, /* ℓ = 1: the loads' prefetch ahead (lower.c ahead_prefetch) */
       {"gelu_residual", "R=5,C=700"}};
-  xir_diag d;
   xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  cc = prefetch_compiler();
   size_t checked = 0;
   for (size_t kk = 0; kk < sizeof kernels / sizeof *kernels; kk++) {
     xir_program *p = builtin(kernels[kk][0]);
@@ -1010,9 +1074,8 @@ static long long guard_const(const char *ir, const char *q) {
 static void test_prefetch_guard_is_the_last_element(void **state) {
   (void)state;
   xir_program *p = builtin("rmsnorm");
-  xir_diag d;
   xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  cc = prefetch_compiler();
   xir_shape shape;
   xir_candidate *cands;
   if (xir_compiler_width(cc) != 16) { /* the constants below are W = 16's (AVX-512) */
@@ -1050,9 +1113,8 @@ static void test_prefetch_stays_in_call(void **state) {
   (void)state;
   static const char *const kernels[][2] = {
       {"rmsnorm", "R=3,C=1500"}, {"layernorm", "R=5,C=700"}, {"softmax_mask", "R=3,C=333"}};
-  xir_diag d;
   xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  cc = prefetch_compiler();
   size_t checked = 0;
   for (size_t kk = 0; kk < sizeof kernels / sizeof *kernels; kk++) {
     xir_program *p = builtin(kernels[kk][0]);
@@ -1108,7 +1170,7 @@ static void test_launch_tasks_home_stride(void **state) {
   xir_shape shape;
   if (xir_shape_parse(p, "R=10,C=333", &shape, &d)) die(&d);
   xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  cc = prefetch_compiler();
   uint32_t W = xir_compiler_width(cc);
   uint8_t perm[1] = {0};
   xir_candidate cand;
@@ -1196,7 +1258,7 @@ static void test_prefetch_past_the_end(void **state) {
   memcpy(args, c.args, sizeof args);
   args[x].in = gx;
   xir_compiler *cc;
-  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  cc = prefetch_compiler();
   xir_candidate *cands;
   size_t n, ran = 0;
   if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
@@ -1378,6 +1440,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch_offsets),
       cmocka_unit_test(test_placed_inputs),
       cmocka_unit_test(test_prefetch_in_ir),
+      cmocka_unit_test(test_prefetch_math_only_on_zen),
       cmocka_unit_test(test_prefetch_past_the_end),
       cmocka_unit_test(test_prefetch_stays_inside),
       cmocka_unit_test(test_prefetch_guard_is_the_last_element),

@@ -85,7 +85,7 @@ static int math_in(const xir_program *p, int c, int *stack, uint8_t *seen) {
   return count;
 }
 
-int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf) {
+int xir__next_row_loads(const xir_program *p, int X, int fast, int math_only, uint8_t *pf) {
   size_t nn = (size_t)p->nnodes;
   memset(pf, 0, nn);
   if (X < 0 || fast < 0 || fast >= p->nroot) return -1;
@@ -120,6 +120,7 @@ int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf) {
   }
   xir__free(stack);
   xir__free(seen);
+  if (math_only && best == 0) return -1; /* a norm's store loop on AMD Zen: lowering.md */
   last = at;
   uint8_t *inv = xir__calloc(nn + 1, 1);
   if (!inv) return -2;

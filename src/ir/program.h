@@ -347,9 +347,10 @@ int xir__mask_skips(const xir_program *p, uint8_t *skip, xir__prefix_mask *m);
  * that read one contiguous row along X whose place moves with root axis `fast` (the fastest axis
  * of the candidate's perm): the last index is the slice over X, one index is root(fast), the
  * others are root indices or root-invariant values (one load per buffer and index list). Returns
- * the last consumer loop over X (the lowering prefetches those loads' rows for the next root
- * program there), -1 when nothing is marked, -2 when out of memory. */
-int xir__next_row_loads(const xir_program *p, int X, int fast, uint8_t *pf);
+ * the consumer loop that prefetches those loads' rows for the next root program: the first later
+ * loop with the most vector math, else (math_only 0) the last; -1 when nothing is marked or
+ * (math_only 1) no later loop evaluates vector math; -2 when out of memory. */
+int xir__next_row_loads(const xir_program *p, int X, int fast, int math_only, uint8_t *pf);
 
 /* Typing rules of the op table. */
 enum {

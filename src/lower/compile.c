@@ -14,6 +14,7 @@
 #include "lower/kcache.h"
 #include "lower/kernel.h"
 #include "lower/lower.h"
+#include "lower/stream.h"
 #include "util/util.h"
 #include "xir.h"
 
@@ -268,7 +269,8 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
                            xir__jit_has_feature(cc->jit, "fma"),
                            xir__jit_has_feature(cc->jit, "avx512f") &&
                                xir__jit_has_feature(cc->jit, "avx512vl"),
-                           xir__jit_has_feature(cc->jit, "avx512dq")};
+                           xir__jit_has_feature(cc->jit, "avx512dq"),
+                           xir__cpu_math_prefetch_only(xir__jit_cpu(cc->jit))};
     if ((s = xir__lower_for(p, &canon, &legal, &cvt, m.mod, entry, d))) {
       xir__jit_module_dispose(&m);
       goto fail;

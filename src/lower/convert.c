@@ -1,5 +1,6 @@
 /* convert.c — f32 <-> bf16/f16 in LLVM IR (see convert.h; the reference is util/half.h). */
 #include "lower/convert.h"
+#include "lower/stream.h"
 
 #include <llvm-c/TargetMachine.h>
 #include <string.h>
@@ -27,7 +28,7 @@ static LLVMValueRef sel(LLVMBuilderRef b, LLVMValueRef c, LLVMValueRef x, LLVMVa
 }
 
 xir__cvt_target xir__cvt_host(void) {
-  xir__cvt_target t = {0, 0, xir__vm_host_has_fma(), xir__vm_host_has_avx512(), 0};
+  xir__cvt_target t = {0, 0, xir__vm_host_has_fma(), xir__vm_host_has_avx512(), 0, 0};
   char *f = LLVMGetHostCPUFeatures();
   for (const char *p = f; p && *p;) {
     const char *c = strchr(p, ',');
@@ -38,6 +39,9 @@ xir__cvt_target xir__cvt_host(void) {
     p = c ? c + 1 : NULL;
   }
   LLVMDisposeMessage(f);
+  char *cpu = LLVMGetHostCPUName();
+  t.math_prefetch_only = xir__cpu_math_prefetch_only(cpu);
+  LLVMDisposeMessage(cpu);
   return t;
 }
 

@@ -14,14 +14,19 @@
 
 #include <llvm-c/Core.h>
 
-/* What the target can do in hardware (conversions, and the vector math's variants). */
+/* What the target can do in hardware (conversions, and the vector math's variants), and how
+ * the lowering tunes for it. */
 typedef struct xir__cvt_target {
   int f16c;        /* vcvtph2ps / vcvtps2ph */
   int avx512bf16;  /* vcvtneps2bf16 */
   int fma;         /* vfmadd: the vector math's FMA variant (xir__vm_set_fma) */
   int avx512;      /* AVX-512F + VL; with avx512dq the vector math's x512 variant (xir__vm_set_avx512) */
   int avx512dq;    /* vfpclassps: the bf16 store's subnormal test in one instruction */
+  int math_prefetch_only; /* the next-row prefetch only in a loop with vector math: AMD Zen
+                           * (xir__cpu_math_prefetch_only; docs/lowering.md, "Next-row
+                           * prefetch"); 0 prefetches there in the last loop too */
 } xir__cvt_target;
+
 
 /* The host's capabilities (what the JIT targets by default). */
 xir__cvt_target xir__cvt_host(void);

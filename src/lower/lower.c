@@ -4106,7 +4106,8 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   L.pf_at = -1;
   if (c->local >= c->W && c->inner_dim >= 0 && p->nroot > 0)
     L.pf_at = (L.pf = xir__calloc(nn, 1)) == NULL ? -2
-              : xir__next_row_loads(p, c->inner_dim, c->perm[p->nroot - 1], L.pf);
+              : xir__next_row_loads(p, c->inner_dim, c->perm[p->nroot - 1],
+                                                    t->math_prefetch_only, L.pf);
   if (L.pf_at == -2) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;

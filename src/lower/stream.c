@@ -139,3 +139,9 @@ int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, in
   }
   return n;
 }
+
+/* On Zen 4 (the EPYC of 2026-12-06: 2 vCPUs, 32 MiB of L3) the next row's prefetch in rmsnorm's
+ * and layernorm's store loop cost more than it saved — an AOT object of rmsnorm 5000x900 at
+ * l = 128 in one C process, 1 thread: 1381-1484 us with it, 978-1088 without — while softmax's,
+ * in its exp loop, still pays (1024x4096 xir / OpenMP C 0.52 with, 0.79 without). */
+int xir__cpu_math_prefetch_only(const char *cpu) { return cpu && !strncmp(cpu, "znver", 5); }

@@ -47,4 +47,9 @@ int xir__stream_stores_mode(void);
 enum { XIR__PREFETCH_MAX = 64 };
 int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, int64_t *out);
 
+/* 1 for the CPUs (by LLVM name) whose next-row prefetch goes only into a later loop that
+ * evaluates vector math (softmax's exp), never into a norm's store loop: AMD Zen ("znver*";
+ * docs/lowering.md, "Next-row prefetch", with the numbers). 0 for NULL and every other name. */
+int xir__cpu_math_prefetch_only(const char *cpu);
+
 #endif
