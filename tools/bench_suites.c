@@ -114,13 +114,23 @@ static void add_cmp(builder *b, int base, int var) {
   s->ncomparisons++;
 }
 
+/* The HD and P of a RoPE row shape "R=..,C=..,HD=..[,P=..]" (--extra-shapes), 0 where not given. */
+static void rope_dims(const char *rows, long *hd, long *P) {
+  const char *h = strstr(rows, ",HD="), *q = strstr(rows, ",P=");
+  *hd = h ? atol(h + 4) : 0;
+  *P = q ? atol(q + 3) : 0;
+}
+
 /* rope_cache's shape at a row shape "R=..,C=..": the kernel's dims by name (R, C, HD = rope_hd(C),
- * P = ROPE_CACHE_P, H2 = HD/2), in the kernel's order. 0 when the binary has no rope_cache, C is
- * odd, or the kernel has a dim not named here. */
+ * P = ROPE_CACHE_P, H2 = HD/2; HD and P as given in a RoPE row shape "R=..,C=..,HD=..[,P=..]"), in
+ * the kernel's order. 0 when the binary has no rope_cache, C is odd, or the kernel has a dim not
+ * named here. */
 static int rope_cache_shape(const char *rows, char *out, size_t cap) {
-  long R = 0, C = 0;
+  long R = 0, C = 0, hd = 0, P = 0;
   if (xir_kernel_find("rope_cache") < 0 || sscanf(rows, "R=%ld,C=%ld", &R, &C) != 2) return 0;
-  long hd = rope_hd(C);
+  rope_dims(rows, &hd, &P);
+  if (!hd) hd = rope_hd(C);
+  if (!P) P = ROPE_CACHE_P;
   if (!hd) return 0;
   xir_program *p;
   xir_diag d;
@@ -130,7 +140,7 @@ static int rope_cache_shape(const char *rows, char *out, size_t cap) {
   for (int k = 0; k < xir_program_num_dims(p) && ok; k++) {
     const char *n = xir_program_dim_name(p, k);
     long v = !strcmp(n, "R") ? R : !strcmp(n, "C") ? C : !strcmp(n, "HD") ? hd
-             : !strcmp(n, "P") ? ROPE_CACHE_P : !strcmp(n, "H2") ? hd / 2 : -1;
+             : !strcmp(n, "P") ? P : !strcmp(n, "H2") ? hd / 2 : -1;
     if (v < 0) ok = 0;
     else o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%s%s=%ld", k ? "," : "", n, v);
   }
@@ -150,11 +160,17 @@ static void each_shape(builder *b, const char **kernels, int nk, const char **ro
     for (int i = 0; i < ns; i++) {
       char shape[224];
       snprintf(shape, sizeof shape, "%s", shapes[i]);
+      long given_hd, given_p;
+      rope_dims(shapes[i], &given_hd, &given_p);
+      /* a RoPE row shape (HD given) is for rope and rope_cache only */
+      if (given_hd && strcmp(kernels[k], "rope") && strcmp(kernels[k], "rope_cache")) continue;
       if (!strcmp(kernels[k], "rope")) {
         const char *cp = strstr(shapes[i], "C=");
-        int hd = cp ? rope_hd(atol(cp + 2)) : 0;
+        long hd = given_hd ? given_hd : cp ? rope_hd(atol(cp + 2)) : 0;
         if (!hd) continue; /* RoPE rotates pairs: odd widths are not RoPE shapes */
-        snprintf(shape, sizeof shape, "%s,HD=%d", shapes[i], hd);
+        long R = 0, C = 0;
+        sscanf(shapes[i], "R=%ld,C=%ld", &R, &C);
+        snprintf(shape, sizeof shape, "R=%ld,C=%ld,HD=%ld", R, C, hd); /* rope has no P */
       }
       if (!strcmp(kernels[k], "rope_cache") && !rope_cache_shape(shapes[i], shape, sizeof shape))
         continue;
@@ -325,10 +341,12 @@ void bench_set_ext_peers(const char **names, int n, int python_side) {
   }
 }
 
-/* The shapes of --extra-shapes, at most 32: row shapes "R=N,C=N" (for the row kernels) and
- * attention shapes "B=N,HQ=N,HKV=N,Q=N,K=N,D=N,DV=N" (for attention and attention_causal; the
- * peers suite only), every N >= 1 and nothing else. Row shapes go to rows[], attention shapes to
- * attn[]; returns the total, or -1 with the reason in d. */
+/* The shapes of --extra-shapes, at most 32: row shapes "R=N,C=N" (for the row kernels), RoPE row
+ * shapes "R=N,C=N,HD=N" or "R=N,C=N,HD=N,P=N" (for rope and rope_cache only: HD even and a
+ * divisor of C, P the cache's positions, default 4096) and attention shapes
+ * "B=N,HQ=N,HKV=N,Q=N,K=N,D=N,DV=N" (for attention and attention_causal; the peers suite only),
+ * every N >= 1 and nothing else. Row shapes go to rows[], attention shapes to attn[]; returns the
+ * total, or -1 with the reason in d. */
 enum { MAX_EXTRA = 32 };
 static int extra_shapes(const char *list, char rows[][64], int *nrows, char attn[][192], int *nattn,
                         xir_diag *d) {
@@ -352,8 +370,28 @@ static int extra_shapes(const char *list, char rows[][64], int *nrows, char attn
       xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes: more than %d shapes", MAX_EXTRA);
       return -1;
     }
+    long hd = 0, P = 0;
+    int used4 = 0;
     if (sscanf(one, "R=%ld,C=%ld%n", &R, &C, &used) == 2 && (size_t)used == l && R >= 1 && C >= 1) {
       snprintf(rows[(*nrows)++], 64, "R=%ld,C=%ld", R, C);
+    } else if (((sscanf(one, "R=%ld,C=%ld,HD=%ld%n", &R, &C, &hd, &used) == 3 && (size_t)used == l) ||
+                (sscanf(one, "R=%ld,C=%ld,HD=%ld,P=%ld%n", &R, &C, &hd, &P, &used4) == 4 &&
+                 (size_t)used4 == l)) &&
+               R >= 1 && C >= 1 && hd >= 1 && (used4 == 0 || P >= 1)) {
+      if (hd % 2 || C % hd) {
+        xir__err(d, XIR_ERR_INVALID_ARG,
+                 "--extra-shapes: '%s': RoPE needs an even HD that divides C (HD = %ld, C = %ld)",
+                 one, hd, C);
+        return -1;
+      }
+      char canon[128];
+      int len = used4 ? snprintf(canon, sizeof canon, "R=%ld,C=%ld,HD=%ld,P=%ld", R, C, hd, P)
+                      : snprintf(canon, sizeof canon, "R=%ld,C=%ld,HD=%ld", R, C, hd);
+      if (len < 0 || len >= 64) {
+        xir__err(d, XIR_ERR_INVALID_ARG, "--extra-shapes: '%s' is too long", one);
+        return -1;
+      }
+      memcpy(rows[(*nrows)++], canon, (size_t)len + 1);
     } else if (sscanf(one, "B=%ld,HQ=%ld,HKV=%ld,Q=%ld,K=%ld,D=%ld,DV=%ld%n", &v[0], &v[1], &v[2],
                       &v[3], &v[4], &v[5], &v[6], &used) == 7 &&
                (size_t)used == l && v[0] >= 1 && v[1] >= 1 && v[2] >= 1 && v[3] >= 1 &&
@@ -368,8 +406,9 @@ static int extra_shapes(const char *list, char rows[][64], int *nrows, char attn
                v[2], v[3], v[4], v[5], v[6]);
     } else {
       xir__err(d, XIR_ERR_INVALID_ARG,
-               "--extra-shapes: '%s' is neither a row shape R=N,C=N nor an attention shape "
-               "B=N,HQ=N,HKV=N,Q=N,K=N,D=N,DV=N (in that order, N >= 1)", one);
+               "--extra-shapes: '%s' is neither a row shape R=N,C=N (RoPE: R=N,C=N,HD=N[,P=N]) "
+               "nor an attention shape B=N,HQ=N,HKV=N,Q=N,K=N,D=N,DV=N (in that order, N >= 1)",
+               one);
       return -1;
     }
     n++;
