@@ -612,6 +612,10 @@ static void test_unaligned_rows_stream(void **state) {
       const char *ir = ir_of(cc, cases[c].p, &shape, &cands[i]);
       int has = strstr(ir, "\nrealign") != NULL;
       if (has != cases[c].realign) fail_msg("%s: realign block %d, want %d", cases[c].spec, has, cases[c].realign);
+      /* the row buffer only when the launch sets both streaming bits (xir__stream_launch: not
+       * between the cache's size and the threshold for a kernel that reduces) */
+      if (has && !strstr(ir, "%rowbufflag = icmp eq i64"))
+        fail_msg("%s: the realign block does not wait for XIR__ARGS_STREAM_ROWBUF", cases[c].spec);
       seen++;
     }
     assert_int_equal(seen, 1);
@@ -1312,7 +1316,7 @@ static void test_stream_measured_threshold(void **state) {
   int64_t before = xir__stream_threshold_set(t);
   assert_int_equal(xir__stream_threshold(0), t);
   assert_int_equal(xir__stream_threshold(1), prior); /* measured with f32 outputs only */
-  assert_int_equal(xir__stream_launch((uint64_t)t + 1, 1, 0), prior > 0 && t + 1 > prior);
+  assert_int_equal(xir__stream_launch((uint64_t)t + 1, 1, 0) != 0, prior > 0 && t + 1 > prior);
   assert_false(xir__stream_launch((uint64_t)t, 0, 0));
   assert_true(xir__stream_launch((uint64_t)t + 1, 0, 0));
   xir__stream_stores_set(0);
@@ -1326,10 +1330,21 @@ static void test_stream_measured_threshold(void **state) {
    * above it (not below 4 MiB: an implausible cache); a 16-bit output keeps the prior */
   int64_t llc0 = xir__llc_bytes_set(32 << 20);
   xir__stream_threshold_set(45 << 20);
-  assert_true(xir__stream_launch((UINT64_C(32) << 20) + 1, 0, 1));
+  /* between the cache's size and the threshold only the aligned rows stream (no row buffer);
+   * the row buffer from the threshold, or from twice the cache when the threshold is above */
+  const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
+  assert_int_equal(xir__stream_launch((UINT64_C(32) << 20) + 1, 0, 1), XIR__ARGS_STREAM);
+  assert_int_equal(xir__stream_launch(UINT64_C(45) << 20, 0, 1), XIR__ARGS_STREAM);
+  assert_int_equal(xir__stream_launch((UINT64_C(45) << 20) + 1, 0, 1), both);
+  xir__stream_threshold_set(181 << 20);
+  assert_int_equal(xir__stream_launch(UINT64_C(64) << 20, 0, 1), XIR__ARGS_STREAM);
+  assert_int_equal(xir__stream_launch((UINT64_C(64) << 20) + 1, 0, 1), both);
+  assert_false(xir__stream_launch((UINT64_C(64) << 20) + 1, 0, 0)); /* one pass: the threshold */
+  assert_int_equal(xir__stream_launch((UINT64_C(181) << 20) + 1, 0, 0), both);
+  xir__stream_threshold_set(45 << 20);
   assert_false(xir__stream_launch(UINT64_C(32) << 20, 0, 1));
   assert_false(xir__stream_launch((UINT64_C(32) << 20) + 1, 0, 0));
-  assert_true(xir__stream_launch((UINT64_C(45) << 20) + 1, 0, 0));
+  assert_int_equal(xir__stream_launch((UINT64_C(45) << 20) + 1, 0, 0), both);
   assert_true(xir__stream_launch((UINT64_C(16) << 20) + 1, 1, 1)); /* the prior: half the cache */
   xir__stream_threshold_set(6 << 20); /* below the cache: the same for both */
   assert_true(xir__stream_launch((UINT64_C(6) << 20) + 1, 0, 0));

@@ -192,6 +192,7 @@ typedef struct lw {
    * also tests each packet's offset in store_body); nt: inside the streaming copy of a store loop
    * (ℓ ≥ W) */
   LLVMValueRef stream_flag, nt_ok[XIR_MAX_PARAMS];
+  LLVMValueRef rowbuf_flag; /* XIR__ARGS_STREAM and XIR__ARGS_STREAM_ROWBUF: realign_copy */
   /* ℓ = 1 pair units (pair_units_ok): two packets a unit, a bf16 output's pair stored as one
    * 64-byte vector; nt_pair: the streaming test of such a buffer at 64 bytes (nt_ok skips bf16
    * at ℓ = 1: its 32-byte packets leave half a line to the next one) */
@@ -2726,7 +2727,7 @@ static void emit_streamed(lw *L, int id, void (*loops)(lw *, int)) {
     LLVMValueRef a4 = LLVMBuildICmp(
         L->b, LLVMIntEQ, LLVMBuildAnd(L->b, LLVMBuildPtrToInt(L->b, dst, L->i64, ""), ci64(L, 3), ""),
         ci64(L, 0), "");
-    LLVMBuildCondBr(L->b, LLVMBuildAnd(L->b, L->stream_flag, a4, ""), rab, cb);
+    LLVMBuildCondBr(L->b, LLVMBuildAnd(L->b, L->rowbuf_flag, a4, ""), rab, cb);
   } else {
     LLVMBuildCondBr(L->b, L->nt_ok[n->ref], ntb, cb);
   }
@@ -3779,6 +3780,9 @@ static void load_dims(lw *L, LLVMValueRef args) {
   L->home_stride = LLVMBuildLShr(L->b, fl, ci64(L, XIR__ARGS_HOME_SHIFT), "homestride");
   L->stream_flag = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_STREAM), ""),
                                  ci64(L, 0), "streamflag");
+  L->rowbuf_flag = LLVMBuildICmp(
+      L->b, LLVMIntEQ, LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF), ""),
+      ci64(L, XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF), "rowbufflag");
 }
 
 /* Streaming stores (stream.c, docs/lowering.md): with ℓ ≥ W, an output is written with

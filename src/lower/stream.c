@@ -117,14 +117,18 @@ int64_t xir__stream_threshold(int half_out) {
  * rope_cache (one pass, like the copy; 35.7 MiB) 1.0 -> 1.23 and 0.99 -> 1.12: it keeps the
  * probe's threshold. */
 int xir__stream_launch(uint64_t footprint, int half_out, int reduces) {
+  const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
   int m = xir__stream_stores_mode();
-  if (m >= 0) return m;
-  int64_t t = xir__stream_threshold(half_out);
-  if (reduces && !half_out) {
-    int64_t llc = xir__llc_bytes();
-    if (llc >= (int64_t)4 << 20 && t > llc) t = llc;
+  if (m >= 0) return m ? both : 0;
+  int64_t t = xir__stream_threshold(half_out), llc = xir__llc_bytes();
+  if (reduces && !half_out && llc >= (int64_t)4 << 20 && t > llc) {
+    /* aligned rows from the cache's size on, rows through the row buffer from the smaller of
+     * the measured threshold and twice the cache */
+    if (footprint <= (uint64_t)llc) return 0;
+    int64_t rowbuf = t < 2 * llc ? t : 2 * llc;
+    return footprint > (uint64_t)rowbuf ? both : XIR__ARGS_STREAM;
   }
-  return t > 0 && footprint > (uint64_t)t;
+  return t > 0 && footprint > (uint64_t)t ? both : 0;
 }
 
 int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, int64_t *out) {

@@ -7,8 +7,10 @@
 #include <stdint.h>
 
 /* Bit 1 of the argument block's flags slot (lower.h): write the outputs with non-temporal
- * stores where they are aligned. */
-enum { XIR__ARGS_STREAM = 2 };
+ * stores where they are aligned. Bit 2, with bit 1: also the rows that do not start on a
+ * vector boundary, through a row buffer (lower.c realign_ok; docs/lowering.md "Streaming
+ * stores"). */
+enum { XIR__ARGS_STREAM = 2, XIR__ARGS_STREAM_ROWBUF = 4 };
 
 /* The size of the last-level cache this core shares, in bytes (Linux's sysfs, else sysconf;
  * asked once; 0 when unknown). */
@@ -24,12 +26,15 @@ int64_t xir__stream_threshold(int half_out);
  * planner's default coefficients are loaded: src/tune/service.c); bytes <= 0 restores the
  * cache-size prior. Returns the previous setting (0: the prior). */
 int64_t xir__stream_threshold_set(int64_t bytes);
-/* 1 when a launch whose buffers span `footprint` bytes (every input and output) writes its
- * outputs with non-temporal stores: when the footprint exceeds xir__stream_threshold(half_out)
- * (half_out: some output is bf16 or f16) or, for a kernel that reduces before it stores
- * (reduces = 1: norms, softmax), the last-level cache's size when that is smaller (and at least
- * 4 MiB); or as XIR_STREAM_STORES says (read once: 0 never, 1 always, unset or `auto` by size)
- * or xir__stream_stores_set. */
+/* The streaming bits of the flags slot for a launch whose buffers span `footprint` bytes
+ * (every input and output): XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF when the footprint
+ * exceeds t = xir__stream_threshold(half_out) (half_out: some output is bf16 or f16). For a
+ * kernel that reduces before it stores (reduces = 1: norms, softmax) when the last-level
+ * cache (at least 4 MiB) is smaller than t: XIR__ARGS_STREAM past the cache's size (aligned
+ * rows stream, unaligned ones keep regular stores), both bits past the smaller of t and twice
+ * the cache. 0 otherwise. Or as
+ * XIR_STREAM_STORES says (read once: 0 never, 1 always, both bits, unset or `auto` by size) or
+ * xir__stream_stores_set. */
 int xir__stream_launch(uint64_t footprint, int half_out, int reduces);
 /* The mode of xir__stream_launch: -1 by size, 0 never, 1 always (tests; overrides the
  * environment). */
