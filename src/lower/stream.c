@@ -115,7 +115,10 @@ int64_t xir__stream_threshold(int half_out) {
  * --configs default,peer:c_fast_omp --rounds 3`), medians: rmsnorm 1024x4096 0.95 -> 0.62,
  * layernorm 1024x4096 0.90 -> 0.73, 4096x1024 0.97 -> 0.83, rmsnorm 4096x1024 1.0 -> 1.0; but
  * rope_cache (one pass, like the copy; 35.7 MiB) 1.0 -> 1.23 and 0.99 -> 1.12: it keeps the
- * probe's threshold. */
+ * probe's threshold. Rows that do not start on a vector boundary (through lower.c's row buffer,
+ * XIR__ARGS_STREAM_ROWBUF) lost there: they stream only past the smaller of the threshold and
+ * twice the cache (session 35: rmsnorm 5000x900 xir / C 1.40 with the row buffer, 0.89 without;
+ * docs/lowering.md "Rows through the row buffer start later"). */
 int xir__stream_launch(uint64_t footprint, int half_out, int reduces) {
   const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
   int m = xir__stream_stores_mode();
