@@ -35,11 +35,17 @@ static void die(const xir_diag *d) {
   fail_msg("%s", xir_diag_format(d, b, sizeof b));
 }
 
-/* Packs a launch of k on args and returns its streaming flag (the block's last slot, lower.h). */
-static int stream_flag(const xir_kernel *k, const xir_arg *args, uint64_t *slots) {
+/* Packs a launch of k on args and returns its streaming bits (XIR__ARGS_STREAM and
+ * XIR__ARGS_STREAM_ROWBUF of the block's last slot, lower.h). */
+static int stream_bits(const xir_kernel *k, const xir_arg *args, uint64_t *slots) {
   xir_diag d;
   if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-  return (slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_STREAM) != 0;
+  return (int)(slots[xir_kernel_args_size(k) / 8 - 1] & (XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF));
+}
+
+/* The same, 1 when the launch streams (XIR__ARGS_STREAM). */
+static int stream_flag(const xir_kernel *k, const xir_arg *args, uint64_t *slots) {
+  return (stream_bits(k, args, slots) & XIR__ARGS_STREAM) != 0;
 }
 
 static xir_program *builtin(const char *name) {
@@ -1340,6 +1346,9 @@ static void test_stream_measured_threshold(void **state) {
   assert_int_equal(xir__stream_launch(UINT64_C(64) << 20, 0, 1), XIR__ARGS_STREAM);
   assert_int_equal(xir__stream_launch((UINT64_C(64) << 20) + 1, 0, 1), both);
   assert_false(xir__stream_launch((UINT64_C(64) << 20) + 1, 0, 0)); /* one pass: the threshold */
+  /* a body with vector math (softmax): the row buffer from the cache's size on */
+  assert_int_equal(xir__stream_launch((UINT64_C(32) << 20) + 1, 0, 2), both);
+  assert_false(xir__stream_launch(UINT64_C(32) << 20, 0, 2));
   assert_int_equal(xir__stream_launch((UINT64_C(181) << 20) + 1, 0, 0), both);
   xir__stream_threshold_set(45 << 20);
   assert_false(xir__stream_launch(UINT64_C(32) << 20, 0, 1));
@@ -1389,6 +1398,13 @@ static void test_stream_launch_reduces(void **state) {
     uint64_t slots[XIR_MAX_ARG_SLOTS];
     int flag = stream_flag(k, c.args, slots);
     if (flag != (kn < 3)) fail_msg("%s %s: stream flag %d", kernels[kn], shapes[kn], flag);
+    /* past a 6 MiB cache (8 MiB of norm, 12 of softmax_mask, under twice the cache): the norms'
+     * unaligned rows keep regular stores, softmax's (vector math) go through the row buffer */
+    xir__llc_bytes_set(6 << 20);
+    int bits = stream_bits(k, c.args, slots);
+    int want = kn < 2 ? XIR__ARGS_STREAM : kn == 2 ? XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF : 0;
+    if (bits != want) fail_msg("%s %s: stream bits %d, want %d", kernels[kn], shapes[kn], bits, want);
+    xir__llc_bytes_set(4 << 20);
     xir__case_free(&c);
     xir_free(cands);
     xir_program_free(p);

@@ -33,7 +33,7 @@ struct xir_kernel {
   int dense_ok;
   uint64_t dense_blocks, dense_footprint;
   int dense_half_out;
-  int reduces; /* the body has a reduction (xir__stream_launch) */
+  int reduces; /* 1: the body has a reduction, 2: and vector math (xir__stream_launch) */
   int dense_nbuf, dense_nscalar;
   uint8_t dense_buf[XIR_MAX_PARAMS], dense_scalar[XIR_MAX_PARAMS];
   uint32_t dense_outputs; /* bit j: buffer dense_buf[j] is an output */

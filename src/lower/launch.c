@@ -101,12 +101,15 @@ static void put_scalar(const xir_param *q, const xir_arg *a, unsigned char *slot
   }
 }
 
-/* 1 when the body has a reduction: a norm's or softmax's row statistics before its store
- * (xir__stream_launch). */
+/* 0 when the body has no reduction; 1 when it has one (a norm's row statistics before its
+ * store); 2 when it also evaluates vector math (softmax's exp): xir__stream_launch. */
 static int program_reduces(const xir_program *p) {
-  for (int i = p->body_begin; i < p->nnodes; i++)
-    if (xir__is_reduce(p->nodes[i].op)) return 1;
-  return 0;
+  int r = 0, math = 0;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    r |= xir__is_reduce(p->nodes[i].op);
+    math |= xir__is_vector_math(p->nodes[i].op);
+  }
+  return r ? 1 + math : 0;
 }
 
 void xir__kernel_dense_prepare(struct xir_kernel *k) {

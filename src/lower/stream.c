@@ -125,10 +125,11 @@ int xir__stream_launch(uint64_t footprint, int half_out, int reduces) {
   if (m >= 0) return m ? both : 0;
   int64_t t = xir__stream_threshold(half_out), llc = xir__llc_bytes();
   if (reduces && !half_out && llc >= (int64_t)4 << 20 && t > llc) {
-    /* aligned rows from the cache's size on, rows through the row buffer from the smaller of
-     * the measured threshold and twice the cache */
+    /* aligned rows from the cache's size on; a body without vector math (a norm) sends rows
+     * through the row buffer only from the smaller of the measured threshold and twice the
+     * cache, one with it (softmax) from the cache's size too */
     if (footprint <= (uint64_t)llc) return 0;
-    int64_t rowbuf = t < 2 * llc ? t : 2 * llc;
+    int64_t rowbuf = reduces > 1 ? llc : t < 2 * llc ? t : 2 * llc;
     return footprint > (uint64_t)rowbuf ? both : XIR__ARGS_STREAM;
   }
   return t > 0 && footprint > (uint64_t)t ? both : 0;

@@ -29,10 +29,11 @@ int64_t xir__stream_threshold_set(int64_t bytes);
 /* The streaming bits of the flags slot for a launch whose buffers span `footprint` bytes
  * (every input and output): XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF when the footprint
  * exceeds t = xir__stream_threshold(half_out) (half_out: some output is bf16 or f16). For a
- * kernel that reduces before it stores (reduces = 1: norms, softmax) when the last-level
- * cache (at least 4 MiB) is smaller than t: XIR__ARGS_STREAM past the cache's size (aligned
- * rows stream, unaligned ones keep regular stores), both bits past the smaller of t and twice
- * the cache. 0 otherwise. Or as
+ * kernel that reduces before it stores (reduces = 1: a norm; 2: the body also evaluates vector
+ * math, softmax) when the last-level cache (at least 4 MiB) is smaller than t: past the cache's
+ * size both bits for reduces = 2; for reduces = 1 XIR__ARGS_STREAM alone (aligned rows stream,
+ * unaligned ones keep regular stores) and both bits past the smaller of t and twice the cache.
+ * 0 otherwise. Or as
  * XIR_STREAM_STORES says (read once: 0 never, 1 always, both bits, unset or `auto` by size) or
  * xir__stream_stores_set. */
 int xir__stream_launch(uint64_t footprint, int half_out, int reduces);
