@@ -27,7 +27,6 @@ typedef struct xir__cvt_target {
                            * prefetch"); 0 prefetches there in the last loop too */
 } xir__cvt_target;
 
-
 /* The host's capabilities (what the JIT targets by default). */
 xir__cvt_target xir__cvt_host(void);
 
