@@ -165,11 +165,10 @@ static void each_shape(builder *b, const char **kernels, int nk, const char **ro
       /* a RoPE row shape (HD given) is for rope and rope_cache only */
       if (given_hd && strcmp(kernels[k], "rope") && strcmp(kernels[k], "rope_cache")) continue;
       if (!strcmp(kernels[k], "rope")) {
-        const char *cp = strstr(shapes[i], "C=");
-        long hd = given_hd ? given_hd : cp ? rope_hd(atol(cp + 2)) : 0;
-        if (!hd) continue; /* RoPE rotates pairs: odd widths are not RoPE shapes */
         long R = 0, C = 0;
         sscanf(shapes[i], "R=%ld,C=%ld", &R, &C);
+        long hd = given_hd ? given_hd : rope_hd(C);
+        if (!hd) continue; /* RoPE rotates pairs: odd widths are not RoPE shapes */
         snprintf(shape, sizeof shape, "R=%ld,C=%ld,HD=%ld", R, C, hd); /* rope has no P */
       }
       if (!strcmp(kernels[k], "rope_cache") && !rope_cache_shape(shapes[i], shape, sizeof shape))

@@ -123,8 +123,9 @@ int xir__stream_launch(uint64_t footprint, int half_out, int reduces) {
   const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
   int m = xir__stream_stores_mode();
   if (m >= 0) return m ? both : 0;
-  int64_t t = xir__stream_threshold(half_out), llc = xir__llc_bytes();
-  if (reduces && !half_out && llc >= (int64_t)4 << 20 && t > llc) {
+  int64_t t = xir__stream_threshold(half_out);
+  int64_t llc = reduces && !half_out ? xir__llc_bytes() : 0;
+  if (llc >= (int64_t)4 << 20 && t > llc) {
     /* aligned rows from the cache's size on; a body without vector math (a norm) sends rows
      * through the row buffer only from the smaller of the measured threshold and twice the
      * cache, one with it (softmax) from the cache's size too */
