@@ -1,16 +1,19 @@
 /* test_choice.c — the service choice at launch time (src/session/choice.h): which plans get
  * one, which service it launches on as measurements arrive, how often it explores the other,
  * how a slow outlier is damped, and that a session's outputs are the same bits whichever
- * service runs a launch. */
+ * service runs a launch; the same for the store choice (streaming or regular stores near the
+ * last-level cache). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "lower/stream.h"
 #include "session/choice.h"
 #include "xir_session.h"
 
@@ -217,6 +220,113 @@ static void test_session_outputs_do_not_depend_on_the_service(void **state) {
   xir_session_destroy(s);
 }
 
+
+/* The footprints whose stores are chosen at launch time: from half the smaller of the
+ * threshold and the cache to four times the larger. */
+static void test_store_zone(void **state) {
+  (void)state;
+  const int64_t M = 1 << 20;
+  assert_false(xir__stream_choice_zone((uint64_t)(16 * M - 1), 45 * M, 32 * M));
+  assert_true(xir__stream_choice_zone((uint64_t)(16 * M), 45 * M, 32 * M));
+  assert_true(xir__stream_choice_zone((uint64_t)(180 * M), 45 * M, 32 * M));
+  assert_false(xir__stream_choice_zone((uint64_t)(180 * M + 1), 45 * M, 32 * M));
+  assert_true(xir__stream_choice_zone((uint64_t)(4 * M), 8 * M, 0)); /* cache unknown */
+  assert_false(xir__stream_choice_zone((uint64_t)(33 * M), 8 * M, 0));
+  assert_true(xir__stream_choice_zone((uint64_t)(4 * M), 0, 8 * M)); /* threshold unknown */
+  assert_false(xir__stream_choice_zone((uint64_t)(4 * M), 0, 0));
+}
+
+/* The store choice's arms: arm 0 (the rule's) until launch 96, then 32 launches of arm 1, the
+ * last 8 timed; the faster arm from then on, the other explored in runs of 32. */
+static void test_store_choice_explores_in_long_runs(void **state) {
+  (void)state;
+  xir__choice c;
+  xir__choice_init_store(&c);
+  assert_true(c.adaptive);
+  assert_int_equal(xir__choice_run(&c), 32);
+  assert_int_equal(xir__choice_period(&c), 128);
+  int s, t, timed1 = 0;
+  for (int i = 0; i < 128; i++) {
+    xir__choice_next(&c, &s, &t);
+    assert_int_equal(s, i >= 96); /* the rule's arm, then the first exploration */
+    if (s == 1 && (t & XIR__CHOICE_TIMED)) timed1++, assert_true(i >= 120);
+    /* arm 1 is faster once it has warmed up (its first launches after arm 0 are slow) */
+    if (t) xir__choice_note_launch(&c, s, t, s == 0 ? 600e3 : i < 110 ? 900e3 : 450e3);
+  }
+  assert_int_equal(timed1, 8);
+  assert_true(xir__choice_average(&c, 1) == 450e3);
+  assert_true(xir__choice_average(&c, 0) == 600e3);
+  assert_int_equal(xir__choice_run(&c), 32);
+  uint64_t per = xir__choice_period(&c);
+  assert_true(per >= 256);
+  int k[2] = {0, 0};
+  drive(&c, (int)per, 600e3, 450e3, k);
+  assert_int_equal(k[0], 32); /* one exploration of the rule's arm a period */
+}
+
+/* Through a session with the priors' plans (no service choice), in the zone (the threshold set
+ * to 512 KiB: rmsnorm 256x1024 and layernorm 300x1000 span about 1 MiB, whatever the cache):
+ * both stores get measured, and every launch
+ * gives the same bits — rows aligned for the streaming stores and rows that are not (through
+ * the row buffer). With XIR_STREAM_STORES's `rule` the stores are not chosen. */
+static void test_session_outputs_do_not_depend_on_the_stores(void **state) {
+  (void)state;
+  int64_t old = xir__stream_threshold_set(512 << 10);
+  const char *kern[2] = {"rmsnorm", "layernorm"}, *shape[2] = {"R=256,C=1024", "R=300,C=1000"};
+  for (int mode = -1; mode <= 2; mode += 3) {
+    xir__stream_stores_set(mode);
+    xir_session *s;
+    xir_diag d;
+    xir_session_options so = {0};
+    so.workers = 2;
+    /* the priors: no service choice at launch time (the store choice is made only without it) */
+    xir_plan_options po;
+    xir_plan_options_base(&po);
+    so.plan = &po;
+    if (xir_session_create(&so, &s, &d)) die(&d);
+    for (int q = 0; q < 2; q++) {
+      int C = q ? 1000 : 1024, R = q ? 300 : 256, n = R * C;
+      float *x = malloc((size_t)n * sizeof *x), *w = malloc((size_t)C * sizeof *w),
+            *b = malloc((size_t)C * sizeof *b), *y = malloc((size_t)n * sizeof *y),
+            *y0 = malloc((size_t)n * sizeof *y0);
+      for (int i = 0; i < n; i++) x[i] = (float)((i * 37) % 101) / 17.0f - 2.5f;
+      for (int i = 0; i < C; i++) w[i] = 0.5f + (float)(i % 7) / 8, b[i] = (float)(i % 5) / 4;
+      xir_arg a0[3] = {{.in = x}, {.in = w}, {.out = y0}};
+      xir_arg a1[4] = {{.in = x}, {.in = w}, {.in = b}, {.out = y0}};
+      xir_arg *args = q ? a1 : a0;
+      int na = q ? 4 : 3;
+      if (xir_session_run(s, kern[q], shape[q], args, na, &d)) die(&d);
+      args[na - 1].out = y;
+      for (int it = 0; it < 300; it++) {
+        memset(y, 0xff, (size_t)n * sizeof *y);
+        if (xir_session_run(s, kern[q], shape[q], args, na, &d)) die(&d);
+        if (memcmp(y, y0, (size_t)n * sizeof *y))
+          fail_msg("%s %s: launch %d differs", kern[q], shape[q], it);
+      }
+      char *text;
+      if (xir_session_explain(s, kern[q], shape[q], &text, &d)) die(&d);
+      const char *line = strstr(text, "stores at launch time");
+      if (mode == -1) {
+        if (!line) fail_msg("%s: no store choice:\n%s", kern[q], text);
+        /* both measured after 300 launches (the first exploration ends at launch 128) */
+        char first[512];
+        snprintf(first, sizeof first, "%s", line);
+        char *end = strchr(first, '\n');
+        assert_non_null(end);
+        *end = 0;
+        if (strstr(first, "-1 ns")) fail_msg("%s: not both measured: %s", kern[q], first);
+      } else {
+        assert_null(line);
+      }
+      xir_free(text);
+      free(x), free(w), free(b), free(y), free(y0);
+    }
+    xir_session_destroy(s);
+  }
+  xir__stream_stores_set(-1);
+  xir__stream_threshold_set(old);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_adaptive_only_for_ns_costs_with_both_services),
@@ -224,6 +334,9 @@ int main(void) {
       cmocka_unit_test(test_exploration_period_follows_its_cost),
       cmocka_unit_test(test_a_slow_outlier_does_not_decide),
       cmocka_unit_test(test_session_outputs_do_not_depend_on_the_service),
+      cmocka_unit_test(test_store_zone),
+      cmocka_unit_test(test_store_choice_explores_in_long_runs),
+      cmocka_unit_test(test_session_outputs_do_not_depend_on_the_stores),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,7 @@ typedef struct bcase {
   uint32_t grain;    /* the plan's (or the fixed configuration's) grain */
   uint32_t workers;  /* workers the launches may use */
   xir__choice choice; /* `default`: pool or caller at each launch, as xir_session_launch */
+  xir__store_choice store; /* `default`: its stores at each launch, as xir_session_launch */
   char cand[160];
   char impl[24];
   xir_batch *batch;

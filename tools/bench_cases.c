@@ -34,7 +34,7 @@ xir_status bench_config_options(const char *cfg, uint32_t W, uint32_t *workers,
                                 xir_plan_options *o, xir_cost_coefficients *coef, xir_diag *d) {
   /* the report's configurations start from its base options; `default` is what a user gets */
   xir_plan_options_base(o);
-  if (!strcmp(cfg, "default")) {
+  if (!strcmp(cfg, "default") || !strcmp(cfg, "default_rule_stores")) {
     xir_plan_options_default(o);
     o->coefficients = service ? coef : NULL;
     if (service) *coef = *service;
@@ -94,11 +94,15 @@ static xir_status prepare_xir(bench_env *e, bcase *c, xir_diag *d) {
     cand = pl->entries[0].cand;
     c->grain = pl->entries[0].work.grain;
     /* what a user gets: the session's choice between the pool and the caller at launch time */
-    xir__choice_init(&c->choice, pl, !strcmp(cfg, "default") && o.coefficients);
+    xir__choice_init(&c->choice, pl, !strncmp(cfg, "default", 7) && o.coefficients);
     xir_plan_free(pl);
   }
   c->workers = workers;
   if ((st = xir_compile(e->cc, c->p, &c->shape, &cand, &c->k, d))) return st;
+  /* what a user gets: streaming or regular stores chosen at launch time near the cache's size
+   * (`default_rule_stores`: the same launches with the rule's stores, xir__stream_launch) */
+  if (!strcmp(cfg, "default")) xir__store_choice_init(&c->store, c->k, &c->choice);
+  else memset(&c->store, 0, sizeof c->store);
   xir_candidate_name(c->p, xir_kernel_candidate(c->k), c->cand, sizeof c->cand);
   snprintf(c->impl, sizeof c->impl, "%s", xir_impl_kind_name(xir_kernel_candidate(c->k)->kind));
   xir_kernel_info info;
@@ -366,7 +370,7 @@ xir_status bcase_prepare(bench_env *e, bcase *c, xir_diag *d) {
 
 xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d) {
   xir_status st = XIR_OK;
-  if (c->kind == BC_XIR && (c->choice.adaptive || !strcmp(c->decl.config, "default"))) {
+  if (c->kind == BC_XIR && (c->choice.adaptive || !strncmp(c->decl.config, "default", 7))) {
     /* what xir_session_launch does (session/choice.h): each launch packs its arguments and
      * runs on the service that measures faster, some timed, with explorations of the other
      * (or, not adaptive, on the plan's; a one-task plan as a plain call); n launches in a loop,
@@ -376,8 +380,8 @@ xir_status bcase_run(bench_env *e, bcase *c, uint64_t n, double *ns, xir_diag *d
                                    xir_runtime_workers(e->rt));
     double t0 = xir__now_ns();
     for (uint64_t i = 0; i < n && !st; i++)
-      st = xir__choice_pack_launch(&c->choice, e->rt, c->k, c->cs.args, np, np, c->slots,
-                                   c->workers, one, d);
+      st = xir__choice_pack_launch(&c->choice, &c->store, e->rt, c->k, c->cs.args, np, np,
+                                   c->slots, c->workers, one, d);
     *ns = xir__now_ns() - t0;
     return st;
   }

@@ -15,7 +15,8 @@
  *                case (with the probe: every peer's fraction of the floor) and Q = K = 512
  *                causal and not (xir causal / non-causal). `--configs` may add
  *                joint_tasks (vs c_fast_omp), joint_tasks_1w (vs c_fast_1t), peer:c_strict_omp
- *                (the strict-IEEE C, vs default) and fixed candidates
+ *                (the strict-IEEE C, vs default), default_rule_stores (default's launches with
+ *                the rule's stores, vs default) and fixed candidates
  *                (fixed:l=64,B=64,G=max,H=1: vs c_fast_1t when H=1, else vs c_fast_omp).
  *                The Python side (external peers xir_python and torch_eager_py, one process):
  *                xir_python vs torch_eager_py and vs default, nothing else.
@@ -260,6 +261,7 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
   }
   /* on request only */
   if (named(b, "peer:c_strict_omp")) pair_configs(b, k, shape, "peer:c_strict_omp", "default");
+  if (named(b, "default_rule_stores")) pair_configs(b, k, shape, "default_rule_stores", "default");
   if (named(b, "joint_tasks")) pair_configs(b, k, shape, "peer:c_fast_omp", "joint_tasks");
   if (named(b, "joint_tasks_1w")) pair_configs(b, k, shape, "peer:c_fast_1t", "joint_tasks_1w");
   /* ad-hoc fixed candidates named in --configs: vs the single-thread C peer when H=1 */

@@ -330,3 +330,25 @@ xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *
                     !k ? "the kernel" : !args ? "args" : "slots");
   return xir_kernel_pack_launch(k, &k->shape, args, slots, NULL, d);
 }
+
+int xir__kernel_stream_choice(const xir_kernel *k, int bits[2]) {
+  bits[0] = bits[1] = 0;
+  if (!k || !k->dense_ok || k->cand.attn_vec) return 0;
+  int m = xir__stream_stores_mode();
+  if (m != -1) return 0; /* forced, or the rule only */
+  uint64_t f = k->dense_footprint;
+  if (!xir__stream_choice_zone(f, xir__stream_threshold(k->dense_half_out), xir__llc_bytes()))
+    return 0;
+  bits[0] = xir__stream_launch(f, k->dense_half_out, k->reduces);
+  bits[1] = bits[0] ? 0 : XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
+  return 1;
+}
+
+void xir__kernel_set_stream_bits(const xir_kernel *k, void *slots, int bits) {
+  const uint64_t mask = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
+  unsigned char *p = (unsigned char *)slots + 8 * k->lay.flags_slot;
+  uint64_t flags;
+  memcpy(&flags, p, 8);
+  flags = (flags & ~mask) | ((uint64_t)bits & mask);
+  memcpy(p, &flags, 8);
+}

@@ -12,4 +12,15 @@
  * buffers, a kernel without the dense form), with slots unspecified. */
 int xir__kernel_pack_dense(const xir_kernel *k, const xir_arg *args, int nargs, void *slots);
 
+/* 1 when the stores of k's dense launch are chosen at launch time (session/choice.h): the mode
+ * is by size (XIR_STREAM_STORES unset or auto), the kernel is not the attention mapping, and its
+ * footprint is in xir__stream_choice_zone (lower/stream.h). bits[0] = the streaming bits the
+ * rule gives (xir__stream_launch), bits[1] = the other choice: none when the rule streams, both
+ * (XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF) when it does not. 0 (bits zero) otherwise. The
+ * stores never change the values written. */
+int xir__kernel_stream_choice(const xir_kernel *k, int bits[2]);
+
+/* Replaces the streaming bits (XIR__ARGS_STREAM, XIR__ARGS_STREAM_ROWBUF) of packed slots. */
+void xir__kernel_set_stream_bits(const xir_kernel *k, void *slots, int bits);
+
 #endif

@@ -80,14 +80,14 @@ int64_t xir__llc_bytes_set(int64_t bytes) {
 }
 
 void xir__stream_stores_set(int mode) {
-  atomic_store_explicit(&stream_mode, mode < -1 ? -1 : mode > 1 ? 1 : mode, memory_order_relaxed);
+  atomic_store_explicit(&stream_mode, mode < -1 ? -1 : mode > 2 ? 2 : mode, memory_order_relaxed);
 }
 
 int xir__stream_stores_mode(void) {
   int m = atomic_load_explicit(&stream_mode, memory_order_relaxed);
   if (m != -2) return m;
   const char *e = getenv("XIR_STREAM_STORES");
-  m = !e || !*e || !strcmp(e, "auto") ? -1 : !strcmp(e, "0") ? 0 : 1;
+  m = !e || !*e || !strcmp(e, "auto") ? -1 : !strcmp(e, "rule") ? 2 : !strcmp(e, "0") ? 0 : 1;
   int expect = -2;
   atomic_compare_exchange_strong(&stream_mode, &expect, m);
   return atomic_load_explicit(&stream_mode, memory_order_relaxed);
@@ -122,7 +122,7 @@ int64_t xir__stream_threshold(int half_out) {
 int xir__stream_launch(uint64_t footprint, int half_out, int reduces) {
   const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
   int m = xir__stream_stores_mode();
-  if (m >= 0) return m ? both : 0;
+  if (m == 0 || m == 1) return m ? both : 0;
   int64_t t = xir__stream_threshold(half_out);
   int64_t llc = reduces && !half_out ? xir__llc_bytes() : 0;
   if (llc >= (int64_t)4 << 20 && t > llc) {
@@ -154,3 +154,9 @@ int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, in
  * l = 128 in one C process, 1 thread: 1381-1484 us with it, 978-1088 without — while softmax's,
  * in its exp loop, still pays (1024x4096 xir / OpenMP C 0.52 with, 0.79 without). */
 int xir__cpu_math_prefetch_only(const char *cpu) { return cpu && !strncmp(cpu, "znver", 5); }
+
+int xir__stream_choice_zone(uint64_t footprint, int64_t t, int64_t llc) {
+  if (t <= 0 && llc <= 0) return 0;
+  int64_t lo = t > 0 && (llc <= 0 || t < llc) ? t : llc, hi = t > llc ? t : llc;
+  return footprint >= (uint64_t)lo / 2 && footprint <= 4 * (uint64_t)hi;
+}

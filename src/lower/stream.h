@@ -37,10 +37,12 @@ int64_t xir__stream_threshold_set(int64_t bytes);
  * XIR_STREAM_STORES says (read once: 0 never, 1 always, both bits, unset or `auto` by size) or
  * xir__stream_stores_set. */
 int xir__stream_launch(uint64_t footprint, int half_out, int reduces);
-/* The mode of xir__stream_launch: -1 by size, 0 never, 1 always (tests; overrides the
+/* The mode of xir__stream_launch: -1 by size (and, in a session launch, chosen again at launch
+ * time where xir__stream_choice_zone says: session/choice.h), 2 by size only, 0 never, 1 always
+ * (XIR_STREAM_STORES = auto or unset, rule, 0, 1; tests; overrides the
  * environment). */
 void xir__stream_stores_set(int mode);
-/* The current mode (-1, 0 or 1), the environment's until xir__stream_stores_set. */
+/* The current mode (-1, 0, 1 or 2), the environment's until xir__stream_stores_set. */
 int xir__stream_stores_mode(void);
 
 /* The next-row prefetches of one chunk of a row loop (lower.c next_row_prefetch; here with the
@@ -57,5 +59,11 @@ int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, in
  * evaluates vector math (softmax's exp), never into a norm's store loop: AMD Zen ("znver*";
  * docs/lowering.md, "Next-row prefetch", with the numbers). 0 for NULL and every other name. */
 int xir__cpu_math_prefetch_only(const char *cpu);
+
+/* 1 when a launch of `footprint` bytes is near enough to the threshold t and the last-level
+ * cache llc (either may be 0: unknown) that the better stores depend on what else the machine
+ * runs: from half the smaller to four times the larger. Such launches of a session choose
+ * between streaming and regular stores by measuring both (session/choice.h). */
+int xir__stream_choice_zone(uint64_t footprint, int64_t t, int64_t llc);
 
 #endif

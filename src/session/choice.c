@@ -46,6 +46,18 @@ _Static_assert((XIR__CHOICE_PERIOD & (XIR__CHOICE_PERIOD - 1)) == 0 &&
                    (XIR__CHOICE_TIME_EVERY_SHORT & (XIR__CHOICE_TIME_EVERY_SHORT - 1)) == 0,
                "the period and the timing intervals are powers of two");
 #define XIR__CHOICE_MAX_NS 50000.0
+/* The store choice: runs of 32 launches (regular stores after streaming ones reach their steady
+ * state only after some launches, as the cache fills again: rmsnorm 4096x1024 on the EPYC VM,
+ * per launch after 16 streaming ones, 800-1000 us falling to 450-650 over 10-16 launches, while
+ * streaming after regular is at its 605 at once), the first of them after 96 launches (the
+ * first 32 after a run are not timed either: the rule's arm is timed in the 64 between; a
+ * benchmark's visit of a 0.5 ms kernel is some hundreds of launches) */
+#define XIR__CHOICE_STORE_RUN 32
+#define XIR__CHOICE_STORE_FIRST 128
+_Static_assert(2 * XIR__CHOICE_STORE_RUN < XIR__CHOICE_STORE_FIRST &&
+                   XIR__CHOICE_STORE_RUN < XIR__CHOICE_PERIOD &&
+                   (XIR__CHOICE_STORE_FIRST & (XIR__CHOICE_STORE_FIRST - 1)) == 0,
+               "the first period times both arms, a power of two");
 
 /* The plan copies one candidate into each of its grains' entries: equal bytes, equal mapping. */
 static int same_candidate(const xir_candidate *a, const xir_candidate *b) {
@@ -62,6 +74,7 @@ void xir__choice_init(xir__choice *c, const xir_plan *plan, int calibrated) {
   atomic_init(&c->run_n, 0);
   atomic_init(&c->run_acc_n, 0);
   atomic_init(&c->run_service, -1);
+  atomic_init(&c->run_arm, -1);
   atomic_init(&c->run_len, XIR__CHOICE_RUN);
   atomic_init(&c->period, XIR__CHOICE_PERIOD);
   if (!plan || !plan->count) return;
@@ -106,6 +119,7 @@ double xir__choice_run_cost(const xir__choice *c) {
 }
 
 static uint64_t compute_run(const xir__choice *c) {
+  if (c->fixed_run) return c->fixed_run;
   double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
   /* exploring the caller (the pool the faster): 8, which keeps the pool's worker spinning (a run
    * longer than its spin window puts it to sleep, and the pool pays the wake when it resumes) */
@@ -118,6 +132,11 @@ static uint64_t compute_run(const xir__choice *c) {
 static uint64_t compute_period(const xir__choice *c, uint64_t runlen) {
   double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
   double len = (double)runlen;
+  /* the first period until the first exploration has run whole (not cut short when its first
+   * timed launch gives the other arm a time) */
+  if (c->first_period &&
+      atomic_load_explicit(&((xir__choice *)c)->run_service, memory_order_relaxed) < 0)
+    return c->first_period;
   uint64_t period = XIR__CHOICE_PERIOD;
   if (p > 0 && q > 0 && (p > 1.3 * q || q > 1.3 * p)) period = XIR__CHOICE_FAR_PERIOD;
   double best = p > 0 && q > 0 ? fmin(p, q) : -1;
@@ -170,10 +189,19 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
    * does not. The same holds after a run. Every launch of a run is timed for the run's whole
    * cost, which sets the period. */
   uint64_t period = xir__choice_period(c), run = xir__choice_run(c);
-  if (run >= period) run = XIR__CHOICE_RUN; /* a torn pair of loads */
+  if (run >= period) run = period / 4; /* a torn pair of loads */
   uint64_t ph = n & (period - 1); /* a power of two (compute_period) */
   int explore = ph >= period - run;
   int s = explore ? !best : best;
+  if (c->fixed_run && explore) {
+    /* the store choice: a run stays on the arm it started on, even when its first timed launch
+     * makes that arm the faster (the other arm's launches right after it would measure the
+     * switch, not the arm) */
+    if (ph == period - run) atomic_store_explicit(&c->run_arm, s, memory_order_relaxed);
+    int ra = atomic_load_explicit(&c->run_arm, memory_order_relaxed);
+    if (ra >= 0) s = ra;
+    if (ph == period - 1) atomic_store_explicit(&c->run_arm, -1, memory_order_relaxed);
+  }
   *service = s;
   double b = best == 0 ? p : q;
   uint64_t every = b > 0 && b < XIR__CHOICE_SHORT_NS ? XIR__CHOICE_TIME_EVERY_SHORT
@@ -232,10 +260,31 @@ int xir__choice_one_task(const xir__choice *c, uint64_t L, uint32_t workers, uin
                      ls.caller_path));
 }
 
-xir_status xir__choice_pack_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k,
-                                   const xir_arg *args, int nargs, int nparams, void *slots,
-                                   uint32_t workers, int one_task, xir_diag *d) {
-  if (!xir__kernel_pack_dense(k, args, nargs, slots)) {
+void xir__store_choice_init(xir__store_choice *sc, const xir_kernel *k,
+                            const xir__choice *service) {
+  memset(sc, 0, sizeof *sc);
+  xir__choice_init(&sc->arms, NULL, 0);
+  if ((service && service->adaptive) || !xir__kernel_stream_choice(k, sc->bits)) return;
+  sc->adaptive = 1;
+  xir__choice_init_store(&sc->arms);
+}
+
+void xir__choice_init_store(xir__choice *c) {
+  xir__choice_init(c, NULL, 0);
+  c->adaptive = 1;
+  c->plan_service = 0;
+  c->first_period = XIR__CHOICE_STORE_FIRST;
+  c->fixed_run = XIR__CHOICE_STORE_RUN;
+  atomic_store_explicit(&c->run_len, XIR__CHOICE_STORE_RUN, memory_order_relaxed);
+  atomic_store_explicit(&c->period, XIR__CHOICE_STORE_FIRST, memory_order_relaxed);
+}
+
+xir_status xir__choice_pack_launch(xir__choice *c, xir__store_choice *sc, xir_runtime *rt,
+                                   const xir_kernel *k, const xir_arg *args, int nargs,
+                                   int nparams, void *slots, uint32_t workers, int one_task,
+                                   xir_diag *d) {
+  int dense = xir__kernel_pack_dense(k, args, nargs, slots);
+  if (!dense) {
     /* the general path: strides, an in-place alias, or the error that names the argument */
     xir_arg full[XIR_MAX_PARAMS];
     if (nargs < nparams) {
@@ -248,8 +297,17 @@ xir_status xir__choice_pack_launch(xir__choice *c, xir_runtime *rt, const xir_ke
   }
   xir_block_fn fn = (xir_block_fn)xir_kernel_entry(k);
   uint64_t L = xir_kernel_blocks(k);
-  if (one_task) return xir_runtime_launch(rt, fn, slots, L, c->plan_grain, workers, NULL, d);
-  return xir__choice_launch(c, rt, k, fn, slots, L, workers, d);
+  int arm = 0, timed = 0;
+  if (sc && sc->adaptive && dense) {
+    /* the stores of this launch (the general path keeps the rule's: its footprint may differ) */
+    xir__choice_next(&sc->arms, &arm, &timed);
+    xir__kernel_set_stream_bits(k, slots, sc->bits[arm & 1]);
+  }
+  double t0 = timed ? xir__now_ns() : 0;
+  xir_status st = one_task ? xir_runtime_launch(rt, fn, slots, L, c->plan_grain, workers, NULL, d)
+                           : xir__choice_launch(c, rt, k, fn, slots, L, workers, d);
+  if (timed && !st) xir__choice_note_launch(&sc->arms, arm, timed, xir__now_ns() - t0);
+  return st;
 }
 
 void xir__choice_note(xir__choice *c, int service, double ns) {

@@ -41,7 +41,30 @@ typedef struct xir__choice {
   _Atomic int run_service;     /* the service the last exploration ran on (-1: none yet) */
   _Atomic uint64_t run_len;    /* the next exploration's launches (xir__choice_run) */
   _Atomic uint64_t period;     /* launches from one exploration to the next (xir__choice_period) */
+  uint64_t first_period;       /* the period until both have a time (0: XIR__CHOICE_PERIOD) */
+  uint64_t fixed_run;          /* every exploration's launches (0: xir__choice_run's rule); with
+                                  it a run keeps the arm it started on (run_arm) */
+  _Atomic int run_arm;         /* the current run's arm (-1: none started) */
 } xir__choice;
+
+/* The stores at launch time. Past the last-level cache, streaming (non-temporal) stores save
+ * the read of every output line; near it, which stores are faster depends on what else runs on
+ * the machine: on the 2-vCPU EPYC VM of 2026-12-06 (32 MiB of L3 shared with other tenants),
+ * in one hour, rmsnorm 4096x1024 (33.6 MB) took 648 us streaming and 446 regular, while
+ * rmsnorm 1024x4096 (the same bytes) took 657 streaming and 794 regular, softmax_mask 802
+ * streaming and 1766 regular; the day before the same shapes measured the other way round.
+ * So a session launch whose footprint is in xir__stream_choice_zone (lower/stream.h) measures
+ * both, as the service choice measures the pool and the caller: arm 0 the rule's bits
+ * (xir__stream_launch), arm 1 the other stores; the first exploration after 96 launches, then
+ * the cadence above, but runs of 32 launches timed in their last quarter: regular stores after
+ * streaming ones take 10-16 launches to reach their steady state, as the cache fills again. Only when the service choice is not adaptive (it
+ * is for launches below 50 us, the store choice for tens of MB). The outputs are the same
+ * bits either way. */
+typedef struct xir__store_choice {
+  int adaptive;  /* 0: the rule's bits, as packed */
+  int bits[2];   /* the streaming bits of each arm */
+  xir__choice arms;
+} xir__store_choice;
 
 /* The bits of xir__choice_next's *timed. */
 enum {
@@ -84,6 +107,14 @@ void xir__choice_note(xir__choice *c, int service, double ns);
 /* The average so far of a service, or -1. */
 double xir__choice_average(const xir__choice *c, int service);
 
+/* The store choice of k's launches (not adaptive when service is: the two would time each
+ * other's exploration). */
+void xir__store_choice_init(xir__store_choice *sc, const xir_kernel *k, const xir__choice *service);
+
+/* The store choice's two arms (xir__store_choice.arms): adaptive, arm 0 until both are timed,
+ * explorations of 32 launches, the first after 96. */
+void xir__choice_init_store(xir__choice *c);
+
 /* One launch of fn over L blocks on `workers` with the grain xir__choice_next gives, timed and
  * noted when it says so: what xir_session_launch and the bench's `default` configuration run.
  * With k (else NULL) ctx is k's packed slots, told that launch's split first
@@ -101,9 +132,11 @@ int xir__choice_one_task(const xir__choice *c, uint64_t L, uint32_t workers, uin
  * `default` configuration times: args[0..nargs) (a parameter past nargs a scalar taking its
  * default; nparams the kernel's count) packed into slots, with the bits xir_kernel_pack_args
  * gives (its dense fast path when it applies), then launched — xir_runtime_launch when
- * one_task (xir__choice_one_task), else xir__choice_launch. */
-xir_status xir__choice_pack_launch(xir__choice *c, xir_runtime *rt, const xir_kernel *k,
-                                   const xir_arg *args, int nargs, int nparams, void *slots,
-                                   uint32_t workers, int one_task, xir_diag *d);
+ * one_task (xir__choice_one_task), else xir__choice_launch. With sc adaptive (may be NULL) and
+ * the dense fast path taken, the stores are sc's choice, the launch timed when it says so. */
+xir_status xir__choice_pack_launch(xir__choice *c, xir__store_choice *sc, xir_runtime *rt,
+                                   const xir_kernel *k, const xir_arg *args, int nargs,
+                                   int nparams, void *slots, uint32_t workers, int one_task,
+                                   xir_diag *d);
 
 #endif

@@ -33,6 +33,7 @@ struct xir_prepared {
   size_t args_size;
   uint32_t grain, workers;
   xir__choice choice; /* pool or caller at each launch (session/choice.h) */
+  xir__store_choice store; /* streaming or regular stores at each launch (session/choice.h) */
   int nparams;
   int nrequired; /* parameters before the trailing run of defaulted scalars */
   /* every launch is one task on the calling thread (not adaptive; one block, the whole launch
@@ -398,6 +399,7 @@ static xir_status make_prepared(xir_session *s, const xir_program *p, const xir_
   xir__choice_init(&k->choice, k->plan,
                    s->po.coefficients && !s->po.policy &&
                        s->po.coefficients == xir_service_coefficients());
+  xir__store_choice_init(&k->store, k->kernel, &k->choice);
   k->one_task = xir__choice_one_task(&k->choice, k->blocks, k->workers, xir_runtime_workers(s->rt));
   k->nparams = xir_program_num_params(p);
   k->nrequired = k->nparams;
@@ -497,8 +499,9 @@ xir_status xir_session_launch(xir_session *s, const xir_prepared *k, const xir_a
   unsigned char *slots = local;
   if (k->args_size > sizeof local && !(slots = xir__malloc(k->args_size)))
     return xir__err(d, XIR_ERR_NOMEM, "out of memory (argument slots)");
-  xir_status st = xir__choice_pack_launch((xir__choice *)&k->choice, s->rt, k->kernel, args,
-                                          nargs, k->nparams, slots, k->workers, k->one_task, d);
+  xir_status st = xir__choice_pack_launch((xir__choice *)&k->choice, (xir__store_choice *)&k->store,
+                                          s->rt, k->kernel, args, nargs, k->nparams, slots,
+                                          k->workers, k->one_task, d);
   if (!st) COUNT(s, launches);
   if (slots != local) xir__free(slots);
   return st;
@@ -635,6 +638,17 @@ xir_status xir_prepared_explain(const xir_prepared *k, char **text, xir_diag *d)
               gp, xir__choice_average(&k->choice, 0), gc, xir__choice_average(&k->choice, 1),
               (unsigned long long)xir__choice_run(&k->choice),
               (unsigned long long)xir__choice_period(&k->choice), xir__choice_run_cost(&k->choice));
+  }
+  if (k->store.adaptive) {
+    static const char *const mode[4] = {"regular", "non-temporal", "non-temporal (aligned rows)",
+                                         "non-temporal"};
+    const xir__choice *a = &k->store.arms;
+    sb_printf(&b, "stores at launch time (the footprint is near the last-level cache): %s (the "
+              "rule's; measured %.4g ns per launch so far) or %s (%.4g ns), whichever measures "
+              "faster (-1: not measured yet); the other explored %llu launches in %llu\n",
+              mode[(k->store.bits[0] >> 1) & 3], xir__choice_average(a, 0),
+              mode[(k->store.bits[1] >> 1) & 3], xir__choice_average(a, 1),
+              (unsigned long long)xir__choice_run(a), (unsigned long long)xir__choice_period(a));
   }
   sb_printf(&b, "%4s %-28s %4s %-12s %7s %6s %6s %3s %7s", "rank", "candidate", "G", "impl", "Q",
             "L", "C", "h", "critQ");
