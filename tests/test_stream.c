@@ -26,6 +26,7 @@
 
 #include "check/check.h"
 #include "ir/program.h"
+#include "lower/pack.h"
 #include "lower/stream.h"
 #include "xir_compile.h"
 #include "xir_runtime.h"
@@ -1404,6 +1405,17 @@ static void test_stream_launch_reduces(void **state) {
     int bits = stream_bits(k, c.args, slots);
     int want = kn < 2 ? XIR__ARGS_STREAM : kn == 2 ? XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF : 0;
     if (bits != want) fail_msg("%s %s: stream bits %d, want %d", kernels[kn], shapes[kn], bits, want);
+    /* the store choice at launch time (8-12 MiB: in the zone from 3 MiB to 1 GiB): arm 0 the
+     * rule's bits, arm 1 full streaming against none or the aligned rows only, none against
+     * full streaming; not chosen with XIR_STREAM_STORES's `rule` */
+    const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
+    int arms[2];
+    assert_int_equal(xir__kernel_stream_choice(k, arms), 1);
+    if (arms[0] != want || arms[1] != (want == both ? 0 : both))
+      fail_msg("%s %s: store arms %d %d", kernels[kn], shapes[kn], arms[0], arms[1]);
+    xir__stream_stores_set(2);
+    assert_int_equal(xir__kernel_stream_choice(k, arms), 0);
+    xir__stream_stores_set(-1);
     xir__llc_bytes_set(4 << 20);
     xir__case_free(&c);
     xir_free(cands);

@@ -339,8 +339,12 @@ int xir__kernel_stream_choice(const xir_kernel *k, int bits[2]) {
   uint64_t f = k->dense_footprint;
   if (!xir__stream_choice_zone(f, xir__stream_threshold(k->dense_half_out), xir__llc_bytes()))
     return 0;
+  const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
   bits[0] = xir__stream_launch(f, k->dense_half_out, k->reduces);
-  bits[1] = bits[0] ? 0 : XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
+  /* the rule's partial streaming (aligned rows only: a norm between the cache and its row
+   * buffer's start) is nearly regular stores when most rows are unaligned: its other arm is
+   * the full streaming */
+  bits[1] = bits[0] == both ? 0 : both;
   return 1;
 }
 

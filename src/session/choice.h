@@ -55,7 +55,7 @@ typedef struct xir__choice {
  * streaming and 1766 regular; the day before the same shapes measured the other way round.
  * So a session launch whose footprint is in xir__stream_choice_zone (lower/stream.h) measures
  * both, as the service choice measures the pool and the caller: arm 0 the rule's bits
- * (xir__stream_launch), arm 1 the other stores; the first exploration after 96 launches, then
+ * (xir__stream_launch), arm 1 the other stores (xir__kernel_stream_choice); the first exploration after 96 launches, then
  * the cadence above, but runs of 32 launches timed in their last quarter: regular stores after
  * streaming ones take 10-16 launches to reach their steady state, as the cache fills again. Only when the service choice is not adaptive (it
  * is for launches below 50 us, the store choice for tens of MB). The outputs are the same
