@@ -262,6 +262,15 @@ static void test_store_choice_explores_in_long_runs(void **state) {
   int k[2] = {0, 0};
   drive(&c, (int)per, 600e3, 450e3, k);
   assert_int_equal(k[0], 32); /* one exploration of the rule's arm a period */
+  /* an arm's estimate is the median of its last 8 samples: one fast launch among slow ones
+   * does not make it the faster (the service choice would take the fast one at once) */
+  xir__choice_init_store(&c);
+  xir__choice_note(&c, 0, 600e3);
+  xir__choice_note(&c, 1, 400e3);
+  for (int i = 0; i < 4; i++) xir__choice_note(&c, 1, 1000e3);
+  assert_true(xir__choice_average(&c, 1) == 1000e3);
+  for (int i = 0; i < 8; i++) xir__choice_note(&c, 1, 500e3 + 1e3 * i); /* the last 8 only */
+  assert_true(xir__choice_average(&c, 1) == 503.5e3);
 }
 
 /* Through a session with the priors' plans (no service choice), in the zone (the threshold set

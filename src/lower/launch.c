@@ -331,6 +331,20 @@ xir_status xir_kernel_pack_args(const xir_kernel *k, const xir_arg *args, void *
   return xir_kernel_pack_launch(k, &k->shape, args, slots, NULL, d);
 }
 
+/* 1 when every row of every output of rank >= 2 of k's dense launch starts on a vector boundary
+ * (given an aligned base): the rows the streaming stores take without the row buffer. */
+static int dense_rows_aligned(const xir_kernel *k) {
+  const xir_program *p = k->base->prog;
+  for (int i = 0; i < p->nparams; i++) {
+    const xir_param *q = &p->params[i];
+    if (q->kind != XIR_PARAM_BUFFER || !q->is_output || q->rank < 2) continue;
+    uint64_t V = (uint64_t)k->cand.W * xir_elem_size(q->elem);
+    uint64_t row = (uint64_t)k->shape.dims[q->dims[q->rank - 1]] * xir_elem_size(q->elem);
+    if (V == 0 || row % V) return 0;
+  }
+  return 1;
+}
+
 int xir__kernel_stream_choice(const xir_kernel *k, int bits[2]) {
   bits[0] = bits[1] = 0;
   if (!k || !k->dense_ok || k->cand.attn_vec) return 0;
@@ -342,9 +356,11 @@ int xir__kernel_stream_choice(const xir_kernel *k, int bits[2]) {
   const int both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
   bits[0] = xir__stream_launch(f, k->dense_half_out, k->reduces);
   /* the rule's partial streaming (aligned rows only: a norm between the cache and its row
-   * buffer's start) is nearly regular stores when most rows are unaligned: its other arm is
-   * the full streaming */
-  bits[1] = bits[0] == both ? 0 : both;
+   * buffer's start) is regular stores for unaligned rows, whose other arm is the full
+   * streaming; but the full streaming itself when every row is aligned, whose other arm is
+   * none */
+  int full = bits[0] == both || (bits[0] == XIR__ARGS_STREAM && dense_rows_aligned(k));
+  bits[1] = full ? 0 : both;
   return 1;
 }
 

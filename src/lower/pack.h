@@ -16,8 +16,9 @@ int xir__kernel_pack_dense(const xir_kernel *k, const xir_arg *args, int nargs, 
  * is by size (XIR_STREAM_STORES unset or auto), the kernel is not the attention mapping, and its
  * footprint is in xir__stream_choice_zone (lower/stream.h). bits[0] = the streaming bits the
  * rule gives (xir__stream_launch), bits[1] = the other choice: none when the rule streams every
- * row, both (XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF) when it streams none or only the
- * aligned rows. 0 (bits zero) otherwise. The
+ * row (both bits, or XIR__ARGS_STREAM when every output row starts on a vector boundary), both
+ * (XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF) when it streams none or only the aligned rows of
+ * rows that are not all aligned. 0 (bits zero) otherwise. The
  * stores never change the values written. */
 int xir__kernel_stream_choice(const xir_kernel *k, int bits[2]);
 

@@ -27,6 +27,8 @@
 #include "xir_compile.h"
 #include "xir_runtime.h"
 
+enum { XIR__CHOICE_RING = 8 };
+
 typedef struct xir__choice {
   uint32_t grain[2];          /* [0] the pool entry's G, [1] the caller entry's */
   uint32_t plan_grain;        /* entries[0]'s G */
@@ -45,6 +47,10 @@ typedef struct xir__choice {
   uint64_t fixed_run;          /* every exploration's launches (0: xir__choice_run's rule); with
                                   it a run keeps the arm it started on (run_arm) */
   _Atomic int run_arm;         /* the current run's arm (-1: none started) */
+  /* with fixed_run (the store choice): each arm's last XIR__CHOICE_RING timed launches (double
+   * bits), whose median is its estimate (xir__choice_note) */
+  _Atomic uint64_t ring[2][XIR__CHOICE_RING];
+  _Atomic uint32_t ring_n[2];
 } xir__choice;
 
 /* The stores at launch time. Past the last-level cache, streaming (non-temporal) stores save
@@ -56,7 +62,8 @@ typedef struct xir__choice {
  * So a session launch whose footprint is in xir__stream_choice_zone (lower/stream.h) measures
  * both, as the service choice measures the pool and the caller: arm 0 the rule's bits
  * (xir__stream_launch), arm 1 the other stores (xir__kernel_stream_choice); the first exploration after 96 launches, then
- * the cadence above, but runs of 32 launches timed in their last quarter: regular stores after
+ * the cadence above, each arm's estimate the median of its last 8 timed launches (regular stores
+ * spread far wider than streaming ones, and a minimum favours the wider), but runs of 32 launches timed in their last quarter: regular stores after
  * streaming ones take 10-16 launches to reach their steady state, as the cache fills again. Only when the service choice is not adaptive (it
  * is for launches below 50 us, the store choice for tens of MB). The outputs are the same
  * bits either way. */
@@ -100,7 +107,8 @@ void xir__choice_note_launch(xir__choice *c, int service, int timed, double ns);
 double xir__choice_run_cost(const xir__choice *c);
 
 /* A measured time per launch of a service: a faster sample replaces the estimate, a slower one
- * raises it by 1/16 of the difference (at most 1/16 of the estimate). Thread-safe; concurrent
+ * raises it by 1/16 of the difference (at most 1/16 of the estimate); for the store choice
+ * (fixed_run) the estimate is the median of the arm's last 8 samples. Thread-safe; concurrent
  * notes may drop one. */
 void xir__choice_note(xir__choice *c, int service, double ns);
 

@@ -640,7 +640,8 @@ xir_status xir_prepared_explain(const xir_prepared *k, char **text, xir_diag *d)
               (unsigned long long)xir__choice_period(&k->choice), xir__choice_run_cost(&k->choice));
   }
   if (k->store.adaptive) {
-    static const char *const mode[4] = {"regular", "non-temporal", "non-temporal (aligned rows)",
+    /* by (bits >> 1) & 3: XIR__ARGS_STREAM alone streams the rows that start aligned */
+    static const char *const mode[4] = {"regular", "non-temporal (aligned rows)", "regular",
                                          "non-temporal"};
     const xir__choice *a = &k->store.arms;
     sb_printf(&b, "stores at launch time (the footprint is near the last-level cache): %s (the "
