@@ -266,10 +266,11 @@ int xir__choice_one_task(const xir__choice *c, uint64_t L, uint32_t workers, uin
 
 void xir__store_choice_init(xir__store_choice *sc, const xir_kernel *k,
                             const xir__choice *service) {
-  memset(sc, 0, sizeof *sc);
-  xir__choice_init(&sc->arms, NULL, 0);
-  if ((service && service->adaptive) || !xir__kernel_stream_choice(k, sc->bits)) return;
-  sc->adaptive = 1;
+  if ((service && service->adaptive) || !xir__kernel_stream_choice(k, sc->bits)) {
+    sc->bits[0] = sc->bits[1] = 0;
+    xir__choice_init(&sc->arms, NULL, 0); /* not adaptive */
+    return;
+  }
   xir__choice_init_store(&sc->arms);
 }
 
@@ -302,7 +303,7 @@ xir_status xir__choice_pack_launch(xir__choice *c, xir__store_choice *sc, xir_ru
   xir_block_fn fn = (xir_block_fn)xir_kernel_entry(k);
   uint64_t L = xir_kernel_blocks(k);
   int arm = 0, timed = 0;
-  if (sc && sc->adaptive && dense) {
+  if (sc && sc->arms.adaptive && dense) {
     /* the stores of this launch (the general path keeps the rule's: its footprint may differ) */
     xir__choice_next(&sc->arms, &arm, &timed);
     xir__kernel_set_stream_bits(k, slots, sc->bits[arm & 1]);

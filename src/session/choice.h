@@ -43,7 +43,8 @@ typedef struct xir__choice {
   _Atomic int run_service;     /* the service the last exploration ran on (-1: none yet) */
   _Atomic uint64_t run_len;    /* the next exploration's launches (xir__choice_run) */
   _Atomic uint64_t period;     /* launches from one exploration to the next (xir__choice_period) */
-  uint64_t first_period;       /* the period until both have a time (0: XIR__CHOICE_PERIOD) */
+  uint64_t first_period;       /* the period until the first exploration has run whole (0: the
+                                  rule of xir__choice_period from the start) */
   uint64_t fixed_run;          /* every exploration's launches (0: xir__choice_run's rule); with
                                   it a run keeps the arm it started on (run_arm) */
   _Atomic int run_arm;         /* the current run's arm (-1: none started) */
@@ -60,17 +61,17 @@ typedef struct xir__choice {
  * rmsnorm 1024x4096 (the same bytes) took 657 streaming and 794 regular, softmax_mask 802
  * streaming and 1766 regular; the day before the same shapes measured the other way round.
  * So a session launch whose footprint is in xir__stream_choice_zone (lower/stream.h) measures
- * both, as the service choice measures the pool and the caller: arm 0 the rule's bits
- * (xir__stream_launch), arm 1 the other stores (xir__kernel_stream_choice); the first exploration after 96 launches, then
- * the cadence above, each arm's estimate the median of its last 8 timed launches (regular stores
- * spread far wider than streaming ones, and a minimum favours the wider), but runs of 32 launches timed in their last quarter: regular stores after
- * streaming ones take 10-16 launches to reach their steady state, as the cache fills again. Only when the service choice is not adaptive (it
- * is for launches below 50 us, the store choice for tens of MB). The outputs are the same
- * bits either way. */
+ * both, with the service choice's machinery: arm 0 the rule's bits (xir__stream_launch), arm 1
+ * the other stores (xir__kernel_stream_choice). Unlike the service choice: explorations of 32
+ * launches timed in their last quarter that keep the arm they started on (regular stores after
+ * streaming ones take 10-16 launches to reach their steady state, as the cache fills again),
+ * the first after 96 launches, and each arm's estimate the median of its last 8 timed launches
+ * (regular stores spread far wider than streaming ones, and a minimum favours the wider). Only
+ * when the service choice is not adaptive (it is for launches below 50 us, the store choice
+ * for tens of MB). The outputs are the same bits either way. */
 typedef struct xir__store_choice {
-  int adaptive;  /* 0: the rule's bits, as packed */
-  int bits[2];   /* the streaming bits of each arm */
-  xir__choice arms;
+  int bits[2];       /* the streaming bits of each arm */
+  xir__choice arms;  /* arms.adaptive 0: the rule's bits, as packed */
 } xir__store_choice;
 
 /* The bits of xir__choice_next's *timed. */

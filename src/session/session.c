@@ -639,7 +639,7 @@ xir_status xir_prepared_explain(const xir_prepared *k, char **text, xir_diag *d)
               (unsigned long long)xir__choice_run(&k->choice),
               (unsigned long long)xir__choice_period(&k->choice), xir__choice_run_cost(&k->choice));
   }
-  if (k->store.adaptive) {
+  if (k->store.arms.adaptive) {
     /* by (bits >> 1) & 3: XIR__ARGS_STREAM alone streams the rows that start aligned */
     static const char *const mode[4] = {"regular", "non-temporal (aligned rows)", "regular",
                                          "non-temporal"};
