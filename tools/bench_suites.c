@@ -264,7 +264,9 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
   if (named(b, "default_rule_stores")) pair_configs(b, k, shape, "default_rule_stores", "default");
   if (named(b, "joint_tasks")) pair_configs(b, k, shape, "peer:c_fast_omp", "joint_tasks");
   if (named(b, "joint_tasks_1w")) pair_configs(b, k, shape, "peer:c_fast_1t", "joint_tasks_1w");
-  /* ad-hoc fixed candidates named in --configs: vs the single-thread C peer when H=1 */
+  /* ad-hoc fixed candidates named in --configs: vs the single-thread C peer when H=1, else the
+   * OpenMP C, when that peer is named too; else vs `default` when it is named; else measured
+   * alone (a named configuration is never dropped) */
   for (const char *c = b->f->configs; c && *c;) {
     const char *e = strchr(c, ',');
     /* a fixed config holds commas itself: it runs to the next ",fixed:" / ",peer:" / ",joint" /
@@ -280,6 +282,8 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
       snprintf(cfg, sizeof cfg, "%.*s", (int)(end - c), c);
       const char *base = strstr(cfg, ",H=1") ? "peer:c_fast_1t" : "peer:c_fast_omp";
       if (in_list(b->f->configs, base, ',')) add_cmp(b, add_case(b, k, shape, base), add_case(b, k, shape, cfg));
+      else if (in_list(b->f->configs, "default", ',')) add_cmp(b, add_case(b, k, shape, "default"), add_case(b, k, shape, cfg));
+      else (void)add_case(b, k, shape, cfg);
       c = *end ? end + 1 : end;
       continue;
     }
