@@ -508,6 +508,36 @@ static void test_one_chunk_row_has_no_loop(void **state) {
   assert_true(d1 > d2 + 50); /* at least one unit a row */
 }
 
+/* Vector math in a chunk loop pays for its registers (work.c, spill_ops): softmax_mask's sum
+ * loop evaluates exp per packet, and k = 8 packets' bodies (l = 128) do not fit 32 registers
+ * where k = 4 (l = 64) do; measured, l = 128 ran 6-20 % slower on one worker. So the whole
+ * launch's arithmetic at l = 128 is above l = 64's (without the term it was below, by the loop
+ * overhead), and a body without vector math (layernorm) keeps l = 128 cheaper than l = 64, as
+ * before. */
+static void test_vector_math_registers_price_wide_units(void **state) {
+  (void)state;
+  const char *kernels[2] = {"softmax_mask", "layernorm"};
+  double total[2][2];
+  const uint32_t ells[2] = {128, 64};
+  for (int k = 0; k < 2; k++) {
+    xir_shape s;
+    xir_program *p = load(kernels[k], "R=400,C=3000", &s);
+    for (int i = 0; i < 2; i++) {
+      xir_candidate c;
+      uint8_t perm[1] = {0};
+      xir_diag d;
+      xir_execution_work w;
+      if (xir_candidate_make(p, &s, 16, 128, ells[i], perm, &c, &d) ||
+          xir_execution_work_make(p, &s, &c, 0, 1, &w, &d))
+        die(&d);
+      total[k][i] = w.arith_per_packet * (double)w.packets;
+    }
+    xir_program_free(p);
+  }
+  assert_true(total[0][0] > 1.02 * total[0][1]);
+  assert_true(total[1][0] < total[1][1]);
+}
+
 /* The caller holds the critical share; the woken worker starts a/2 after it (the wake-up half
  * of the calibrated round trip a) and the caller waits a/2 for its completion. So the activation
  * term is a/2 + max(0, a/2 − 2d) for an imbalance term d: the whole activation with equal
@@ -606,6 +636,7 @@ int main(void) {
       cmocka_unit_test(test_activation_overlaps_imbalance),
       cmocka_unit_test(test_tail_chunk_counts_live_packets),
       cmocka_unit_test(test_one_chunk_row_has_no_loop),
+      cmocka_unit_test(test_vector_math_registers_price_wide_units),
       cmocka_unit_test(test_calibration_is_usable),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

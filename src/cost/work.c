@@ -41,6 +41,22 @@ static const double kMaxAccumulateOps = 6;
  * of one iteration, shared by the unit's k packets — what makes ℓ = 128 (8 packets an iteration)
  * cheaper than ℓ = 64 on the same row, as measured. */
 static const double kLoopOverhead = 2;
+/* Register pressure of vector math in a chunk loop. A vector-math body (exp, log, tanh, erf,
+ * sigmoid, sin, cos, pow: docs/vmath.md) keeps about kMathLive vectors live per packet while it
+ * runs (its argument, the reduced argument, the polynomial, the scale, the accumulator or the
+ * value stored) and about kMathConsts vector constants for the whole loop (its coefficients,
+ * bounds and masks). A unit's k packets evaluate their bodies side by side, so past the 32 zmm
+ * registers LLVM spills and reloads, about one op per missing register an iteration. Measured
+ * (2026-12-06, session 37; one worker, `xir bench --suite peers --kernels softmax_mask,
+ * softmax_causal --configs default,fixed:l=L,B=128,G=0 --workers 1`): softmax_mask 400x3000
+ * l = 16/32/64/128: 441/432/427/467 us, 64x4000 94.6/93.5/94.8/100.4; softmax_causal 400x3000
+ * l = 32/64/128: 90.5/94.7/109.1 — l = 128 (k = 8: 8 exp bodies in flight, 21 reloads an
+ * iteration of the sum loop in llc's listing) 6-20 % slower, l = 64 (k = 4) not; layernorm and
+ * rmsnorm (no vector math) alike at every l. Without the term the model preferred l = 128 by its
+ * loop overhead, and the default's regret on eight softmax_mask shapes was 1.067 (geomean). */
+static const double kMathLive = 5;
+static const double kMathConsts = 12;
+static const double kVectorRegs = 32;
 /* The vector registers (of 32) that chunk-invariant loads may hold for a whole unit. */
 static const int64_t kChunkInvariantRegs = 16;
 /* What a unit's repeated or shared tiles may hold and still come from L1. */
@@ -85,6 +101,7 @@ typedef struct wctx {
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
   double m_cur, m_once;  /* the math part (ops weighing more than 1) of the accumulating costs */
+  int vm_cur;            /* vector-math bodies (expensive ops) evaluated per packet in this loop */
   double steps[XIR_CHAIN_KINDS]; /* dependent accumulation steps per unit, by kind */
   uint8_t *inv;          /* root-invariant nodes (xir__root_invariant) */
   uint8_t *loaded;       /* loads an earlier consumer loop of the unit already made */
@@ -426,6 +443,7 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     }
     w->stored[id] = 1;
   }
+  if (expensive && !w->once) w->vm_cur++; /* a body evaluated per packet (spill_ops) */
   if (n->op == XIR_OP_LOAD) {
     double esize = (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem); /* 8, 4 or 2 */
     int near = near_load(w, id);
@@ -610,6 +628,14 @@ static int type_has_axis(const xir_type *t, int dim) {
   return 0;
 }
 
+/* The spill and reload ops an iteration of the current consumer loop pays for its vector-math
+ * bodies' registers (kMathLive): 0 without vector math or while k packets' bodies fit. */
+static double spill_ops(const wctx *w) {
+  if (w->vm_cur == 0) return 0;
+  double regs = w->k * kMathLive + kMathConsts;
+  return regs > kVectorRegs ? regs - kVectorRegs : 0;
+}
+
 static void unit_cost(wctx *w) {
   const xir_program *p = w->p;
   double k = w->k;
@@ -631,7 +657,9 @@ static void unit_cost(wctx *w) {
         if (n->args[kd] < 0) tile.axes[tile.rank++] = (int8_t)p->params[n->ref].dims[kd];
       w->nest_rank = tile.rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
+      w->vm_cur = 0;
       expr_cost(w, n->args[n->nargs - 1], &a, &b);
+      double spill = spill_ops(w);
       access_cost(w, access_kind(w, n, n->nargs - 1),
                   (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b); /* f32, bf16, f16 */
       double it = iterations(w, &tile);
@@ -649,10 +677,10 @@ static void unit_cost(wctx *w) {
         double la, lb, lm;
         live_cost(w, n->args[n->nargs - 1], &la, &lb, &lm);
         access_cost(w, access_kind(w, n, n->nargs - 1), es, &la, &lb);
-        w->sk_a += k * a + kLoopOverhead;
+        w->sk_a += k * a + kLoopOverhead + spill;
         w->sk_b += k * b;
         w->sk_m += k * w->m_cur;
-        w->sl_a += k * la + kLoopOverhead;
+        w->sl_a += k * la + kLoopOverhead + spill;
         w->sl_b += k * lb;
         w->sl_m += k * lm;
         w->fl_a += k * fa + kLoopOverhead;
@@ -663,7 +691,7 @@ static void unit_cost(wctx *w) {
         continue;
       }
       w->arith += it * k * a + (tile.rank > 0 ? loop_iterations(w, &tile) * kLoopOverhead : 0) +
-                  k * w->once_a;
+                  it * spill + k * w->once_a;
       w->math += it * k * w->m_cur + k * w->m_once;
       w->bytes += it * k * b + k * w->once_b;
     } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX ||
@@ -671,7 +699,9 @@ static void unit_cost(wctx *w) {
       const xir_type *in = &p->nodes[n->args[0]].type;
       w->nest_rank = in->rank;
       w->once_a = w->once_b = w->m_cur = w->m_once = 0;
+      w->vm_cur = 0;
       expr_cost(w, n->args[0], &a, &b);
+      double spill = spill_ops(w);
       if (w->ragged && !(w->skip && w->skip[i]) && type_has_axis(in, w->c->inner_dim)) {
         double ta, tb; /* one of the chunks is the tail */
         tail_cost(w, n->args[0], NULL, &ta, &tb);
@@ -691,10 +721,10 @@ static void unit_cost(wctx *w) {
         la += 1;
         w->math += k * w->m_cur + k * w->m_once;
         w->sk_m += k * w->m_cur;
-        w->sk_a += fmax(k * a + kLoopOverhead, kAccumulateLatency);
+        w->sk_a += fmax(k * a + kLoopOverhead + spill, kAccumulateLatency);
         w->sk_b += k * b;
         w->sl_m += k * lm;
-        w->sl_a += fmax(k * la + kLoopOverhead, kAccumulateLatency);
+        w->sl_a += fmax(k * la + kLoopOverhead + spill, kAccumulateLatency);
         w->sl_b += k * lb;
         if (n->type.rank == 0) w->sk_steps[maxmin] += 1;
         w->arith += k * a + (combined_packets(w) - 1) +
@@ -706,7 +736,7 @@ static void unit_cost(wctx *w) {
        * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
        * independently, so they share the chain). */
       double chain = n->type.rank > 0 ? 0 : it * kAccumulateLatency;
-      double thr = it * k * a + loop_iterations(w, in) * kLoopOverhead;
+      double thr = it * k * a + loop_iterations(w, in) * kLoopOverhead + it * spill;
       w->arith += fmax(thr, chain);
       if (n->type.rank == 0) w->steps[maxmin] += it;
       w->bytes += it * k * b;
