@@ -938,6 +938,58 @@ static void test_add_of_product_fuses(void **state) {
   xir_program_free(p);
 }
 
+/* A product of per-unit values added to a tile (layernorm's x − sum·(1/C)) is not fused: the
+ * product is computed once per unit either way, and the fused form only moves the tile's add to
+ * the FMA ports (lower.c, eval_fused). Every element is x − round(m·t) — checked to differ from
+ * fmaf(−m, t, x) somewhere in the data, so the test tells the two apart — on every candidate. */
+static void test_uniform_product_not_fused(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rmsnorm") != 0) return;
+  static const char *kText =
+      "kernel k[R, C](a: f32[R, C], y: out f32[R, C], t: f32 = 0.3)\n"
+      "root r in R {\n  v = load a[r, :]\n  m = load a[r, 0]\n  store y[r, :] = sub(v, mul(m, t))\n}\n";
+  xir_program *p;
+  xir_diag d;
+  xir_shape s;
+  if (xir_program_parse(kText, strlen(kText), "k.xir", &p, &d) || xir_shape_parse(p, "R=7,C=45", &s, &d))
+    die(&d);
+  xir_compiler *cc;
+  if (xir_compiler_create(NULL, &cc, &d)) die(&d);
+  enum { N = 7 * 45 };
+  float in[N], out[N];
+  const float t = 0.3f;
+  for (int i = 0; i < N; i++) in[i] = (float)((i * 7919 % 1000) - 500) / 137.0f;
+  int differ = 0;
+  for (int i = 0; i < N; i++) {
+    volatile float mt = in[i / 45 * 45] * t;
+    differ |= fmaf(-in[i / 45 * 45], t, in[i]) != in[i] - mt;
+  }
+  assert_true(differ);
+  xir_candidate *cands;
+  size_t nc;
+  if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
+  for (size_t ci = 0; ci < nc; ci++) {
+    const xir_kernel *k;
+    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
+    xir_arg args[3] = {{.in = in}, {.out = out}, {.scalar = 0.3}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    for (int i = 0; i < N; i++) {
+      volatile float mt = in[i / 45 * 45] * t; /* rounded */
+      float want = in[i] - mt;
+      if (memcmp(&out[i], &want, 4)) {
+        char name[128];
+        xir_candidate_name(p, &cands[ci], name, sizeof name);
+        fail_msg("%s y[%d] = %a, expected %a", name, i, out[i], want);
+      }
+    }
+  }
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+}
+
 /* Compiles candidate cand of p at shape s with cc and runs all its blocks over case c (outputs
  * reset first; the sentinels must stay intact). */
 static void run_candidate(xir_compiler *cc, const xir_program *p, const xir_shape *s,
@@ -1207,6 +1259,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_masked_packet_adds_under_mask),
       cmocka_unit_test(test_small_rows_pack_contiguously),
       cmocka_unit_test(test_add_of_product_fuses),
+      cmocka_unit_test(test_uniform_product_not_fused),
       cmocka_unit_test(test_rope_cache_clamps_positions),
       cmocka_unit_test(test_rope_cache_sign_fold_same_bits),
       cmocka_unit_test(test_rope_cache_whole_head_chunks),
