@@ -881,6 +881,18 @@ static void test_sum_starts_at_negative_zero(void **state) {
   xir_program_free(p);
 }
 
+/* Compiles candidate cand of p at s with cc and runs all its blocks on the calling thread over
+ * args (one per parameter, as xir_kernel_pack_args takes them). */
+static void compile_and_run(xir_compiler *cc, const xir_program *p, const xir_shape *s,
+                            const xir_candidate *cand, const xir_arg *args) {
+  xir_diag d;
+  const xir_kernel *k;
+  if (xir_compile(cc, p, s, cand, &k, &d)) die(&d);
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+}
+
 /* add/sub of a product is one fused multiply-add on a host with FMA (the product unrounded):
  * every element of a·b + c, c − a·b, a·b − c and c + a·b is exactly fmaf's; without FMA, exactly
  * the twice-rounded expression's. Every candidate. */
@@ -913,13 +925,9 @@ static void test_add_of_product_fuses(void **state) {
   size_t nc;
   if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
   for (size_t ci = 0; ci < nc; ci++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
     xir_arg args[7] = {{.in = in[0]}, {.in = in[1]}, {.in = in[2]}, {.out = out[0]},
                        {.out = out[1]}, {.out = out[2]}, {.out = out[3]}};
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    compile_and_run(cc, p, &s, &cands[ci], args);
     for (int i = 0; i < N; i++) {
       float a = in[0][i], b = in[1][i], c = in[2][i];
       volatile float ab = a * b; /* rounded */
@@ -969,12 +977,8 @@ static void test_uniform_product_not_fused(void **state) {
   size_t nc;
   if (xir_candidates(p, &s, xir_compiler_width(cc), &cands, &nc, &d)) die(&d);
   for (size_t ci = 0; ci < nc; ci++) {
-    const xir_kernel *k;
-    if (xir_compile(cc, p, &s, &cands[ci], &k, &d)) die(&d);
     xir_arg args[3] = {{.in = in}, {.out = out}, {.scalar = 0.3}};
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
+    compile_and_run(cc, p, &s, &cands[ci], args);
     for (int i = 0; i < N; i++) {
       volatile float mt = in[i / 45 * 45] * t; /* rounded */
       float want = in[i] - mt;

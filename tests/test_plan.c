@@ -27,6 +27,18 @@ static xir_program *load(const char *k, const char *spec, xir_shape *s) {
   return p;
 }
 
+/* The whole launch's arithmetic (arith per packet × packets) of candidate (W = 16, B, ℓ) of p at
+ * s, on one worker. */
+static double total_arith(const xir_program *p, const xir_shape *s, uint32_t B, uint32_t ell) {
+  xir_candidate c;
+  uint8_t perm[1] = {0};
+  xir_diag d;
+  xir_execution_work w;
+  if (xir_candidate_make(p, s, 16, B, ell, perm, &c, &d) || xir_execution_work_make(p, s, &c, 0, 1, &w, &d))
+    die(&d);
+  return w.arith_per_packet * (double)w.packets;
+}
+
 /* Simulates the runtime's static home assignment task by task. */
 static void simulate(const xir_candidate *c, const xir_launch_shape *ls, uint64_t *crit_p,
                      uint64_t *crit_b, uint64_t *crit_t) {
@@ -435,19 +447,7 @@ static void test_chunk_invariant_periodic_loads(void **state) {
   (void)state;
   xir_shape s;
   xir_program *p = load("rope_cache", "R=20,C=1152,HD=128,P=4096,H2=64", &s);
-  double total[2];
-  const uint32_t ells[2] = {128, 64};
-  for (int i = 0; i < 2; i++) {
-    xir_candidate c;
-    uint8_t perm[1] = {0};
-    xir_diag d;
-    xir_execution_work w;
-    if (xir_candidate_make(p, &s, 16, 128, ells[i], perm, &c, &d) ||
-        xir_execution_work_make(p, &s, &c, 0, 1, &w, &d))
-      die(&d);
-    total[i] = w.arith_per_packet * (double)w.packets;
-  }
-  assert_true(total[0] < 0.85 * total[1]);
+  assert_true(total_arith(p, &s, 128, 128) < 0.85 * total_arith(p, &s, 128, 64));
   xir_program_free(p);
 }
 
@@ -518,20 +518,11 @@ static void test_vector_math_registers_price_wide_units(void **state) {
   (void)state;
   const char *kernels[2] = {"softmax_mask", "layernorm"};
   double total[2][2];
-  const uint32_t ells[2] = {128, 64};
   for (int k = 0; k < 2; k++) {
     xir_shape s;
     xir_program *p = load(kernels[k], "R=400,C=3000", &s);
-    for (int i = 0; i < 2; i++) {
-      xir_candidate c;
-      uint8_t perm[1] = {0};
-      xir_diag d;
-      xir_execution_work w;
-      if (xir_candidate_make(p, &s, 16, 128, ells[i], perm, &c, &d) ||
-          xir_execution_work_make(p, &s, &c, 0, 1, &w, &d))
-        die(&d);
-      total[k][i] = w.arith_per_packet * (double)w.packets;
-    }
+    total[k][0] = total_arith(p, &s, 128, 128);
+    total[k][1] = total_arith(p, &s, 128, 64);
     xir_program_free(p);
   }
   assert_true(total[0][0] > 1.02 * total[0][1]);
