@@ -281,9 +281,9 @@ static void vs_peers(builder *b, const char *k, const char *shape) {
       char cfg[96];
       snprintf(cfg, sizeof cfg, "%.*s", (int)(end - c), c);
       const char *base = strstr(cfg, ",H=1") ? "peer:c_fast_1t" : "peer:c_fast_omp";
-      if (in_list(b->f->configs, base, ',')) add_cmp(b, add_case(b, k, shape, base), add_case(b, k, shape, cfg));
-      else if (in_list(b->f->configs, "default", ',')) add_cmp(b, add_case(b, k, shape, "default"), add_case(b, k, shape, cfg));
-      else (void)add_case(b, k, shape, cfg);
+      if (!in_list(b->f->configs, base, ',')) base = in_list(b->f->configs, "default", ',') ? "default" : NULL;
+      int x = base ? add_case(b, k, shape, base) : -1;
+      add_cmp(b, x, add_case(b, k, shape, cfg)); /* (no comparison without a base) */
       c = *end ? end + 1 : end;
       continue;
     }

@@ -1250,14 +1250,14 @@ static int eval_fused(lw *L, const xir_node *n, val *out) {
     return 0;
   int side = fusable_mul(L, n->args[0]) ? 0 : fusable_mul(L, n->args[1]) ? 1 : -1;
   if (side < 0) return 0;
+  const xir_node *m = &L->p->nodes[n->args[side]];
   /* A product of per-unit values (rank 0: layernorm's mean = sum · (1/C)) added to a tile is
    * computed once per unit either way, so fusing saves no instruction; it only moves the
    * tile's add from an adder to a multiplier port (Zen 4: two FADD and two FMA pipes), where
    * the tile's own products already queue: layernorm's output loop was three FMAs a packet
    * instead of an add and two FMAs. Such a sum rounds the product first, as C without
    * contraction of a hoisted product would. (The choice depends on the program only.) */
-  if (L->p->nodes[n->args[side]].type.rank == 0 && n->type.rank > 0) return 0;
-  const xir_node *m = &L->p->nodes[n->args[side]];
+  if (m->type.rank == 0 && n->type.rank > 0) return 0;
   val a = eval(L, m->args[0]), b = eval(L, m->args[1]), c = eval(L, n->args[1 - side]);
   LLVMValueRef r[MAXK];
   for (unsigned q = 0; q < L->k; q++) {

@@ -334,13 +334,7 @@ void xir__choice_note(xir__choice *c, int service, double ns) {
     uint32_t m = k + 1 < XIR__CHOICE_RING ? k + 1 : XIR__CHOICE_RING;
     double x[XIR__CHOICE_RING];
     for (uint32_t i = 0; i < m; i++) x[i] = load_ns(&c->ring[a][i]);
-    for (uint32_t i = 1; i < m; i++) /* insertion sort of at most 8 */
-      for (uint32_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
-        double t = x[j];
-        x[j] = x[j - 1];
-        x[j - 1] = t;
-      }
-    v = m % 2 ? x[m / 2] : (x[m / 2 - 1] + x[m / 2]) / 2;
+    v = xir__median(x, m);
     if (!(v > 0)) v = ns; /* a torn read of a slot being written */
   } else if (prev > 0 && ns > prev) {
     v = prev + (ns - prev < prev ? ns - prev : prev) / 16;
