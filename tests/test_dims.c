@@ -501,9 +501,9 @@ static void test_mismatch_refused(void **state) {
 
 /* Runs every candidate of kernel at spec with row strides (param name → stride, pairs) on every
  * buffer named; checks oracle, sentinels and gaps. */
-static void strided(const char *kernel, const char *spec, const char **names, const int64_t *ld,
-                    int nb) {
-  xir_program *p = load(kernel);
+static void strided_program(xir_program *p, const char *spec, const char **names,
+                            const int64_t *ld, int nb) {
+  const char *kernel = xir_program_name(p);
   xir_shape s = shape_of(p, spec);
   xir_case c;
   xir_diag d;
@@ -540,6 +540,11 @@ static void strided(const char *kernel, const char *spec, const char **names, co
   xir_program_free(p);
 }
 
+static void strided(const char *kernel, const char *spec, const char **names, const int64_t *ld,
+                    int nb) {
+  strided_program(load(kernel), spec, names, ld, nb);
+}
+
 static void test_strided_rows(void **state) {
   (void)state;
   /* gaps on inputs and outputs, odd strides (misaligned rows) */
@@ -558,6 +563,18 @@ static void test_strided_rows(void **state) {
   strided("swiglu", "R=17,C=65", (const char *[]){"a", "b", "y"}, (const int64_t[]){130, 130, 70}, 3);
   strided("swiglu", "R=9,C=64", (const char *[]){"a", "b"}, (const int64_t[]){128, 128}, 2);
   strided("gelu_residual", "R=5,C=48", (const char *[]){"x", "y"}, (const int64_t[]){49, 64}, 2);
+  /* three root axes, a launch-time H: whole blocks address root-ordered accesses at p0 only when
+   * every buffer is contiguous (src/lower/lower.c, whole_flat); strided, the tested unit loop */
+  {
+    static const char *kE4 =
+        "kernel e4[B, H, C](x: f32[B, H, C], w: f32[H, C], t: f32[H, B, C], y: out f32[B, H, C])\n"
+        "root b in B, h in H, c in C {\n"
+        "  store y[b, h, c] = load x[b, h, c] * load w[h, c] + load t[h, b, c]\n}\n";
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(kE4, strlen(kE4), "e4.xir", &p, &d)) die(&d);
+    strided_program(p, "B=3,H=5,C=48", (const char *[]){"x", "y"}, (const int64_t[]){51, 64}, 2);
+  }
   /* attention (every candidate, the attention mapping's too): rows of q, k, v and o apart by
    * more than D or DV, odd strides */
   strided("attention", "B=2,HQ=4,HKV=2,Q=5,K=70,D=16,DV=12", (const char *[]){"q", "k", "v", "o"},

@@ -371,6 +371,57 @@ static void test_whole_block_path(void **state) {
   xir_program_free(p);
 }
 
+/* Three root axes with a launch-time middle extent (off the lin path): a whole block of
+ * contiguous buffers addresses an access in root order (x[b, h, c], y[b, h, c]) at p0 — no
+ * division by H or C is left in its unit loop (there were a 64-bit signed division and remainder
+ * by H and a division by C a packet) — while a broadcast (w[h, c]) and a transposed (t[h, b, c])
+ * access keep the coordinates. Every candidate matches the oracle at shapes whose H and B differ
+ * from the first (the code is shared across launch-time dims), C a multiple of W or not. */
+static void test_whole_block_flat_three_axes(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "swiglu") != 0) return;
+  static const char *const kText[] = {
+      "kernel e3[B, H, C](x: f32[B, H, C], y: out f32[B, H, C])\n"
+      "root b in B, h in H, c in C {\n  store y[b, h, c] = load x[b, h, c] * 2.0\n}\n",
+      "kernel e4[B, H, C](x: f32[B, H, C], w: f32[H, C], t: f32[H, B, C], y: out f32[B, H, C])\n"
+      "root b in B, h in H, c in C {\n"
+      "  store y[b, h, c] = load x[b, h, c] * load w[h, c] + load t[h, b, c]\n}\n"};
+  static const char *const kShapes[] = {"B=3,H=5,C=48", "B=7,H=13,C=160", "B=2,H=3,C=16",
+                                        "B=5,H=7,C=17"};
+  xir_tolerance tol = {1e-6, 1e-6};
+  for (int t = 0; t < 2; t++) {
+    xir_program *p;
+    xir_diag d;
+    if (xir_program_parse(kText[t], strlen(kText[t]), "e.xir", &p, &d)) die(&d);
+    if (t == 0) {
+      xir_shape sh;
+      if (xir_shape_parse(p, kShapes[0], &sh, &d)) die(&d);
+      xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+      xir_compiler *cc;
+      if (xir_compiler_create(&o, &cc, &d)) die(&d);
+      uint32_t W = xir_compiler_width(cc);
+      xir_candidate c;
+      uint8_t perm[3] = {0, 1, 2};
+      if (xir_candidate_make(p, &sh, W, 8 * W, 1, perm, &c, &d)) die(&d);
+      const xir_kernel *k;
+      if (xir_compile(cc, p, &sh, &c, &k, &d)) die(&d);
+      xir_kernel_info info;
+      xir_kernel_get_info(k, &info);
+      static char blk[1 << 16];
+      ir_block(info.ir_text, "wholeunit", blk, sizeof blk);
+      assert_true(strlen(blk) > 0);
+      assert_int_equal(count_str(blk, "div i64 "), 0); /* udiv, sdiv */
+      assert_int_equal(count_str(blk, "rem i64 "), 0); /* urem, srem */
+      assert_int_equal(count_str(blk, "mul i64 "), 0);
+      xir_compiler_destroy(cc);
+    }
+    for (int w = 0; w < 2; w++)
+      for (int i = 0; i < 4; i++)
+        if (g_cc[w]) assert_true(check_program(g_cc[w], p, kShapes[i], 0, 1, tol) > 0);
+    xir_program_free(p);
+  }
+}
+
 /* An expensive tile used by two consumers is computed once: softmax's exp appears at one call
  * site (the sum's loop stores it, the store's loop reloads it). Compiled without the inliner so
  * that the call sites stay visible in the IR. */
@@ -1299,6 +1350,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_shared_exp_is_computed_once),
       cmocka_unit_test(test_block_coords_once_per_block),
       cmocka_unit_test(test_whole_block_flat_address),
+      cmocka_unit_test(test_whole_block_flat_three_axes),
       cmocka_unit_test(test_whole_block_path),
       cmocka_unit_test(test_rope_pow_uses_uniform_base),
       cmocka_unit_test(test_uniform_row_values), cmocka_unit_test(test_softmax_exp_nonpos),

@@ -89,6 +89,8 @@ typedef struct lw {
    * strided view, 1 + the sum of (dim − 1)·stride (bend) */
   LLVMValueRef bend[XIR_MAX_PARAMS], cend[XIR_MAX_PARAMS];
   int use_cstride;         /* this unit's addresses use the contiguous strides (lin path) */
+  int flat;                /* a whole block of contiguous buffers off the lin path (ℓ = 1): an
+                            * access in root order (root_ordered) is at p0 */
   int nowrap;              /* this unit's innermost root coordinate does not wrap (run-time check) */
   int lin_ok;              /* the root extents inside the outermost are compile-time */
   int lin_tail;            /* ℓ = 1, the last unit: root programs unclamped, every vector load
@@ -661,9 +663,30 @@ static int is_index_exact(const xir_node *n) {
   return n->op == XIR_OP_ROOT || n->op == XIR_OP_IOTA;
 }
 
+/* Whether load/store n (nidx indices) reads its buffer in root order: the buffer's dims are the
+ * root axes' extents, outermost first as the candidate's perm orders them, and each index is
+ * that root axis. In a contiguous row-major buffer its element is then at the root program's
+ * flattened index, whatever the dims' values. */
+static int root_ordered(const lw *L, const xir_node *n, int nidx) {
+  const xir_program *p = L->p;
+  const xir_param *q = &p->params[n->ref];
+  if (q->rank != p->nroot || nidx != p->nroot) return 0;
+  for (int a = 0; a < nidx; a++) {
+    int ax = L->c->perm[a];
+    if (n->args[a] < 0 || p->nodes[n->args[a]].op != XIR_OP_ROOT || p->nodes[n->args[a]].ref != ax ||
+        q->dims[a] != p->root[ax].dim)
+      return 0;
+  }
+  return 1;
+}
+
 /* Element offset of a load/store at the current env. */
 static val access_offset(lw *L, const xir_node *n, int nidx) {
   const xir_param *q = &L->p->params[n->ref];
+  /* a whole block of contiguous buffers (ℓ = 1, every lane a root program, the contiguity flag
+   * checked): consecutive root programs address consecutive elements, across rows too, with
+   * launch-time dims — no coordinate enters the address (their divisions die unused) */
+  if (L->flat && L->full && L->ell == 1 && root_ordered(L, n, nidx)) return vaff(L->p0, 1);
   val off = vaff(ci64(L, 0), 0);
   for (int kdim = nidx - 1; kdim >= 0; kdim--) {
     int bd = q->dims[kdim];
@@ -4208,6 +4231,18 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
    * strided view's run-time strides keep a division a packet (swiglu 2x100000, one thread, 64
    * blocks in L2: 10.7-11.1 -> 5.4-6.8 ns a packet). Strided views take the unit loop. */
   int whole_lin = use_lin || (whole_blocks && p->nroot >= 2 && inner_fixed);
+  /* off the lin path (a launch-time extent inside the outermost: the coordinates divide by it),
+   * whole blocks of contiguous buffers address root-ordered accesses at p0 (access_offset: a
+   * root over [B, H, C] with a launch-time H paid a 64-bit signed division and remainder by H and
+   * one by E a packet). Only where packets do not wrap (E a compile-time multiple of W): the
+   * other accesses keep the full path's affine coordinates. */
+  int whole_flat = 0;
+  if (whole_blocks && !whole_lin && !multi && p->nroot >= 2)
+    for (int i = p->body_begin; i < p->nnodes && !whole_flat; i++) {
+      const xir_node *n = &p->nodes[i];
+      if (n->op == XIR_OP_LOAD) whole_flat = root_ordered(&L, n, n->nargs);
+      else if (n->op == XIR_OP_STORE) whole_flat = root_ordered(&L, n, n->nargs - 1);
+    }
   L.pair_ok = whole_blocks && pair_units_ok(&L, units, whole_lin);
   stream_tests(&L);
   emit_hoisted(&L);
@@ -4252,7 +4287,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMValueRef whole = LLVMBuildICmp(L.b, LLVMIntSLE,
                                        LLVMBuildAdd(L.b, p0b, ci64(&L, (int64_t)rp_per_block), ""),
                                        L.Pv, "wholeblock");
-    if (whole_lin) whole = LLVMBuildAnd(L.b, whole, L.contig_flag, "");
+    if (whole_lin || whole_flat) whole = LLVMBuildAnd(L.b, whole, L.contig_flag, "");
     LLVMBasicBlockRef fastb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholeblock");
     LLVMBasicBlockRef slowb = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "unitloop");
     blk_done = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "blockdone");
@@ -4266,7 +4301,9 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     LLVMBasicBlockRef ub = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholeunit");
     LLVMBasicBlockRef un_next = LLVMAppendBasicBlockInContext(L.ctx, L.fn, "wholenext");
     LLVMBuildBr(L.b, ub);
+    L.flat = whole_flat;
     emit_mode(&L, ub, un_next, 1, 0, whole_lin, 0);
+    L.flat = 0;
     LLVMPositionBuilderAtEnd(L.b, un_next);
     loop_end(&L, &fu);
     L.k = 1;
