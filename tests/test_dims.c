@@ -574,6 +574,10 @@ static void test_strided_rows(void **state) {
     xir_diag d;
     if (xir_program_parse(kE4, strlen(kE4), "e4.xir", &p, &d)) die(&d);
     strided_program(p, "B=3,H=5,C=48", (const char *[]){"x", "y"}, (const int64_t[]){51, 64}, 2);
+    static const char *kE3 = "kernel e3[B, H, C](x: f32[B, H, C], y: out f32[B, H, C])\n"
+                             "root b in B, h in H, c in C {\n  store y[b, h, c] = load x[b, h, c] * 2.0\n}\n";
+    if (xir_program_parse(kE3, strlen(kE3), "e3.xir", &p, &d)) die(&d);
+    strided_program(p, "B=3,H=5,C=17", (const char *[]){"x", "y"}, (const int64_t[]){19, 32}, 2);
   }
   /* attention (every candidate, the attention mapping's too): rows of q, k, v and o apart by
    * more than D or DV, odd strides */

@@ -680,6 +680,24 @@ static int root_ordered(const lw *L, const xir_node *n, int nidx) {
   return 1;
 }
 
+/* Whether the body uses the root coordinates only as the indices of root-ordered loads and
+ * stores (root_ordered), with at least one such access: then on the flat path no coordinate is
+ * used at all. */
+static int only_root_ordered(const lw *L) {
+  const xir_program *p = L->p;
+  int any = 0;
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    int nidx = n->op == XIR_OP_LOAD ? n->nargs : n->op == XIR_OP_STORE ? n->nargs - 1 : 0;
+    int ordered = nidx > 0 && root_ordered(L, n, nidx);
+    any |= ordered;
+    for (int a = 0; a < n->nargs; a++)
+      if (n->args[a] >= 0 && p->nodes[n->args[a]].op == XIR_OP_ROOT && !(ordered && a < nidx))
+        return 0;
+  }
+  return any;
+}
+
 /* Element offset of a load/store at the current env. */
 static val access_offset(lw *L, const xir_node *n, int nidx) {
   const xir_param *q = &L->p->params[n->ref];
@@ -4243,6 +4261,14 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
       if (n->op == XIR_OP_LOAD) whole_flat = root_ordered(&L, n, n->nargs);
       else if (n->op == XIR_OP_STORE) whole_flat = root_ordered(&L, n, n->nargs - 1);
     }
+  /* Where packets may wrap (E not a compile-time multiple of W) and the lin path is not taken,
+   * whole blocks still take the flat addressing when no coordinate is needed at all: every root
+   * index is an index of a root-ordered access (only_root_ordered). Their packets otherwise
+   * went through the tested unit loop, the wrapping ones gathering. */
+  if (L.ell == 1 && units > 1 && multi && !use_lin && p->nroot >= 2 && only_root_ordered(&L)) {
+    whole_blocks = 1;
+    whole_flat = 1;
+  }
   L.pair_ok = whole_blocks && pair_units_ok(&L, units, whole_lin);
   stream_tests(&L);
   emit_hoisted(&L);
