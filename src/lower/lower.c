@@ -680,12 +680,13 @@ static int root_ordered(const lw *L, const xir_node *n, int nidx) {
   return 1;
 }
 
-/* Whether the body uses the root coordinates only as the indices of root-ordered loads and
- * stores (root_ordered), with at least one such access: then on the flat path no coordinate is
- * used at all. */
-static int only_root_ordered(const lw *L) {
+/* Whether the body has a root-ordered load or store (root_ordered); *only: and uses the root
+ * coordinates only as the indices of such accesses (then on the flat path no coordinate is used
+ * at all). */
+static int root_order_use(const lw *L, int *only) {
   const xir_program *p = L->p;
   int any = 0;
+  *only = 1;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
     int nidx = n->op == XIR_OP_LOAD ? n->nargs : n->op == XIR_OP_STORE ? n->nargs - 1 : 0;
@@ -693,8 +694,9 @@ static int only_root_ordered(const lw *L) {
     any |= ordered;
     for (int a = 0; a < n->nargs; a++)
       if (n->args[a] >= 0 && p->nodes[n->args[a]].op == XIR_OP_ROOT && !(ordered && a < nidx))
-        return 0;
+        *only = 0;
   }
+  *only &= any;
   return any;
 }
 
@@ -3923,13 +3925,7 @@ static int pair_evenodd_ok(const lw *L) {
       if (uniform && n->op == XIR_OP_LOAD) continue;
       return 0;
     }
-    if (q->elem != XIR_BF16 || q->rank != p->nroot || nidx != p->nroot) return 0;
-    for (int a = 0; a < nidx; a++) {
-      int ax = L->c->perm[a];
-      if (n->args[a] < 0 || p->nodes[n->args[a]].op != XIR_OP_ROOT || p->nodes[n->args[a]].ref != ax ||
-          q->dims[a] != p->root[ax].dim)
-        return 0;
-    }
+    if (q->elem != XIR_BF16 || !root_ordered(L, n, nidx)) return 0;
   }
   return 1;
 }
@@ -4249,25 +4245,18 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
    * strided view's run-time strides keep a division a packet (swiglu 2x100000, one thread, 64
    * blocks in L2, AOT objects: 11.7-11.9 -> 7.3 ns a packet). Strided views take the unit loop. */
   int whole_lin = use_lin || (whole_blocks && p->nroot >= 2 && inner_fixed);
-  /* off the lin path (a launch-time extent inside the outermost: the coordinates divide by it),
+  /* Off the lin path (a launch-time extent inside the outermost: the coordinates divide by it),
    * whole blocks of contiguous buffers address root-ordered accesses at p0 (access_offset: a
    * root over [B, H, C] with a launch-time H paid a 64-bit signed division and remainder by H and
-   * one by E a packet). Only where packets do not wrap (E a compile-time multiple of W): the
-   * other accesses keep the full path's affine coordinates. */
+   * one by E a packet). Where packets do not wrap (E a compile-time multiple of W) as soon as one
+   * access is root-ordered: the others keep the full path's affine coordinates. Where they may
+   * wrap, only when no coordinate is needed at all (root_order_use's *only) — such packets
+   * otherwise went through the tested unit loop, the wrapping ones gathering. */
   int whole_flat = 0;
-  if (whole_blocks && !whole_lin && !multi && p->nroot >= 2)
-    for (int i = p->body_begin; i < p->nnodes && !whole_flat; i++) {
-      const xir_node *n = &p->nodes[i];
-      if (n->op == XIR_OP_LOAD) whole_flat = root_ordered(&L, n, n->nargs);
-      else if (n->op == XIR_OP_STORE) whole_flat = root_ordered(&L, n, n->nargs - 1);
-    }
-  /* Where packets may wrap (E not a compile-time multiple of W) and the lin path is not taken,
-   * whole blocks still take the flat addressing when no coordinate is needed at all: every root
-   * index is an index of a root-ordered access (only_root_ordered). Their packets otherwise
-   * went through the tested unit loop, the wrapping ones gathering. */
-  if (L.ell == 1 && units > 1 && multi && !use_lin && p->nroot >= 2 && only_root_ordered(&L)) {
-    whole_blocks = 1;
-    whole_flat = 1;
+  if (L.ell == 1 && units > 1 && p->nroot >= 2 && !whole_lin) {
+    int only, any = root_order_use(&L, &only);
+    whole_flat = multi ? only : any;
+    whole_blocks |= whole_flat;
   }
   L.pair_ok = whole_blocks && pair_units_ok(&L, units, whole_lin);
   stream_tests(&L);
