@@ -599,6 +599,36 @@ static void test_period_buffers(void **state) {
     assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, NULL, i, &pb));
   }
   xir_program_free(p);
+  /* One head a row (C = HD): sin and cos do not repeat along the row but take each value on two
+   * elements, so the unit computes the row's N / 2 values into a buffer of the row (M = N): at
+   * HD = 96 comp = 96 (three vectors at even c), the buffer 96 elements at l = 16 (the chunks
+   * read [0, 96)); at HD = 100 comp = 128 passes the row (the tile has period N, so the values
+   * past it are those of c mod N), the buffer 128. Without the stretch none (chunk by chunk
+   * computes the same values). The outputs: test_native runs every candidate at C = HD = 96,
+   * 100, 80, 34. */
+  static const char *const one[] = {"R=3,C=96,HD=96", "R=3,C=100,HD=100"};
+  for (int t = 0; t < 2; t++) {
+    p = load("rope", one[t], &s);
+    inner_facts(p, &s, C, per, str, hoist);
+    int n1 = 0;
+    for (int i = p->body_begin; i < p->nnodes; i++) {
+      int sc = p->nodes[i].op == XIR_OP_SIN || p->nodes[i].op == XIR_OP_COS;
+      n1 += sc;
+      assert_int_equal(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, str, i, &pb), sc);
+      if (!sc) continue;
+      assert_int_equal(pb.M, s.dims[C]);
+      assert_int_equal(pb.D, 2);
+      assert_int_equal(pb.comp, t == 0 ? 96 : 128);
+      assert_int_equal(pb.len, t == 0 ? 96 : 128);
+      assert_true(xir__period_buffer(p, &s, C, 64, 16, 1, 0, hoist, per, str, i, &pb));
+      assert_int_equal(pb.len, 128); /* the chunks read [0, 128) */
+      assert_false(xir__period_buffer(p, &s, C, 16, 16, 1, 0, hoist, per, NULL, i, &pb));
+      assert_false(xir__period_buffer(p, &s, C, 16, 16, 0, 0, hoist, per, str, i, &pb));
+    }
+    assert_int_equal(n1, 2);
+    check_ir16(p, &s, 16, has, 1, NULL);
+    xir_program_free(p);
+  }
   /* periodic loads: rope_cache's table reads at HD = 100, l = 16 (3 of 25 chunk residues cross
    * a head); not at HD = 96 (no chunk of 16 crosses one) nor at HD = 128, l = 128 */
   static const char *const rc[] = {"R=3,C=1000,HD=100,P=8,H2=50", "R=3,C=960,HD=96,P=8,H2=48",

@@ -29,7 +29,11 @@ static const char *kRowShapes[] = {"R=64,C=256",  "R=129,C=768", "R=17,C=65",   
                                    "R=33,C=1000", "R=37,C=8", "R=19,C=6", "R=21,C=2", "R=13,C=24"};
 static const char *kRopeShapes[] = {"R=64,C=256,HD=64", "R=129,C=768,HD=128", "R=257,C=1538,HD=2",
                                     "R=1024,C=4096,HD=128", "R=4096,C=1024,HD=64", "R=1,C=2,HD=2",
-                                    "R=3,C=6,HD=2", "R=33,C=1000,HD=100", "R=17,C=66,HD=22"};
+                                    "R=3,C=6,HD=2", "R=33,C=1000,HD=100", "R=17,C=66,HD=22",
+                                    /* one head a row: sin and cos in a buffer of the row's
+                                     * values (M = N), computed past N at HD = 100, 80, 34 */
+                                    "R=9,C=96,HD=96", "R=7,C=100,HD=100", "R=5,C=80,HD=80",
+                                    "R=3,C=34,HD=34"};
 /* rope_cache: P above, below and equal to R (positions repeat when P < R), P = 1 (all zero) */
 static const char *kRopeCacheShapes[] = {
     "R=64,C=256,HD=64,P=100,H2=32",      "R=129,C=768,HD=64,P=4096,H2=32",

@@ -113,9 +113,15 @@ int64_t xir__hoist_extent(const xir_program *p, int id, int64_t N, int64_t M, in
   for (int j = p->body_begin; j < p->nnodes; j++) any |= pbuf[j].len > 0;
   if (!any) return need;
   if (direct && !direct[id]) need = W;
+  int64_t cap = N;
   for (int j = p->body_begin; j < p->nnodes; j++)
     if (pbuf[j].len && pbuf[j].comp > need) need = pbuf[j].comp;
-  return need > N ? N : need;
+  /* a buffer of a whole row's values (M = N) may compute past N (up to N + D·W − 1, inside the
+   * tile's buffer of ⌈N / W⌉ + D vectors): the hoisted tile is filled as far, its period (N)
+   * copied */
+  for (int j = p->body_begin; j < p->nnodes; j++)
+    if (pbuf[j].len && pbuf[j].M == N && pbuf[j].comp > cap) cap = pbuf[j].comp;
+  return need > cap ? cap : need;
 }
 
 int xir__chunk_unroll(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
@@ -144,9 +150,15 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
       n->type.axes[0] != X)
     return 0;
   int64_t M = period[id], N = s->dims[X], L = ell;
-  if (M <= 1 || M >= N) return 0;
   int64_t D = stretch ? stretch[id] : 1;
+  /* a tile that does not repeat along the row (period N or none) but whose consecutive
+   * elements share values (RoPE with one head a row, C = HD: D = 2) is a buffer of the row's
+   * values, computed at N / D of its elements instead of every one */
+  int64_t M0 = M;
+  if ((M == 0 || M >= N) && D > 1 && N % D == 0) M = N;
+  if (M <= 1 || M > N || (M == N && (load || D <= 1))) return 0;
   if (D < 1 || M % D != 0 || W % D != 0) D = 1;
+  if (M == N && D == 1) return 0;
   int inv = L % M == 0; /* every chunk at residue 0 */
   if (inv && D == 1) return 0; /* chunk invariance computes the same values already */
   if (load) {
@@ -163,10 +175,15 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
         xir__window_local_residues(&pt, ell, W, good, reach) >= 1.0)
       return 0;
   }
-  int64_t comp = (M + D * W - 1) / (D * W) * (D * W), need = inv ? L : M + L;
+  /* with M = N no chunk passes the row: the chunks read [0, ceil(N / ℓ)·ℓ) */
+  int64_t comp = (M + D * W - 1) / (D * W) * (D * W),
+          need = inv ? L : M == N ? (N + L - 1) / L * L : M + L;
   int64_t len = (need + W - 1) / W * W;
   if (len < comp) len = comp;
-  if (comp > N || len > 65536 || (!inv && 2 * (comp / D) > N)) return 0;
+  /* comp past the row only where the tile has period N: the values past N are those of c mod N,
+   * in range, and the hoisted tiles it reads are filled that far (xir__hoist_extent) */
+  if ((comp > N && M0 != N) || len > 65536 || (!inv && 2 * (comp / D) > (M == N ? 2 * N - 2 : N)))
+    return 0;
   out->len = len;
   out->comp = comp;
   out->D = D;

@@ -1514,10 +1514,12 @@ static val eval(lw *L, int id) {
       L->env[X].aff && L->env[X].s == 1) {
     /* a period buffer: the chunk's ℓ values from its residue c0 mod M on (carried by the chunk
      * loop where it can: a division a chunk otherwise) */
-    LLVMValueRef r0 = NULL;
+    int64_t M = L->pm[id].M;
+    /* M = the row's length (a buffer of one row's values): c0 is its own residue */
+    LLVMValueRef r0 = M == dimc(L, X) ? L->env[X].u : NULL;
     for (int j = 0; j < L->nres && !r0; j++)
-      if (L->res_M[j] == L->period[id] && L->env[X].u == L->res_u) r0 = L->res_cur[j];
-    if (!r0) r0 = LLVMBuildURem(L->b, L->env[X].u, ci64(L, L->period[id]), "");
+      if (L->res_M[j] == M && L->env[X].u == L->res_u) r0 = L->res_cur[j];
+    if (!r0) r0 = LLVMBuildURem(L->b, L->env[X].u, ci64(L, M), "");
     memset(&r, 0, sizeof r);
     for (unsigned q = 0; q < L->k; q++) {
       LLVMValueRef o = LLVMBuildAdd(L->b, r0, ci64(L, (int64_t)(q * L->W)), "");
@@ -1631,8 +1633,9 @@ static void res_begin(lw *L, LLVMValueRef from, int64_t ell) {
   if (!L->pm || !L->pm_buf || !L->period || L->pm_compute || L->precompute) return;
   for (int i = L->p->body_begin; i < L->p->nnodes; i++) {
     if (!L->pm[i].len || !L->pm_buf[i]) continue;
-    int64_t M = L->period[i];
-    if (ell % M == 0) continue; /* every chunk at residue 0: the division folds */
+    int64_t M = L->pm[i].M;
+    /* every chunk at residue 0 (the division folds), or M the row's length (no division) */
+    if (ell % M == 0 || M == dimc(L, L->c->inner_dim)) continue;
     int seen = 0;
     for (int j = 0; j < L->nres; j++) seen |= L->res_M[j] == M;
     if (seen || L->nres == 4) continue;
@@ -3736,7 +3739,13 @@ static void emit_hoisted(lw *L) {
     xir__inner_stretch(L->p, L->sh, X, str);
     int64_t D = str[id];
     if (D < 1 || M % D != 0 || L->W % D != 0) D = 1;
-    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)((steps + D) * L->W)), "hoist");
+    /* then copied as far as the chunks and the period buffers read it (xir__hoist_extent): past
+     * N where a period buffer of a whole row computes past it; the copy's last step writes up to
+     * W − 1 elements beyond */
+    int64_t need = xir__hoist_extent(L->p, id, N, M, X == L->c->inner_dim, L->ell, L->W, L->pm,
+                                     L->pm_direct);
+    int64_t nvec = steps + D > (need + L->W - 1) / L->W + 1 ? steps + D : (need + L->W - 1) / L->W + 1;
+    LLVMValueRef buf = entry_alloca(L, LLVMArrayType2(L->f32, (uint64_t)(nvec * L->W)), "hoist");
     /* a few steps are emitted unrolled, at constant element indices: what depends on the index
      * only folds to constants (RoPE's exponent −2i/HD, and pow's special cases of it) */
     int64_t nstep = (M + D * L->W - 1) / (D * L->W);
@@ -3759,9 +3768,6 @@ static void emit_hoisted(lw *L) {
       hoist_step(L, id, X, D, buf, ci64(L, t * D * (int64_t)L->W), t >= nfull ? N - 1 : -1);
     /* With every chunk full (ℓ divides N) and ℓ a multiple of M, eval reads the buffer at the
      * constant offsets (q·W mod M) + i only (the periodic path): elements [0, max(M, W)) */
-    /* then copied as far as the chunks and the period buffers read it (xir__hoist_extent) */
-    int64_t need = xir__hoist_extent(L->p, id, N, M, X == L->c->inner_dim, L->ell, L->W, L->pm,
-                                     L->pm_direct);
     copy_period(L, buf, M, M, need);
     L->hoist_buf[id] = buf;
   }
