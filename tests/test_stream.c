@@ -354,7 +354,7 @@ static void test_prefetch_spread_over_packets(void **state) {
  * view (rows 205 / 45 apart, the gaps hold sentinels), and the output a line + 1 byte past (its
  * floats not 4-byte aligned: the same bytes, no fault). Every row candidate against the oracle,
  * sentinels intact; on AVX-512 the IR of the ℓ ≥ W candidates has the fill's blocks (fill.head,
- * the masked head/tail stores in fill.part, full-line zero stores). */
+ * the masked head/tail stores in fill.part, full-line zero stores), after the row's 1 / s. */
 static void test_early_fill_aligned_lines(void **state) {
   (void)state;
   xir_program *p = builtin("softmax_causal");
@@ -413,6 +413,11 @@ static void test_early_fill_aligned_lines(void **state) {
         const char *ir = ir_of(cc, p, &shape, &cands[i]);
         const char *h = strstr(ir, "\nfill.head");
         if (!h) fail_msg("%s: no aligned fill (block fill.head)", name);
+        /* the fill comes after the chain it does not wait for (lower.c emit_early_fill): the
+         * row's 1 / s is computed before it, so the chain's loads and latency are not behind
+         * the whole fill (placed at the unit's start, fill.head came before any fdiv) */
+        const char *dv = strstr(ir, "fdiv float 1.000000e+00");
+        if (!dv || dv > h) fail_msg("%s: the fill is emitted before the row's 1 / s", name);
         /* the head and tail lines: masked stores in blocks of their own (fill.part) */
         const char *part = strstr(ir, "\nfill.part");
         if (!part) fail_msg("%s: no masked head or tail line (block fill.part)", name);

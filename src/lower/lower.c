@@ -175,8 +175,8 @@ typedef struct lw {
                                   operand (no comparison, no select) */
   int mask_live;               /* in that loop */
   const val *fill_val;         /* when set: store_body stores it instead of evaluating the value */
-  int early_fill;              /* the skipped stores' masked parts are written with +0 at the
-                                  unit's start (early_fill_ok) */
+  int early_fill;              /* the skipped stores' masked parts are written with +0 before
+                                  their live parts (early_fill_ok, emit_early_fill) */
   LLVMValueRef early_hi;       /* there: the first masked chunk (element for ℓ = 1) */
   /* Next-row prefetch (xir__next_row_loads): the loads whose row the next root program reads,
    * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
@@ -2830,8 +2830,10 @@ static void fill_masked(lw *L, int id, const val *v, LLVMValueRef hi) {
 /* Early fill (docs/lowering.md, "Masked-work skipping"): a skipped store's masked part holds one
  * value per unit, computed after the row's reductions (softmax: 0·(1/s)); the stores waited for
  * that chain (a causal row of one live element spent most of its time there). With ℓ ≥ W the unit
- * writes +0 there first, and after the chain writes the real value only when some lane of it is
- * not +0 (a row with a NaN: 0·NaN). Legal unless the unit could read what the early stores wrote:
+ * writes +0 there with constant stores that need no value of the chain (emit_early_fill, just
+ * before the store statement), and after the chain writes the real value only when some lane of
+ * it is not +0 (a row with a NaN: 0·NaN). Legal unless the unit could read what the early stores
+ * wrote (checked as if they came at the unit's start, which covers every later placement):
  * for every input that may alias an output (xir_program_alias_ok), every reduction and store of
  * the body must be skipped (their values at masked positions do not depend on the input) and
  * every load of that input must be a row over the mask axis (no element read alone). */
@@ -2948,7 +2950,7 @@ static void aligned_zero_fill(lw *L, int ref, LLVMValueRef s, LLVMValueRef e) {
   LLVMPositionBuilderAtEnd(b, done);
 }
 
-/* store id's masked part, from chunk L->early_hi on, with +0 (emit_early_fills): in aligned lines
+/* store id's masked part, from chunk L->early_hi on, with +0 (emit_early_fill): in aligned lines
  * where the store is an f32 row of 64-byte vectors over the mask axis, else by its tile loops */
 static void early_fill_loops(lw *L, int id) {
   const xir_node *n = &L->p->nodes[id];
@@ -2965,13 +2967,16 @@ static void early_fill_loops(lw *L, int id) {
   fill_masked(L, id, &z, L->early_hi);
 }
 
-/* At the unit's start: +0 over the masked part of every skipped store (early_fill_ok), with the
- * streaming copy where the store has one. */
-static void emit_early_fills(lw *L) {
-  const xir_program *p = L->p;
-  L->early_hi = mask_chunks(L, L->mask_end);
-  for (int i = p->body_begin; i < p->nnodes; i++)
-    if (p->nodes[i].op == XIR_OP_STORE && L->skip[i]) emit_streamed(L, i, early_fill_loops);
+/* Before a skipped store (early_fill_ok), after the reductions and rank-0 values it waits for in
+ * program order: +0 over its masked part, with the streaming copy where the store has one. The
+ * fill depends on nothing the chain computes, so its stores run while the chain's latency
+ * resolves; at the unit's start (where it was until session 39) the chain's first loads came
+ * after the whole fill, and the chain ran after it: softmax_causal 1x2560, one AOT object per
+ * placement in one C process, 150 -> 141 ns (the C peer 133); through the session, 1x4096
+ * 206 -> 193 ns, 3x1000 265 -> 236, 64x4096 14.6-14.9 -> 13.8-13.9 us (docs/lowering.md). */
+static void emit_early_fill(lw *L, int id) {
+  if (!L->early_hi) L->early_hi = mask_chunks(L, L->mask_end);
+  emit_streamed(L, id, early_fill_loops);
 }
 
 /* A store: its loops, streamed or not (emit_streamed). */
@@ -2999,7 +3004,7 @@ static void emit_store_loops(lw *L, int id) {
     fill_masked(L, id, &u, hi);
     return;
   }
-  /* the unit wrote +0 there at its start (emit_early_fills): again only if a lane is not +0 */
+  /* +0 was written there before the live part (emit_early_fill): again only if a lane is not +0 */
   LLVMValueRef nz = NULL;
   LLVMTypeRef vi32 = LLVMVectorType(LLVMInt32TypeInContext(L->ctx), L->W);
   for (unsigned q = 0; q < L->k; q++) {
@@ -3202,6 +3207,7 @@ static void uniform_values(lw *L) {
 static void emit_stmt(lw *L, int i) {
   const xir_node *n = &L->p->nodes[i];
   if (n->op == XIR_OP_STORE) {
+    if (L->early_fill && L->skip[i]) emit_early_fill(L, i);
     emit_store(L, i);
   } else if (n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN) {
     if (!L->top_ok[i]) emit_reduce(L, i); /* (set: a sibling's loop computed it) */
@@ -3216,7 +3222,7 @@ static void emit_unit(lw *L) {
   const xir_program *p = L->p;
   unit_coords(L);
   if (L->mask_id >= 0) L->mask_end = unit_mask_end(L, &L->mask_end_min);
-  if (L->early_fill) emit_early_fills(L);
+  L->early_hi = NULL; /* (emit_early_fill: set at the unit's first skipped store) */
   memset(L->top_ok, 0, sizeof(int) * (size_t)p->nnodes);
   memset(L->mat_state, 0, (size_t)p->nnodes);
   L->gen++;
