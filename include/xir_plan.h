@@ -58,6 +58,11 @@ typedef struct xir_cost_coefficients {
    * kind (steps_per_packet), beyond what the arithmetic prior (its latency floor included)
    * charges for it. 0 = the prior alone. */
   double ns_per_step[XIR_CHAIN_KINDS];
+  /* Optionally (> 0), what a task costs beyond c[DISPATCH] when the launch's data lies past the
+   * L2 level of the memory hierarchy (a task that starts new memory streams: the prefetchers
+   * ramp up again at every task boundary), at a per-core footprint of mem_bytes[1] and more;
+   * interpolated log-linearly from 0 at mem_bytes[0]. 0 = c[DISPATCH] at every footprint. */
+  double ns_per_task_far;
 } xir_cost_coefficients;
 
 /* Production defaults: arith 1, memory 0.25, block 8, imbalance 1, dispatch 0, activation 0. */
@@ -79,6 +84,8 @@ typedef struct xir_calibration {
   double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
   double ns_per_step[XIR_CHAIN_KINDS]; /* per dependent reduction step (sum, max/min) that the
                                           prior does not explain (probes with ℓ = W and 8W) */
+  double ns_per_task_far; /* per task beyond ns_per_task where the data lies in L3: the copy probe
+                             at 16 MiB with one row a task against two tasks (2 workers) */
   double stream_bytes; /* the launch footprint above which outputs are written with streaming
                           (non-temporal) stores: where a 2-worker row copy ran faster with them
                           (probes of 4 to 64 MiB); 0 when none did (the prior: half the

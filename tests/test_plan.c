@@ -533,6 +533,58 @@ static void test_vector_math_registers_price_wide_units(void **state) {
  * of the calibrated round trip a) and the caller waits a/2 for its completion. So the activation
  * term is a/2 + max(0, a/2 − 2d) for an imbalance term d: the whole activation with equal
  * shares, the completion half a/2 when the caller's extra work covers the wake-up. */
+/* A task's cost past L2 (ns_per_task_far): the dispatch term is c[DISPATCH] per critical task
+ * while the per-core footprint stays within mem_bytes[0], c[DISPATCH] + ns_per_task_far from
+ * mem_bytes[1] on, log-linear between; 0 keeps c[DISPATCH] everywhere. rope_cache 300x4096 at
+ * HD = 256 (about 7 MiB a core) with 150 tasks of 2 rows ran 79 us where 8 tasks ran 64-67
+ * (calibrate.c); the plan took the 150 tasks while the L2 figure was the only task cost. */
+static void test_far_task_cost(void **state) {
+  (void)state;
+  xir_diag d;
+  uint8_t perm[1] = {0};
+  xir_cost_coefficients co;
+  xir_cost_coefficients_default(&co);
+  co.c[XIR_TERM_DISPATCH] = 25;
+  co.mem_bytes[0] = 256 << 10;
+  co.mem_bytes[1] = 16 << 20;
+  co.mem_bytes[2] = 32 << 20;
+  co.mem_ns[0] = co.mem_ns[1] = co.mem_ns[2] = 0.01;
+  static const char *const shapes[] = {"R=8,C=1024", "R=300,C=4096", "R=64,C=8192"};
+  for (int i = 0; i < 3; i++) {
+    xir_shape s;
+    xir_program *p = load("rmsnorm", shapes[i], &s);
+    xir_candidate c;
+    if (xir_candidate_make(p, &s, 16, 128, 128, perm, &c, &d)) die(&d);
+    xir_execution_work w;
+    xir_cost_terms t;
+    if (xir_execution_work_make(p, &s, &c, 2, 2, &w, &d)) die(&d);
+    double fp = w.footprint_bytes / 2, tasks = (double)w.critical_tasks;
+    co.ns_per_task_far = 0;
+    if (xir_cost_evaluate(NULL, &w, &co, &t, &d)) die(&d);
+    assert_true(fabs(t.term[XIR_TERM_DISPATCH] - 25 * tasks) < 1e-9 * tasks);
+    co.ns_per_task_far = 800;
+    if (xir_cost_evaluate(NULL, &w, &co, &t, &d)) die(&d);
+    double f = fp <= co.mem_bytes[0] ? 0 : fp >= co.mem_bytes[1] ? 1
+               : log(fp / co.mem_bytes[0]) / log(co.mem_bytes[1] / co.mem_bytes[0]);
+    if (i == 0) assert_true(f == 0);             /* 32 KiB in, 32 KiB out: in L2 */
+    if (i == 1) assert_true(f > 0.5 && f < 1);   /* about 5 MiB a core */
+    if (i == 2) assert_true(f > 0.5);
+    assert_true(fabs(t.term[XIR_TERM_DISPATCH] - (25 + 800 * f) * tasks) < 1e-6 * (1 + tasks));
+    xir_program_free(p);
+  }
+  /* a negative or non-finite figure is refused */
+  xir_shape s;
+  xir_program *p = load("rmsnorm", "R=8,C=1024", &s);
+  xir_plan_options o;
+  xir_plan_options_default(&o);
+  co.ns_per_task_far = -1;
+  o.coefficients = &co;
+  xir_plan *pl;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "ns_per_task_far"));
+  xir_program_free(p);
+}
+
 static void test_activation_overlaps_imbalance(void **state) {
   (void)state;
   xir_shape s;
@@ -625,6 +677,7 @@ int main(void) {
       cmocka_unit_test(test_window_index_not_charged),
       cmocka_unit_test(test_chunk_invariant_periodic_loads),
       cmocka_unit_test(test_activation_overlaps_imbalance),
+      cmocka_unit_test(test_far_task_cost),
       cmocka_unit_test(test_tail_chunk_counts_live_packets),
       cmocka_unit_test(test_one_chunk_row_has_no_loop),
       cmocka_unit_test(test_vector_math_registers_price_wide_units),

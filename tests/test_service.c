@@ -66,6 +66,7 @@ static xir_status fake_measure(xir_compiler *cc, xir_runtime *rt, xir_calibratio
   out->ns_per_byte = 0.03;
   out->ns_per_block = 0.08;
   out->ns_per_task = 40;
+  out->ns_per_task_far = 600;
   out->ns_activation = 700;
   out->stream_bytes = 8 << 20;
   return XIR_OK;
@@ -79,7 +80,8 @@ static void model(int refresh, xir_calibration *c, int *from_file) {
 static int same(const xir_calibration *a, const xir_calibration *b) {
   return a->ns_per_arith == b->ns_per_arith && a->ns_per_byte == b->ns_per_byte &&
          a->ns_per_task == b->ns_per_task && a->ns_activation == b->ns_activation &&
-         a->ns_per_block == b->ns_per_block && a->stream_bytes == b->stream_bytes;
+         a->ns_per_block == b->ns_per_block && a->stream_bytes == b->stream_bytes &&
+         a->ns_per_task_far == b->ns_per_task_far;
 }
 
 /* XIR_CACHE_DIR wins over XDG_CACHE_HOME, which wins over HOME. */

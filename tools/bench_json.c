@@ -27,7 +27,7 @@
 #define CAL_FIELDS(X)                                                                       \
   X(ns_per_arith) X(ns_per_math) X(ns_per_byte) X(ns_per_block) X(ns_per_task) X(ns_activation) \
   X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) X(mem_ns[0]) X(mem_ns[1]) X(mem_ns[2])
-#define CAL_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1]) X(stream_bytes)
+#define CAL_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1]) X(stream_bytes) X(ns_per_task_far)
 
 cJSON *bench_calibration_json(const xir_calibration *c) {
   cJSON *o = cJSON_CreateObject();

@@ -45,6 +45,7 @@ int cmd_calibrate(int argc, char **argv) {
   } else {
     printf("activation (waking one spinning worker)  %10.1f ns\n", c.ns_activation);
     printf("dispatch per task (pool path)            %10.2f ns\n", c.ns_per_task);
+    printf("  more per task, data in L3 (16 MiB copy) %10.2f ns\n", c.ns_per_task_far);
     printf("arithmetic prior unit (one core)         %10.4f ns\n", c.ns_per_arith);
     printf("memory prior byte (one core)             %10.5f ns\n", c.ns_per_byte);
     printf("block (8 arithmetic units)               %10.3f ns\n", c.ns_per_block);

@@ -105,6 +105,7 @@ typedef struct wctx {
   double steps[XIR_CHAIN_KINDS]; /* dependent accumulation steps per unit, by kind */
   uint8_t *inv;          /* root-invariant nodes (xir__root_invariant) */
   uint8_t *loaded;       /* loads an earlier consumer loop of the unit already made */
+  int64_t *iperiod;      /* per node, its period along the inner axis (xir__inner_period), or NULL */
   double arith, bytes, math;
   /* Masked-work skipping: the consumers bounded by the mask (xir__mask_skips), their costs per
    * live iteration (sk_*) and per masked iteration (fl_*: a skipped store writes the masked
@@ -381,6 +382,22 @@ static int near_load(const wctx *w, int id) {
                         (double)xir_param_numel(w->p, n->ref, w->s) <= kNearBytes;
 }
 
+/* The share of a load's per-packet bytes that come from beyond L1: a 1-D load along the inner
+ * axis whose values repeat with period M < N (rope_cache's table row cos[p, (c % HD) / 2]) reads
+ * new lines only over its first period — the row's later heads find them in L1 — when the period
+ * fits there; other loads, all of it. Counted per packet, the table rows of rope_cache 300x4096 at
+ * HD = 256 came to 10241 bytes a unit against 6401 now (x, y and its read for ownership: 15.4 MB
+ * a launch; the tables add 0.3 MB), the memory term to 1.6x what it is now. */
+static double first_touch_share(const wctx *w, int id, double esize) {
+  const xir_node *n = &w->p->nodes[id];
+  int X = w->c->inner_dim;
+  if (!w->iperiod || X < 0 || n->type.rank != 1 || n->type.axes[0] != X || w->once || w->precompute)
+    return 1;
+  int64_t M = w->iperiod[id], N = w->s->dims[X];
+  if (M <= 1 || M >= N || (double)M * esize > kNearBytes) return 1;
+  return (double)M / (double)N;
+}
+
 /* Cost of evaluating tile expression `id` once (distinct nodes, rank-0 values excluded). */
 static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
   const xir_node *n = &w->p->nodes[id];
@@ -449,7 +466,9 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     int near = near_load(w, id);
     w->loaded[id] = 1;
     int kind = access_kind(w, n, n->nargs);
-    access_cost(w, kind, esize, arith, near ? &dummy : bytes);
+    double lb = 0;
+    access_cost(w, kind, esize, arith, near ? &dummy : &lb);
+    if (!near) *bytes += lb * first_touch_share(w, id, esize);
     /* The lane indices are computed only where the lowering gathers (kind 2, and kind 5's
      * chunks that are neither right nor split): a broadcast, a contiguous slice and a window
      * load take their offset from the unit's coordinates and a compile-time lane pattern, so
@@ -866,6 +885,7 @@ static void wctx_free(wctx *x) {
   xir__free(x->narrow);
   xir__free(x->snap);
   xir__free(x->tsnap);
+  xir__free(x->iperiod);
 }
 
 /* Distinct bytes the launch touches: every buffer once. */
@@ -1012,7 +1032,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
       x.any_pbuf |= xir__period_buffer(p, s, c->inner_dim, c->local, c->W,
                                        (int)(c->fixed_dims >> c->inner_dim & 1), mask_id >= 0,
                                        x.hoist, per, stretch, i, &x.pbuf[i]);
-    xir__free(per);
+    x.iperiod = per; /* (first_touch_share; freed with the context) */
     xir__free(stretch);
   }
   unit_cost(&x);
@@ -1149,7 +1169,16 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
     case XIR_TERM_MEMORY: return byte * w->memory_per_packet * (double)w->packets / h;
     case XIR_TERM_BLOCK: return c->c[t] * (double)w->blocks / h;
     case XIR_TERM_IMBALANCE: return static_imbalance(w, c, arith, byte);
-    case XIR_TERM_DISPATCH: return c->c[t] * (double)w->critical_tasks;
+    case XIR_TERM_DISPATCH: {
+      /* beyond L2 (per-core footprint past mem_bytes[0]) a task also restarts its memory
+       * streams: ns_per_task_far at mem_bytes[1] and beyond, log-linear from 0 at mem_bytes[0] */
+      double far = 0, fp = w->footprint_bytes / h;
+      if (c->ns_per_task_far > 0 && c->mem_bytes[0] > 0 && c->mem_bytes[1] > c->mem_bytes[0] &&
+          fp > c->mem_bytes[0])
+        far = c->ns_per_task_far * (fp >= c->mem_bytes[1] ? 1
+                                    : log(fp / c->mem_bytes[0]) / log(c->mem_bytes[1] / c->mem_bytes[0]));
+      return (c->c[t] + far) * (double)w->critical_tasks;
+    }
     case XIR_TERM_ACTIVATION: {
       /* a is the calibrated round trip (xir_runtime_measure_wake): the wake-up reaching the
        * workers, then their completion reaching the caller — two one-way hand-overs, taken as

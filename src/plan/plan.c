@@ -111,6 +111,11 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
                   pl->coefficients.ns_per_math);
     goto fail;
   }
+  if (!isfinite(pl->coefficients.ns_per_task_far) || pl->coefficients.ns_per_task_far < 0) {
+    st = xir__err(d, XIR_ERR_COST, "coefficient ns_per_task_far is %g: it must be finite and >= 0",
+                  pl->coefficients.ns_per_task_far);
+    goto fail;
+  }
   for (int i = 0; i < XIR_CHAIN_KINDS; i++)
     if (!isfinite(pl->coefficients.ns_per_step[i]) || pl->coefficients.ns_per_step[i] < 0) {
       st = xir__err(d, XIR_ERR_COST, "coefficient ns_per_step[%d] is %g: it must be finite and >= 0",

@@ -273,7 +273,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   double ta = INFINITY, ts = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
   /* ns per launch of the copy probe (64 rows of 8 KiB) on 2 workers with one row a task and with
    * two tasks: their difference is the cost of the extra tasks that move data */
-  double tfine = INFINITY, tcoarse = INFINITY;
+  double tfine = INFINITY, tcoarse = INFINITY, ffine = INFINITY, fcoarse = INFINITY;
   const double task_rows = 64;
   double tc[XIR_CHAIN_KINDS][2] = {{INFINITY, INFINITY}, {INFINITY, INFINITY}};
   static const char *const kChain[XIR_CHAIN_KINDS] = {"sum_probe", "max_probe"};
@@ -287,8 +287,15 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
     if ((st = time_kernel(cc, rt, b, "arith_probe", "R=32,C=1024", 64, 4, &x, &ws, NULL, d))) goto out;
     ts = fmin(ts, x);
     for (int l = 0; l < XIR_MEM_LEVELS; l++) {
-      if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], NULL, d))) goto out;
+      /* the L3 copy also with one row a task against two tasks: what a task costs there */
+      double ft[2];
+      if ((st = time_kernel(cc, rt, b, NULL, kCopy[l], 64, 4, &x, &wm[l], l == 1 ? ft : NULL, d)))
+        goto out;
       tm[l] = fmin(tm[l], x);
+      if (l == 1) {
+        ffine = fmin(ffine, ft[0]);
+        fcoarse = fmin(fcoarse, ft[1]);
+      }
     }
     xir_execution_work wt;
     double tt[2];
@@ -348,12 +355,19 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * larger: interference on the machine) */
   double ttask = (tfine - tcoarse) / (task_rows / 2 - 1);
   if (isfinite(ttask) && ttask > out->ns_per_task) out->ns_per_task = ttask;
+  /* the same difference on the L3 copy (512 rows of 16 KiB: 512 tasks, 256 critical, against
+   * 2), beyond the figure above: a task there starts its rows' streams from L3 or memory, where
+   * the prefetchers ramp up again (rope_cache 300x4096, HD = 256: 150 tasks of 2 rows ran 79 us,
+   * 8 tasks 64-67, on the 2026-12-07 EPYC; the L2 probe's figure put the task at 20-25 ns) */
+  double far_rows = 512, tfar = (ffine - fcoarse) / (far_rows / 2 - 1) - out->ns_per_task;
+  out->ns_per_task_far = isfinite(tfar) && tfar > 0 ? tfar : 0;
   out->ns_per_arith = a;
   out->ns_per_byte = m;
   out->ns_per_block = 8 * a;
   out->probe_ns[0] = ta;
   out->probe_ns[1] = tm[1];
   if (!isfinite(out->ns_per_arith) || !isfinite(out->ns_per_byte) || !isfinite(out->ns_per_task) ||
+      !isfinite(out->ns_per_task_far) ||
       !isfinite(out->ns_activation))
     st = xir__err(d, XIR_ERR_COST, "calibration produced a non-finite figure");
 out:
@@ -384,5 +398,6 @@ void xir_cost_coefficients_from_calibration(const xir_calibration *cal, xir_cost
   c->c[XIR_TERM_BLOCK] = cal->ns_per_block;
   c->c[XIR_TERM_IMBALANCE] = 1;
   c->c[XIR_TERM_DISPATCH] = cal->ns_per_task;
+  c->ns_per_task_far = cal->ns_per_task_far;
   c->c[XIR_TERM_ACTIVATION] = cal->ns_activation;
 }
