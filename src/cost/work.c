@@ -1121,6 +1121,9 @@ const char *xir_cost_term_name(xir_cost_term t) {
   return (int)t >= 0 && t < XIR_TERM_COUNT ? names[t] : "?";
 }
 
+/* Where x lies between the footprints lo < hi, log-linearly: 0 at lo, 1 at hi (not clamped). */
+static double level_fraction(double x, double lo, double hi) { return log(x / lo) / log(hi / lo); }
+
 double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_core) {
   if (!(c->mem_bytes[0] > 0)) return c->c[XIR_TERM_MEMORY];
   const double *B = c->mem_bytes, *N = c->mem_ns;
@@ -1130,7 +1133,7 @@ double xir_cost_byte_rate(const xir_cost_coefficients *c, double footprint_per_c
   } else {
     for (int i = 0; i + 1 < XIR_MEM_LEVELS; i++)
       if (footprint_per_core <= B[i + 1]) {
-        double f = log(footprint_per_core / B[i]) / log(B[i + 1] / B[i]);
+        double f = level_fraction(footprint_per_core, B[i], B[i + 1]);
         r = N[i] + f * (N[i + 1] - N[i]);
         break;
       }
@@ -1175,8 +1178,8 @@ static double default_term(int t, const xir_execution_work *w, const xir_cost_co
       double far = 0, fp = w->footprint_bytes / h;
       if (c->ns_per_task_far > 0 && c->mem_bytes[0] > 0 && c->mem_bytes[1] > c->mem_bytes[0] &&
           fp > c->mem_bytes[0])
-        far = c->ns_per_task_far * (fp >= c->mem_bytes[1] ? 1
-                                    : log(fp / c->mem_bytes[0]) / log(c->mem_bytes[1] / c->mem_bytes[0]));
+        far = c->ns_per_task_far *
+              (fp >= c->mem_bytes[1] ? 1 : level_fraction(fp, c->mem_bytes[0], c->mem_bytes[1]));
       return (c->c[t] + far) * (double)w->critical_tasks;
     }
     case XIR_TERM_ACTIVATION: {

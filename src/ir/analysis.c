@@ -151,14 +151,14 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
     return 0;
   int64_t M = period[id], N = s->dims[X], L = ell;
   int64_t D = stretch ? stretch[id] : 1;
+  if (D < 1 || W % D != 0) D = 1;
   /* a tile that does not repeat along the row (period N or none) but whose consecutive
    * elements share values (RoPE with one head a row, C = HD: D = 2) is a buffer of the row's
    * values, computed at N / D of its elements instead of every one */
   int64_t M0 = M;
   if ((M == 0 || M >= N) && D > 1 && N % D == 0) M = N;
-  if (M <= 1 || M > N || (M == N && (load || D <= 1))) return 0;
-  if (D < 1 || M % D != 0 || W % D != 0) D = 1;
-  if (M == N && D == 1) return 0;
+  if (M <= 1 || M > N || (M == N && (load || D == 1))) return 0;
+  if (M % D != 0) D = 1;
   int inv = L % M == 0; /* every chunk at residue 0 */
   if (inv && D == 1) return 0; /* chunk invariance computes the same values already */
   if (load) {
@@ -182,7 +182,9 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
   if (len < comp) len = comp;
   /* comp past the row only where the tile has period N: the values past N are those of c mod N,
    * in range, and the hoisted tiles it reads are filled that far (xir__hoist_extent) */
-  if ((comp > N && M0 != N) || len > 65536 || (!inv && 2 * (comp / D) > (M == N ? 2 * N - 2 : N)))
+  /* and the unit computes fewer values than the chunks would: at most half of them for a
+   * period, fewer than N for the row */
+  if ((comp > N && M0 != N) || len > 65536 || (!inv && (M == N ? comp / D >= N : 2 * (comp / D) > N)))
     return 0;
   out->len = len;
   out->comp = comp;
