@@ -451,6 +451,24 @@ static void test_chunk_invariant_periodic_loads(void **state) {
   xir_program_free(p);
 }
 
+/* rope_cache at HD = 96: with ℓ = 32 each chunk reads its cos/sin window with a masked load and
+ * a vpermps per table and packet, and computes its residue c0 mod 96 (a division); with ℓ = 64
+ * each row fills period buffers of its table values once and every packet reads them with a load
+ * LLVM folds into its multiply, the chunk's offset one select. Measured on one worker (`xir bench
+ * --suite peers --kernels rope_cache --configs fixed:l=32,B=128,G=1,fixed:l=64,B=128,G=1
+ * --workers 1`): 45x960 4.20 against 4.01 us, 129x768 10.60 against 10.41; while the period
+ * buffer's load was charged 2 a packet, the model put ℓ = 32 below ℓ = 64 and the planner chose it. */
+static void test_period_buffer_load_is_one_operand(void **state) {
+  (void)state;
+  const char *shapes[2] = {"R=45,C=960,HD=96,P=4096,H2=48", "R=129,C=768,HD=96,P=4096,H2=48"};
+  for (int i = 0; i < 2; i++) {
+    xir_shape s;
+    xir_program *p = load("rope_cache", shapes[i], &s);
+    assert_true(total_arith(p, &s, 128, 64) < total_arith(p, &s, 128, 32));
+    xir_program_free(p);
+  }
+}
+
 /* A ragged tail chunk with a compile-time extent costs only its live packets (LLVM folds the
  * constant masks: rmsnorm C = 65 at ℓ = 128 is four full packets and a one-lane one), so it
  * costs no more than C = 80 (five full packets) at the same ℓ; with C a launch-time dim all
@@ -676,6 +694,7 @@ int main(void) {
       cmocka_unit_test(test_primitive_weights_separate_bodies),
       cmocka_unit_test(test_window_index_not_charged),
       cmocka_unit_test(test_chunk_invariant_periodic_loads),
+      cmocka_unit_test(test_period_buffer_load_is_one_operand),
       cmocka_unit_test(test_activation_overlaps_imbalance),
       cmocka_unit_test(test_far_task_cost),
       cmocka_unit_test(test_tail_chunk_counts_live_packets),

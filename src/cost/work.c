@@ -416,9 +416,13 @@ static void expr_cost(wctx *w, int id, double *arith, double *bytes) {
     w->once_b += f * b;
     w->m_once = m0 + f * (w->m_once - m0);
     w->mark[id] = w->gen;
-    /* the load and its address (the chunk's residue r0 + q·W); none when ℓ is a multiple of
-     * M: every chunk reads the same elements, and LLVM keeps the loads out of the chunk loop */
-    if ((int64_t)w->c->local % pb->M != 0) *arith += 2;
+    /* the load, which LLVM folds into its consumer as a memory operand, and its address (the
+     * chunk's residue r0 + q·W: one select a chunk, shared by its k packets); none when ℓ is a
+     * multiple of M: every chunk reads the same elements, and LLVM keeps the loads out of the
+     * chunk loop. Charged 2 a packet before, rope_cache at HD = 96 chose ℓ = 32 (a window load
+     * and a vpermps a packet for each table, the residue's division a chunk) over ℓ = 64,
+     * which ran 12 % faster on one worker at 45x960 and 24 % at 7x4608. */
+    if ((int64_t)w->c->local % pb->M != 0) *arith += 1 + 1.0 / (double)w->k;
     return;
   }
   if (w->cinv && w->cinv[id] && !w->once && !w->precompute && n->type.rank == 1) {
