@@ -251,10 +251,12 @@ static void test_prefetch_in_ir(void **state) {
   xir_program_free(p);
 }
 
-/* The target decides whether a norm's store loop prefetches the next row (lower.c, via
- * xir__cpu_math_prefetch_only): for znver4 the ℓ ≥ W code of rmsnorm and layernorm has no
- * prefetch and softmax_mask's has; for skylake-avx512 all three have. Only the IR is
- * inspected (nothing runs), so the test needs a W = 16 host, not an AMD one. */
+/* The target decides how a norm's store loop prefetches the next row (lower.c, via
+ * xir__cpu_math_prefetch_only): for znver4 the ℓ ≥ W code of rmsnorm and layernorm prefetches
+ * into L2 (locality 2) only in a block that launches with XIR__ARGS_FAR enter ("pf.far"), and
+ * softmax_mask's exp loop into L1 (locality 3) always; for skylake-avx512 all three prefetch
+ * into L1 always. Only the IR is inspected (nothing runs), so the test needs a W = 16 host, not
+ * an AMD one. */
 static void test_prefetch_math_only_on_zen(void **state) {
   (void)state;
   xir_diag d;
@@ -279,11 +281,13 @@ static void test_prefetch_math_only_on_zen(void **state) {
       size_t n = candidates_at(p, "R=8,C=256", cc, &shape, &cands), seen = 0;
       for (size_t i = 0; i < n; i++) {
         if (cands[i].local < cands[i].W || cands[i].B != cands[i].local) continue;
-        int pf = strstr(ir_of(cc, p, &shape, &cands[i]), "@llvm.prefetch") != NULL;
-        int want = c == 1 || k == 2;
-        if (pf != want)
-          fail_msg("%s %s l=%u: prefetch %d, expected %d", cpus[c], kernels[k], cands[i].local, pf,
-                   want);
+        const char *ir = ir_of(cc, p, &shape, &cands[i]);
+        int far = c == 0 && k < 2; /* a norm on znver4 */
+        int l2 = strstr(ir, "i32 0, i32 2, i32 1)") != NULL, l1 = strstr(ir, "i32 0, i32 3, i32 1)") != NULL;
+        int blk = strstr(ir, "pf.far") != NULL;
+        if (l2 != far || l1 == far || blk != far)
+          fail_msg("%s %s l=%u: L2 prefetch %d, L1 prefetch %d, far block %d (a far-only norm: %d)",
+                   cpus[c], kernels[k], cands[i].local, l2, l1, blk, far);
         seen++;
       }
       assert_true(seen > 0);
@@ -687,6 +691,9 @@ static void every_candidate(xir_program *p, const char *spec, int offset) {
         }
         uint64_t slots[XIR_MAX_ARG_SLOTS];
         assert_int_equal(stream_flag(k, args, slots), mode);
+        /* streamed as a launch whose rows come from memory: a norm's store loop prefetches the
+         * next row into L2 there (on AMD Zen; the flag changes nothing elsewhere) */
+        if (mode == 1) slots[xir_kernel_args_size(k) / 8 - 1] |= XIR__ARGS_FAR;
         assert_int_equal(xir_kernel_entry(k)(slots, 0, xir_kernel_blocks(k)), 0);
         if (offset) {
           for (size_t b = 0; b < guard * es + (size_t)offset * es; b++)
@@ -1296,6 +1303,54 @@ static void test_prefetch_past_the_end(void **state) {
   xir_program_free(p);
 }
 
+/* Which launches are far (xir__far_launch): past one and a half times a last-level cache of at
+ * least 4 MiB, else past twice the streaming threshold; the packed flags carry the bit. */
+static void test_far_launch(void **state) {
+  (void)state;
+  int64_t llc0 = xir__llc_bytes_set(32 << 20), t0 = xir__stream_threshold_set(0);
+  assert_int_equal(xir__far_launch((uint64_t)48 << 20), 0);
+  assert_int_equal(xir__far_launch(((uint64_t)48 << 20) + 1), XIR__ARGS_FAR);
+  xir__llc_bytes_set(1 << 20); /* below 4 MiB: the measured threshold decides */
+  xir__stream_threshold_set(3 << 20);
+  assert_int_equal(xir__far_launch((uint64_t)6 << 20), 0);
+  assert_int_equal(xir__far_launch(((uint64_t)6 << 20) + 1), XIR__ARGS_FAR);
+  xir__llc_bytes_set(0);
+  xir__stream_threshold_set(0);
+  assert_int_equal(xir__far_launch(UINT64_C(1) << 40), 0); /* nothing known: never */
+  /* the packed flags: rmsnorm 512x2048 (8 MiB and 8 KiB) is far with a 4 MiB cache, 256x2048
+   * (4 MiB and 8 KiB) is not */
+  xir__llc_bytes_set(4 << 20);
+  xir_program *p = builtin("rmsnorm");
+  const char *shapes[2] = {"R=512,C=2048", "R=256,C=2048"};
+  for (int s = 0; s < 2; s++) {
+    xir_diag d;
+    xir_shape shape;
+    xir_compiler *cc;
+    xir_candidate *cands;
+    size_t n;
+    const xir_kernel *k;
+    if (xir_shape_parse(p, shapes[s], &shape, &d) || xir_compiler_create(NULL, &cc, &d) ||
+        xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d) ||
+        xir_compile(cc, p, &shape, &cands[0], &k, &d))
+      die(&d);
+    float *x = calloc(512 * 2048, 4), *w = calloc(2048, 4), *y = calloc(512 * 2048, 4);
+    assert_true(x && w && y);
+    xir_arg args[XIR_MAX_PARAMS] = {{.in = x}, {.in = w}, {.out = y}, {.use_default = 1}};
+    uint64_t slots[XIR_MAX_ARG_SLOTS];
+    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+    assert_int_equal((int)(slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_FAR),
+                     s == 0 ? XIR__ARGS_FAR : 0);
+    free(x);
+    free(w);
+    free(y);
+    xir_free(cands);
+    xir_compiler_destroy(cc);
+  }
+  xir_program_free(p);
+  xir__llc_bytes_set(llc0 > 0 ? llc0 : -1);
+  xir__stream_threshold_set(t0);
+}
+
 static void test_stream_launch_rule(void **state) {
   (void)state;
   xir__stream_stores_set(-1);
@@ -1521,6 +1576,7 @@ int main(void) {
       cmocka_unit_test(test_half_hoist_loads_are_contiguous),
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),
+      cmocka_unit_test(test_far_launch),
       cmocka_unit_test(test_stream_launch_half_l1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -194,7 +194,8 @@ static int pack_dense(const xir_kernel *k, const xir_arg *args, int nargs, unsig
     int i = k->dense_scalar[j];
     put_scalar(&p->params[i], i < nargs ? &args[i] : &dflt, out + 8 * i);
   }
-  int sbits = xir__stream_launch(k->dense_footprint, k->dense_half_out, k->reduces);
+  int sbits = xir__stream_launch(k->dense_footprint, k->dense_half_out, k->reduces) |
+              xir__far_launch(k->dense_footprint);
   if (sbits) {
     uint64_t flags = XIR__ARGS_CONTIGUOUS | (uint64_t)sbits;
     memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
@@ -303,7 +304,7 @@ xir_status xir_kernel_pack_launch(const xir_kernel *k, const xir_shape *shape, c
       half_out |= p->params[i].is_output && xir_elem_size(p->params[i].elem) == 2 &&
                   k->cand.local != 1;
     }
-  flags |= (uint64_t)xir__stream_launch(footprint, half_out, k->reduces);
+  flags |= (uint64_t)(xir__stream_launch(footprint, half_out, k->reduces) | xir__far_launch(footprint));
   memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
   if (blocks) *blocks = nb;
   return XIR_OK;

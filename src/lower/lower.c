@@ -182,6 +182,9 @@ typedef struct lw {
    * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
   uint8_t *pf;
   int pf_at;
+  int pf_far; /* pf_at is a norm's store loop (xir__cpu_math_prefetch_only): it prefetches the next
+                 row into L2, and only in launches with XIR__ARGS_FAR (far_flag) */
+  LLVMValueRef far_flag;
   /* the packet values of pf_at's chunk, set by its body (reduce_body, store_body): the chunk's
    * prefetches are spread over them (next_row_prefetch) */
   LLVMValueRef pf_anchor[MAXK];
@@ -1667,7 +1670,13 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
     /* (not in the masked tail a store fills with its masked value: the next row's elements
      * there are mostly masked too, as a causal mask's are, and the fill loop stays two stores) */
     int pf = id == L->pf_at && L->nest_dim == L->c->inner_dim && !L->fill_val;
-    if (pf) next_row_prefetch_addrs(L); /* before the body: the prefetches go between its packets */
+    /* a norm's (pf_far): only in the streamed copy of its store loop — a launch is far only past
+     * the cache, where it streams — so that the others do not even test the flag; not in the
+     * row buffer's copy (rows that do not start on a vector boundary): there it cost more than
+     * it saved (rmsnorm 20000x1000 and 1800x5500, xir / OpenMP C 0.79-0.85 -> 0.93-1.03) */
+    pf = pf && (!L->pf_far || L->nt);
+    /* before the body: the prefetches go between its packets (a norm's, pf_far, after it) */
+    if (pf && !L->pf_far) next_row_prefetch_addrs(L);
     body(L, id, ud);
     if (pf) next_row_prefetch(L);
     return;
@@ -1869,13 +1878,25 @@ static void next_row_prefetch(lw *L) {
    * an ℓ = 64 softmax chunk, the 8 prefetches of 4 exp bodies left the row 7–8 % slower than
    * ℓ = 16, whose chunk issues its two after its one exp (softmax_mask 1024x4096, 2 workers:
    * ℓ64 1107–1153 µs, ℓ64 spread 1014–1020, ℓ16 1050–1053; docs/lowering.md). */
+  LLVMBasicBlockRef cont = NULL;
+  if (L->pf_far) {
+    /* a norm's store loop: the chunk's prefetches after its packets, in a block that only a
+     * launch whose rows come from memory (XIR__ARGS_FAR) enters — elsewhere they cost their
+     * addresses and issue slots (rmsnorm, layernorm 129x768: 7-10 % slower with them) */
+    LLVMBasicBlockRef pfb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "pf.far");
+    cont = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "pf.done");
+    LLVMBuildCondBr(L->b, L->far_flag, pfb, cont);
+    LLVMPositionBuilderAtEnd(L->b, pfb);
+    next_row_prefetch_addrs(L);
+    nb = L->pf_nb;
+  }
   int total = 0, maxnp = 0;
   for (int b = 0; b < nb; b++) {
     total += cnt[b];
     if (cnt[b] > maxnp) maxnp = cnt[b];
   }
   LLVMBasicBlockRef cur = LLVMGetInsertBlock(L->b);
-  int spread = L->k > 1 && L->W * 4 == 64;
+  int spread = L->k > 1 && L->W * 4 == 64 && !L->pf_far;
   for (unsigned q = 0; q < L->k && spread; q++) spread = pf_anchor_ok(L, L->pf_anchor[q], cur);
   int item = 0, group = -1;
   for (int j = 0; j < maxnp; j++)
@@ -1887,12 +1908,18 @@ static void next_row_prefetch(lw *L) {
         prefetch_after(L, L->pf_anchor[g]);
         group = g;
       }
+      /* locality 3 (prefetcht0, into L1), a norm's (pf_far) 2 (prefetcht1, into L2): its store
+       * loop reads this row and w from L1, which the next row's lines would push out */
       LLVMValueRef args[4] = {L->pf_addr[b][j], LLVMConstInt(L->i32, 0, 0),
-                              LLVMConstInt(L->i32, 3, 0), LLVMConstInt(L->i32, 1, 0)};
+                              LLVMConstInt(L->i32, L->pf_far ? 2 : 3, 0), LLVMConstInt(L->i32, 1, 0)};
       intrinsic(L, "llvm.prefetch", &L->ptr, 1, args, 4);
       item++;
     }
   LLVMPositionBuilderAtEnd(L->b, cur);
+  if (cont) {
+    LLVMBuildBr(L->b, cont);
+    LLVMPositionBuilderAtEnd(L->b, cont);
+  }
 }
 
 /* The lanes that hold a real element at this point: root program exists, inner element exists,
@@ -3842,6 +3869,8 @@ static void load_dims(lw *L, LLVMValueRef args) {
   L->home_stride = LLVMBuildLShr(L->b, fl, ci64(L, XIR__ARGS_HOME_SHIFT), "homestride");
   L->stream_flag = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_STREAM), ""),
                                  ci64(L, 0), "streamflag");
+  L->far_flag = LLVMBuildICmp(L->b, LLVMIntNE, LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_FAR), ""),
+                              ci64(L, 0), "farflag");
   L->rowbuf_flag = LLVMBuildICmp(
       L->b, LLVMIntEQ, LLVMBuildAnd(L->b, fl, ci64(L, XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF), ""),
       ci64(L, XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF), "rowbufflag");
@@ -4164,10 +4193,15 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
     goto done;
   }
   L.pf_at = -1;
-  if (c->local >= c->W && c->inner_dim >= 0 && p->nroot > 0)
+  if (c->local >= c->W && c->inner_dim >= 0 && p->nroot > 0) {
     L.pf_at = (L.pf = xir__calloc(nn, 1)) == NULL ? -2
               : xir__next_row_loads(p, c->inner_dim, c->perm[p->nroot - 1],
                                                     t->math_prefetch_only, L.pf);
+    if (L.pf_at == -1 && t->math_prefetch_only) { /* a norm on AMD Zen: far launches only */
+      L.pf_at = xir__next_row_loads(p, c->inner_dim, c->perm[p->nroot - 1], 0, L.pf);
+      L.pf_far = L.pf_at >= 0;
+    }
+  }
   if (L.pf_at == -2) {
     st = xir__err(d, XIR_ERR_NOMEM, "out of memory lowering '%s'", p->name);
     goto done;

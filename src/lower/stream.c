@@ -136,6 +136,17 @@ int xir__stream_launch(uint64_t footprint, int half_out, int reduces) {
   return t > 0 && footprint > (uint64_t)t ? both : 0;
 }
 
+/* On the EPYC of 2026-12-07 (32 MiB of L3) a norm's next-row prefetch into L2 paid from 64 MiB
+ * on (rmsnorm 2048x4096 and 4096x4096 xir / the stream probe 1.11-1.20 -> 1.00-1.06) and cost
+ * at 33.6 MB, where the rows are partly in L3 (1024x4096: 1.0-1.4 -> 1.7-1.9); one and a half
+ * cache sizes puts the line between. */
+int xir__far_launch(uint64_t footprint) {
+  int64_t llc = xir__llc_bytes();
+  if (llc >= (int64_t)4 << 20) return footprint > (uint64_t)(llc + llc / 2) ? XIR__ARGS_FAR : 0;
+  int64_t t = xir__stream_threshold(0);
+  return t > 0 && footprint > 2 * (uint64_t)t ? XIR__ARGS_FAR : 0;
+}
+
 int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, int64_t *out) {
   int n = 0;
   if (W == 0 || esize <= 0 || esize > 64) return 0;

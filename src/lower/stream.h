@@ -11,6 +11,10 @@
  * vector boundary, through a row buffer (lower.c realign_ok; docs/lowering.md "Streaming
  * stores"). */
 enum { XIR__ARGS_STREAM = 2, XIR__ARGS_STREAM_ROWBUF = 4 };
+/* Bit 3: the launch's rows come from memory (xir__far_launch), so a norm's store loop prefetches
+ * the next row into L2 (lower.c next_row_prefetch_addrs, on the CPUs of
+ * xir__cpu_math_prefetch_only; docs/lowering.md "Next-row prefetch"). */
+enum { XIR__ARGS_FAR = 8 };
 
 /* The size of the last-level cache this core shares, in bytes (Linux's sysfs, else sysconf;
  * asked once; 0 when unknown). */
@@ -37,6 +41,10 @@ int64_t xir__stream_threshold_set(int64_t bytes);
  * XIR_STREAM_STORES says (read once: 0 never, 1 always, both bits, unset or `auto` by size) or
  * xir__stream_stores_set. */
 int xir__stream_launch(uint64_t footprint, int half_out, int reduces);
+/* XIR__ARGS_FAR when a launch whose buffers span `footprint` bytes reads its rows from memory:
+ * past one and a half times the last-level cache (at least 4 MiB), else past twice the streaming
+ * threshold (xir__stream_threshold(0)); 0 otherwise. */
+int xir__far_launch(uint64_t footprint);
 /* The mode of xir__stream_launch: -1 by size (and, in a session launch, chosen again at launch
  * time where xir__stream_choice_zone says: session/choice.h), 2 by size only, 0 never, 1 always
  * (XIR_STREAM_STORES = auto or unset, rule, 0, 1; tests; overrides the
