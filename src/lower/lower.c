@@ -182,6 +182,7 @@ typedef struct lw {
    * prefetched in the chunk loop of consumer pf_at (ℓ ≥ W) */
   uint8_t *pf;
   int pf_at;
+  int pf_emit; /* emitting the far copy of a norm's streamed store loop (emit_streamed) */
   int pf_far; /* pf_at is a norm's store loop (xir__cpu_math_prefetch_only): it prefetches the next
                  row into L2, and only in launches with XIR__ARGS_FAR (far_flag) */
   LLVMValueRef far_flag;
@@ -1670,11 +1671,11 @@ static void tile_loops_at(lw *L, const xir_type *t, int depth, body_fn body, int
     /* (not in the masked tail a store fills with its masked value: the next row's elements
      * there are mostly masked too, as a causal mask's are, and the fill loop stays two stores) */
     int pf = id == L->pf_at && L->nest_dim == L->c->inner_dim && !L->fill_val;
-    /* a norm's (pf_far): only in the streamed copy of its store loop — a launch is far only past
-     * the cache, where it streams — so that the others do not even test the flag; not in the
-     * row buffer's copy (rows that do not start on a vector boundary): there it cost more than
-     * it saved (rmsnorm 20000x1000 and 1800x5500, xir / OpenMP C 0.79-0.85 -> 0.93-1.03) */
-    pf = pf && (!L->pf_far || L->nt);
+    /* a norm's (pf_far): only in the far copy of its streamed store loop (emit_streamed) — a
+     * launch is far only past the cache, where it streams; not in the row buffer's copy (rows
+     * that do not start on a vector boundary): there it cost more than it saved (rmsnorm
+     * 20000x1000 and 1800x5500, xir / OpenMP C 0.79-0.85 -> 0.93-1.03) */
+    pf = pf && (!L->pf_far || L->pf_emit);
     /* before the body: the prefetches go between its packets (a norm's, pf_far, after it) */
     if (pf && !L->pf_far) next_row_prefetch_addrs(L);
     body(L, id, ud);
@@ -1878,15 +1879,8 @@ static void next_row_prefetch(lw *L) {
    * an ℓ = 64 softmax chunk, the 8 prefetches of 4 exp bodies left the row 7–8 % slower than
    * ℓ = 16, whose chunk issues its two after its one exp (softmax_mask 1024x4096, 2 workers:
    * ℓ64 1107–1153 µs, ℓ64 spread 1014–1020, ℓ16 1050–1053; docs/lowering.md). */
-  LLVMBasicBlockRef cont = NULL;
   if (L->pf_far) {
-    /* a norm's store loop: the chunk's prefetches after its packets, in a block that only a
-     * launch whose rows come from memory (XIR__ARGS_FAR) enters — elsewhere they cost their
-     * addresses and issue slots (rmsnorm, layernorm 129x768: 7-10 % slower with them) */
-    LLVMBasicBlockRef pfb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "pf.far");
-    cont = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "pf.done");
-    LLVMBuildCondBr(L->b, L->far_flag, pfb, cont);
-    LLVMPositionBuilderAtEnd(L->b, pfb);
+    /* a norm's store loop (its far copy): the chunk's prefetches after its packets */
     next_row_prefetch_addrs(L);
     nb = L->pf_nb;
   }
@@ -1916,10 +1910,6 @@ static void next_row_prefetch(lw *L) {
       item++;
     }
   LLVMPositionBuilderAtEnd(L->b, cur);
-  if (cont) {
-    LLVMBuildBr(L->b, cont);
-    LLVMPositionBuilderAtEnd(L->b, cont);
-  }
 }
 
 /* The lanes that hold a real element at this point: root program exists, inner element exists,
@@ -2814,6 +2804,21 @@ static void emit_streamed(lw *L, int id, void (*loops)(lw *, int)) {
   memcpy(L->mat_save, L->mat_state, (size_t)L->p->nnodes);
   LLVMPositionBuilderAtEnd(L->b, ntb);
   L->nt = 1;
+  if (L->pf_far && L->pf_at == id) {
+    /* a norm's store loop on AMD Zen: a copy for launches whose rows come from memory
+     * (XIR__ARGS_FAR), which prefetches the next row into L2, and one for the others, which is
+     * the streamed copy as before (not even a test of the flag in its chunks) */
+    LLVMBasicBlockRef farb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream.far");
+    LLVMBasicBlockRef nearb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream.near");
+    LLVMBuildCondBr(L->b, L->far_flag, farb, nearb);
+    LLVMPositionBuilderAtEnd(L->b, farb);
+    L->pf_emit = 1;
+    loops(L, id);
+    L->pf_emit = 0;
+    LLVMBuildBr(L->b, done);
+    memcpy(L->mat_state, L->mat_save, (size_t)L->p->nnodes);
+    LLVMPositionBuilderAtEnd(L->b, nearb);
+  }
   loops(L, id);
   L->nt = 0;
   LLVMBuildBr(L->b, done);
