@@ -2804,8 +2804,9 @@ static void emit_streamed(lw *L, int id, void (*loops)(lw *, int)) {
   memcpy(L->mat_save, L->mat_state, (size_t)L->p->nnodes);
   LLVMPositionBuilderAtEnd(L->b, ntb);
   L->nt = 1;
-  if (L->pf_far && L->pf_at == id) {
-    /* a norm's store loop on AMD Zen: a copy for launches whose rows come from memory
+  if (L->pf_far && L->pf_at == id && loops == emit_store_loops) {
+    /* a norm's store loop on AMD Zen (not its early +0 fill, which never prefetches: the
+     * copy would be a duplicate): a copy for launches whose rows come from memory
      * (XIR__ARGS_FAR), which prefetches the next row into L2, and one for the others, which is
      * the streamed copy as before (not even a test of the flag in its chunks) */
     LLVMBasicBlockRef farb = LLVMAppendBasicBlockInContext(L->ctx, L->fn, "stream.far");
