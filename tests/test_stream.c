@@ -259,6 +259,59 @@ static void test_prefetch_in_ir(void **state) {
  * softmax_mask's exp loop into L1 (locality 3) always; for skylake-avx512 all three prefetch
  * into L1 always. Only the IR is inspected (nothing runs), so the test needs a W = 16 host, not
  * an AMD one. */
+/* The value that pointer %name in ir is a getelementptr chain from: the name of the first
+ * operand that no getelementptr defines, copied to out (cap bytes); its defining line's text
+ * after "= " in *def (NULL when an argument). */
+static void gep_root(const char *ir, const char *name, char *out, size_t cap, const char **def) {
+  char cur[64];
+  snprintf(cur, sizeof cur, "%s", name);
+  *def = NULL;
+  for (int hop = 0; hop < 16; hop++) {
+    char key[80];
+    snprintf(key, sizeof key, "\n  %%%s = ", cur);
+    const char *at = strstr(ir, key);
+    if (!at) break;
+    at += strlen(key);
+    *def = at;
+    if (strncmp(at, "getelementptr ", 14)) break;
+    const char *ptr = strstr(at, "ptr %");
+    const char *eol = strchr(at, '\n');
+    if (!ptr || (eol && ptr > eol)) break;
+    ptr += 5;
+    size_t n = strcspn(ptr, ", \n");
+    if (n >= sizeof cur) break;
+    memcpy(cur, ptr, n);
+    cur[n] = 0;
+    *def = NULL;
+  }
+  snprintf(out, cap, "%s", cur);
+}
+
+/* The far copy's prefetch addresses are computed from opaque copies of the buffer's base (an
+ * empty asm "=r,0" in the copy, lower.c opaque), so that LICM cannot hoist them into the entry
+ * of every call: each L2 prefetch's pointer is a getelementptr chain from such a copy. */
+static void assert_far_prefetch_bases_opaque(const char *ir, const char *what) {
+  int seen = 0;
+  for (const char *at = ir; (at = strstr(at, "@llvm.prefetch.p0(ptr %")) != NULL; at++) {
+    const char *name = at + strlen("@llvm.prefetch.p0(ptr %");
+    const char *eol = strchr(name, '\n');
+    const char *loc = strstr(name, "i32 0, i32 2, i32 1)");
+    if (!loc || (eol && loc > eol)) continue; /* not an L2 prefetch */
+    char nm[64], root[64];
+    size_t n = strcspn(name, ",");
+    if (n >= sizeof nm) continue;
+    memcpy(nm, name, n);
+    nm[n] = 0;
+    const char *def;
+    gep_root(ir, nm, root, sizeof root, &def);
+    static const char opq[] = "call ptr asm \"\", \"=r,0\"";
+    if (!def || strncmp(def, opq, sizeof opq - 1))
+      fail_msg("%s: L2 prefetch of %%%s from %%%s, not from an opaque base", what, nm, root);
+    seen++;
+  }
+  if (!seen) fail_msg("%s: no L2 prefetch", what);
+}
+
 static void test_prefetch_math_only_on_zen(void **state) {
   (void)state;
   xir_diag d;
@@ -290,6 +343,7 @@ static void test_prefetch_math_only_on_zen(void **state) {
         if (l2 != far || l1 == far || blk != far)
           fail_msg("%s %s l=%u: L2 prefetch %d, L1 prefetch %d, far block %d (a far-only norm: %d)",
                    cpus[c], kernels[k], cands[i].local, l2, l1, blk, far);
+        if (far) assert_far_prefetch_bases_opaque(ir, kernels[k]);
         seen++;
       }
       assert_true(seen > 0);
