@@ -1410,6 +1410,60 @@ static void test_far_launch(void **state) {
   xir__stream_threshold_set(t0);
 }
 
+/* A dense launch keeps its streaming and far bits until what decides them changes
+ * (xir__stream_generation, launch.c pack_dense): one kernel packed again after each change of
+ * the cache size, the threshold and the mode carries the bits of the change. */
+static void test_packed_bits_follow_changes(void **state) {
+  (void)state;
+  int64_t llc0 = xir__llc_bytes_set(4 << 20), t0 = xir__stream_threshold_set(0);
+  int m0 = xir__stream_stores_mode();
+  xir__stream_stores_set(-1);
+  xir_program *p = builtin("rmsnorm");
+  xir_diag d;
+  xir_shape shape;
+  xir_compiler *cc;
+  xir_candidate *cands;
+  size_t n;
+  const xir_kernel *k;
+  if (xir_shape_parse(p, "R=512,C=2048", &shape, &d) || xir_compiler_create(NULL, &cc, &d) ||
+      xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d) ||
+      xir_compile(cc, p, &shape, &cands[0], &k, &d))
+    die(&d);
+  float *x = calloc(512 * 2048, 4), *w = calloc(2048, 4), *y = calloc(512 * 2048, 4);
+  assert_true(x && w && y);
+  xir_arg args[XIR_MAX_PARAMS] = {{.in = x}, {.in = w}, {.out = y}, {.use_default = 1}};
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  const size_t flags = xir_kernel_args_size(k) / 8 - 1;
+  const uint64_t both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d); /* 8 MiB past a 4 MiB cache */
+  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), both | XIR__ARGS_FAR);
+  xir__llc_bytes_set(64 << 20); /* now inside the cache: neither */
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), 0);
+  xir__stream_stores_set(1); /* always streaming */
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  assert_int_equal(slots[flags] & both, both);
+  xir__stream_stores_set(-1);
+  xir__stream_threshold_set(1 << 20); /* a measured threshold of 1 MiB: streaming, not far */
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), both);
+  xir__llc_bytes_set(0); /* no cache known: the threshold decides, 8 MiB past twice 1 MiB */
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), both | XIR__ARGS_FAR);
+  uint32_t g = xir__stream_generation();
+  xir__stream_threshold_set(0);
+  assert_true(xir__stream_generation() != g && xir__stream_generation() != 0);
+  free(x);
+  free(w);
+  free(y);
+  xir_free(cands);
+  xir_compiler_destroy(cc);
+  xir_program_free(p);
+  xir__stream_stores_set(m0);
+  xir__llc_bytes_set(llc0 > 0 ? llc0 : -1);
+  xir__stream_threshold_set(t0);
+}
+
 static void test_stream_launch_rule(void **state) {
   (void)state;
   xir__stream_stores_set(-1);
@@ -1636,6 +1690,7 @@ int main(void) {
       cmocka_unit_test(test_streaming_stores_in_ir_at_l1),
       cmocka_unit_test(test_stream_launch_rule),
       cmocka_unit_test(test_far_launch),
+      cmocka_unit_test(test_packed_bits_follow_changes),
       cmocka_unit_test(test_stream_launch_half_l1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

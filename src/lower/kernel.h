@@ -3,6 +3,8 @@
 #ifndef XIR_LOWER_KERNEL_H
 #define XIR_LOWER_KERNEL_H
 
+#include <stdatomic.h>
+
 #include "lower/jit.h"
 #include "lower/lower.h"
 #include "lower/pack.h"
@@ -39,6 +41,14 @@ struct xir_kernel {
   uint32_t dense_outputs; /* bit j: buffer dense_buf[j] is an output */
   uint64_t dense_bytes[XIR_MAX_PARAMS]; /* of buffer dense_buf[j] */
   uint64_t dense_tmpl[XIR_MAX_ARG_SLOTS];
+  /* the slots the template alone writes (dims, dense strides, unused), not the pointers, the
+   * scalars or the flags */
+  int dense_nconst;
+  uint8_t dense_const[XIR_MAX_ARG_SLOTS];
+  /* the streaming and far bits of a dense launch (xir__stream_launch | xir__far_launch of its
+   * footprint) tagged with the xir__stream_generation they were computed in: generation << 32 |
+   * bits, 0 before the first launch */
+  _Atomic uint64_t dense_sbits;
   struct xir_kernel *next;
 };
 

@@ -90,6 +90,20 @@ static void span(const xir_program *p, const xir_shape *shape, int i, const void
 }
 
 /* A scalar argument's slot: its value (or the parameter's default) as i64 or f32. */
+/* A scalar's whole 8-byte slot: an f32 in its low 4 bytes, the rest zero (as put_scalar leaves
+ * a zeroed slot). */
+static uint64_t scalar_slot(const xir_param *q, const xir_arg *a) {
+  double v = a->use_default ? q->default_value : a->scalar;
+  if (q->elem == XIR_I64) {
+    int64_t iv = (int64_t)v;
+    return (uint64_t)iv;
+  }
+  float f = (float)v;
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return b;
+}
+
 static void put_scalar(const xir_param *q, const xir_arg *a, unsigned char *slot) {
   double v = a->use_default ? q->default_value : a->scalar;
   if (q->elem == XIR_I64) {
@@ -146,6 +160,11 @@ void xir__kernel_dense_prepare(struct xir_kernel *k) {
   for (int i = 0; i < p->ndims; i++)
     if (k->lay.dim_slot[i] >= 0) memcpy(&k->dense_tmpl[k->lay.dim_slot[i]], &k->shape.dims[i], 8);
   k->dense_tmpl[k->lay.flags_slot] = XIR__ARGS_CONTIGUOUS;
+  /* the template's own slots: neither a parameter's (pointer, scalar) nor the flags */
+  k->dense_nconst = 0;
+  for (int s = p->nparams; s < k->lay.nslots; s++)
+    if (s != k->lay.flags_slot) k->dense_const[k->dense_nconst++] = (uint8_t)s;
+  atomic_init(&k->dense_sbits, 0);
   k->dense_ok = 1;
 }
 
@@ -177,27 +196,41 @@ static int pack_dense(const xir_kernel *k, const xir_arg *args, int nargs, unsig
       if (!(ohi <= ilo || ihi <= olo)) return 0;
     }
   }
-  /* slot by slot: the entry's 8-byte loads of these slots then each forward from one 8-byte
-   * store (a block copy's wide stores, which the pointers then partly overwrite, do not forward
-   * to them: pack and entry together took 14 ns more than apart, rmsnorm 1x64) */
+  /* The streaming and far bits of this footprint, computed again only when what decides them
+   * changed (xir__stream_generation): two loads a launch instead of the two rules' calls */
+  uint32_t gen = xir__stream_generation();
+  uint64_t cached = atomic_load_explicit(&((xir_kernel *)k)->dense_sbits, memory_order_relaxed);
+  int sbits;
+  if ((uint32_t)(cached >> 32) == gen) {
+    sbits = (int)(uint32_t)cached;
+  } else {
+    sbits = xir__stream_launch(k->dense_footprint, k->dense_half_out, k->reduces) |
+            xir__far_launch(k->dense_footprint);
+    atomic_store_explicit(&((xir_kernel *)k)->dense_sbits, (uint64_t)gen << 32 | (uint32_t)sbits,
+                          memory_order_relaxed);
+  }
+  uint64_t flags = XIR__ARGS_CONTIGUOUS | (uint64_t)sbits;
+  static const xir_arg dflt = {.use_default = 1};
   if ((uintptr_t)out % _Alignof(uint64_t) == 0) {
-    for (int s = 0; s < k->lay.nslots; s++) { /* volatile: not merged into a block copy */
-      volatile uint64_t *slot = (volatile uint64_t *)(void *)(out + 8 * s);
-      *slot = k->dense_tmpl[s];
+    /* slot by slot, each once: the entry's 8-byte loads of these slots then each forward from
+     * one 8-byte store (a block copy's wide stores, which the pointers then partly overwrote,
+     * did not forward to them: pack and entry together took 14 ns more than apart, rmsnorm
+     * 1x64). volatile: not merged into a block copy. */
+    volatile uint64_t *slot = (volatile uint64_t *)(void *)out;
+    for (int c = 0; c < k->dense_nconst; c++) slot[k->dense_const[c]] = k->dense_tmpl[k->dense_const[c]];
+    for (int j = 0; j < nb; j++) slot[k->dense_buf[j]] = (uint64_t)(uintptr_t)ptrs[j];
+    for (int j = 0; j < k->dense_nscalar; j++) {
+      int i = k->dense_scalar[j];
+      slot[i] = scalar_slot(&p->params[i], i < nargs ? &args[i] : &dflt);
     }
+    slot[k->lay.flags_slot] = flags;
   } else { /* slots the caller did not align (the API does not ask it) */
     memcpy(out, k->dense_tmpl, (size_t)k->lay.nslots * 8);
-  }
-  for (int j = 0; j < nb; j++) memcpy(out + 8 * k->dense_buf[j], &ptrs[j], sizeof ptrs[j]);
-  static const xir_arg dflt = {.use_default = 1};
-  for (int j = 0; j < k->dense_nscalar; j++) {
-    int i = k->dense_scalar[j];
-    put_scalar(&p->params[i], i < nargs ? &args[i] : &dflt, out + 8 * i);
-  }
-  int sbits = xir__stream_launch(k->dense_footprint, k->dense_half_out, k->reduces) |
-              xir__far_launch(k->dense_footprint);
-  if (sbits) {
-    uint64_t flags = XIR__ARGS_CONTIGUOUS | (uint64_t)sbits;
+    for (int j = 0; j < nb; j++) memcpy(out + 8 * k->dense_buf[j], &ptrs[j], sizeof ptrs[j]);
+    for (int j = 0; j < k->dense_nscalar; j++) {
+      int i = k->dense_scalar[j];
+      put_scalar(&p->params[i], i < nargs ? &args[i] : &dflt, out + 8 * i);
+    }
     memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
   }
   return 1;

@@ -26,6 +26,16 @@
 static _Atomic int64_t llc_cached = -1; /* -1: not asked yet */
 static _Atomic int stream_mode = -2;    /* -2: not read yet; -1 auto, 0 never, 1 always */
 static _Atomic int64_t stream_bytes = 0; /* measured threshold (xir__stream_threshold_set); 0: prior */
+static _Atomic uint32_t stream_gen = 1;  /* xir__stream_generation */
+
+static void bump_generation(void) {
+  uint32_t g = atomic_fetch_add_explicit(&stream_gen, 1, memory_order_release) + 1;
+  if (g == 0) atomic_compare_exchange_strong(&stream_gen, &g, 1); /* never 0 */
+}
+
+uint32_t xir__stream_generation(void) {
+  return atomic_load_explicit(&stream_gen, memory_order_acquire);
+}
 
 /* The size of the highest-level data or unified cache of cpu0 as Linux reports it (the cache
  * this core shares: 32 MiB for one CCX of an EPYC, where glibc's sysconf says 384 MiB, the whole
@@ -76,11 +86,13 @@ int64_t xir__llc_bytes(void) {
 int64_t xir__llc_bytes_set(int64_t bytes) {
   int64_t old = xir__llc_bytes();
   atomic_store_explicit(&llc_cached, bytes < 0 ? -1 : bytes, memory_order_relaxed);
+  bump_generation();
   return old;
 }
 
 void xir__stream_stores_set(int mode) {
   atomic_store_explicit(&stream_mode, mode < -1 ? -1 : mode > 2 ? 2 : mode, memory_order_relaxed);
+  bump_generation();
 }
 
 int xir__stream_stores_mode(void) {
@@ -94,7 +106,9 @@ int xir__stream_stores_mode(void) {
 }
 
 int64_t xir__stream_threshold_set(int64_t bytes) {
-  return atomic_exchange_explicit(&stream_bytes, bytes > 0 ? bytes : 0, memory_order_relaxed);
+  int64_t old = atomic_exchange_explicit(&stream_bytes, bytes > 0 ? bytes : 0, memory_order_relaxed);
+  bump_generation();
+  return old;
 }
 
 int64_t xir__stream_threshold(int half_out) {

@@ -50,6 +50,11 @@ int xir__far_launch(uint64_t footprint);
  * (XIR_STREAM_STORES = auto or unset, rule, 0, 1; tests; overrides the
  * environment). */
 void xir__stream_stores_set(int mode);
+/* A number that changes (after the new value is stored) whenever xir__stream_stores_set,
+ * xir__stream_threshold_set or xir__llc_bytes_set changes what xir__stream_launch and
+ * xir__far_launch answer, so that a caller may keep their answer for a footprint until it
+ * changes (launch.c, pack_dense). Never 0. */
+uint32_t xir__stream_generation(void);
 /* The current mode (-1, 0, 1 or 2), the environment's until xir__stream_stores_set. */
 int xir__stream_stores_mode(void);
 
