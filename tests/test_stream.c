@@ -1364,6 +1364,35 @@ static void test_prefetch_past_the_end(void **state) {
 
 /* Which launches are far (xir__far_launch): past one and a half times a last-level cache of at
  * least 4 MiB, else past twice the streaming threshold; the packed flags carry the bit. */
+/* rmsnorm's first candidate at spec, compiled with a new compiler (*cc, *cands: the caller frees
+ * them). */
+static const xir_kernel *rmsnorm_first(const xir_program *p, const char *spec, xir_compiler **cc,
+                                       xir_candidate **cands) {
+  xir_diag d;
+  xir_shape shape;
+  size_t n;
+  const xir_kernel *k;
+  if (xir_shape_parse(p, spec, &shape, &d) || xir_compiler_create(NULL, cc, &d) ||
+      xir_candidates(p, &shape, xir_compiler_width(*cc), cands, &n, &d) ||
+      xir_compile(*cc, p, &shape, &(*cands)[0], &k, &d))
+    die(&d);
+  return k;
+}
+
+/* The flags slot of rmsnorm kernel k (at most 512 x 2048) packed with dense zeroed buffers. */
+static uint64_t rmsnorm_packed_flags(const xir_kernel *k) {
+  xir_diag d;
+  float *x = calloc(512 * 2048, 4), *w = calloc(2048, 4), *y = calloc(512 * 2048, 4);
+  assert_true(x && w && y);
+  xir_arg args[XIR_MAX_PARAMS] = {{.in = x}, {.in = w}, {.out = y}, {.use_default = 1}};
+  uint64_t slots[XIR_MAX_ARG_SLOTS];
+  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
+  free(x);
+  free(w);
+  free(y);
+  return slots[xir_kernel_args_size(k) / 8 - 1];
+}
+
 static void test_far_launch(void **state) {
   (void)state;
   int64_t llc0 = xir__llc_bytes_set(32 << 20), t0 = xir__stream_threshold_set(0);
@@ -1382,26 +1411,10 @@ static void test_far_launch(void **state) {
   xir_program *p = builtin("rmsnorm");
   const char *shapes[2] = {"R=512,C=2048", "R=256,C=2048"};
   for (int s = 0; s < 2; s++) {
-    xir_diag d;
-    xir_shape shape;
     xir_compiler *cc;
     xir_candidate *cands;
-    size_t n;
-    const xir_kernel *k;
-    if (xir_shape_parse(p, shapes[s], &shape, &d) || xir_compiler_create(NULL, &cc, &d) ||
-        xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d) ||
-        xir_compile(cc, p, &shape, &cands[0], &k, &d))
-      die(&d);
-    float *x = calloc(512 * 2048, 4), *w = calloc(2048, 4), *y = calloc(512 * 2048, 4);
-    assert_true(x && w && y);
-    xir_arg args[XIR_MAX_PARAMS] = {{.in = x}, {.in = w}, {.out = y}, {.use_default = 1}};
-    uint64_t slots[XIR_MAX_ARG_SLOTS];
-    if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-    assert_int_equal((int)(slots[xir_kernel_args_size(k) / 8 - 1] & XIR__ARGS_FAR),
-                     s == 0 ? XIR__ARGS_FAR : 0);
-    free(x);
-    free(w);
-    free(y);
+    const xir_kernel *k = rmsnorm_first(p, shapes[s], &cc, &cands);
+    assert_int_equal((int)(rmsnorm_packed_flags(k) & XIR__ARGS_FAR), s == 0 ? XIR__ARGS_FAR : 0);
     xir_free(cands);
     xir_compiler_destroy(cc);
   }
@@ -1419,43 +1432,23 @@ static void test_packed_bits_follow_changes(void **state) {
   int m0 = xir__stream_stores_mode();
   xir__stream_stores_set(-1);
   xir_program *p = builtin("rmsnorm");
-  xir_diag d;
-  xir_shape shape;
   xir_compiler *cc;
   xir_candidate *cands;
-  size_t n;
-  const xir_kernel *k;
-  if (xir_shape_parse(p, "R=512,C=2048", &shape, &d) || xir_compiler_create(NULL, &cc, &d) ||
-      xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d) ||
-      xir_compile(cc, p, &shape, &cands[0], &k, &d))
-    die(&d);
-  float *x = calloc(512 * 2048, 4), *w = calloc(2048, 4), *y = calloc(512 * 2048, 4);
-  assert_true(x && w && y);
-  xir_arg args[XIR_MAX_PARAMS] = {{.in = x}, {.in = w}, {.out = y}, {.use_default = 1}};
-  uint64_t slots[XIR_MAX_ARG_SLOTS];
-  const size_t flags = xir_kernel_args_size(k) / 8 - 1;
-  const uint64_t both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF;
-  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d); /* 8 MiB past a 4 MiB cache */
-  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), both | XIR__ARGS_FAR);
-  xir__llc_bytes_set(64 << 20); /* now inside the cache: neither */
-  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), 0);
+  const xir_kernel *k = rmsnorm_first(p, "R=512,C=2048", &cc, &cands);
+  const uint64_t both = XIR__ARGS_STREAM | XIR__ARGS_STREAM_ROWBUF, all = both | XIR__ARGS_FAR;
+  assert_int_equal(rmsnorm_packed_flags(k) & all, all); /* 8 MiB past a 4 MiB cache */
+  xir__llc_bytes_set(64 << 20);                          /* now inside the cache: neither */
+  assert_int_equal(rmsnorm_packed_flags(k) & all, 0);
   xir__stream_stores_set(1); /* always streaming */
-  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-  assert_int_equal(slots[flags] & both, both);
+  assert_int_equal(rmsnorm_packed_flags(k) & both, both);
   xir__stream_stores_set(-1);
   xir__stream_threshold_set(1 << 20); /* a measured threshold of 1 MiB: streaming, not far */
-  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), both);
+  assert_int_equal(rmsnorm_packed_flags(k) & all, both);
   xir__llc_bytes_set(0); /* no cache known: the threshold decides, 8 MiB past twice 1 MiB */
-  if (xir_kernel_pack_args(k, args, slots, &d)) die(&d);
-  assert_int_equal(slots[flags] & (both | XIR__ARGS_FAR), both | XIR__ARGS_FAR);
+  assert_int_equal(rmsnorm_packed_flags(k) & all, all);
   uint32_t g = xir__stream_generation();
   xir__stream_threshold_set(0);
   assert_true(xir__stream_generation() != g && xir__stream_generation() != 0);
-  free(x);
-  free(w);
-  free(y);
   xir_free(cands);
   xir_compiler_destroy(cc);
   xir_program_free(p);
