@@ -184,7 +184,13 @@ uint32_t xir__choice_next(xir__choice *c, int *service, int *timed) {
     *service = c->plan_service;
     return c->plan_grain;
   }
-  uint64_t n = atomic_fetch_add_explicit(&c->n, 1, memory_order_relaxed);
+  /* the launch count as a relaxed load and store, not a fetch-add: a locked add waits for the
+   * store buffer to drain — the previous launch's output stores — on every launch (as the
+   * session's counters did, session.c SHARDS). Launches of one kernel from several threads at
+   * once may count one launch for two: the count only sets the exploration's phase, and a
+   * phase that slips by a launch explores as well. */
+  uint64_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+  atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
   double p = xir__choice_average(c, 0), q = xir__choice_average(c, 1);
   int best = p >= 0 && q >= 0 ? (p <= q ? 0 : 1) : c->plan_service;
   /* Explorations are runs on the other service, timed in their last quarter only: a service's
