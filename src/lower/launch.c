@@ -89,9 +89,8 @@ static void span(const xir_program *p, const xir_shape *shape, int i, const void
   *hi = (uintptr_t)ptr + (last + 1) * es;
 }
 
-/* A scalar argument's slot: its value (or the parameter's default) as i64 or f32. */
-/* A scalar's whole 8-byte slot: an f32 in its low 4 bytes, the rest zero (as put_scalar leaves
- * a zeroed slot). */
+/* A scalar argument's whole 8-byte slot: its value (or the parameter's default) as i64, or as
+ * f32 in the low 4 bytes with the rest zero. */
 static uint64_t scalar_slot(const xir_param *q, const xir_arg *a) {
   double v = a->use_default ? q->default_value : a->scalar;
   if (q->elem == XIR_I64) {
@@ -105,14 +104,8 @@ static uint64_t scalar_slot(const xir_param *q, const xir_arg *a) {
 }
 
 static void put_scalar(const xir_param *q, const xir_arg *a, unsigned char *slot) {
-  double v = a->use_default ? q->default_value : a->scalar;
-  if (q->elem == XIR_I64) {
-    int64_t iv = (int64_t)v;
-    memcpy(slot, &iv, 8);
-  } else {
-    float f = (float)v;
-    memcpy(slot, &f, 4);
-  }
+  uint64_t v = scalar_slot(q, a);
+  memcpy(slot, &v, 8);
 }
 
 /* 0 when the body has no reduction; 1 when it has one (a norm's row statistics before its
@@ -211,28 +204,23 @@ static int pack_dense(const xir_kernel *k, const xir_arg *args, int nargs, unsig
   }
   uint64_t flags = XIR__ARGS_CONTIGUOUS | (uint64_t)sbits;
   static const xir_arg dflt = {.use_default = 1};
-  if ((uintptr_t)out % _Alignof(uint64_t) == 0) {
-    /* slot by slot, each once: the entry's 8-byte loads of these slots then each forward from
-     * one 8-byte store (a block copy's wide stores, which the pointers then partly overwrote,
-     * did not forward to them: pack and entry together took 14 ns more than apart, rmsnorm
-     * 1x64). volatile: not merged into a block copy. */
-    volatile uint64_t *slot = (volatile uint64_t *)(void *)out;
-    for (int c = 0; c < k->dense_nconst; c++) slot[k->dense_const[c]] = k->dense_tmpl[k->dense_const[c]];
-    for (int j = 0; j < nb; j++) slot[k->dense_buf[j]] = (uint64_t)(uintptr_t)ptrs[j];
-    for (int j = 0; j < k->dense_nscalar; j++) {
-      int i = k->dense_scalar[j];
-      slot[i] = scalar_slot(&p->params[i], i < nargs ? &args[i] : &dflt);
-    }
-    slot[k->lay.flags_slot] = flags;
-  } else { /* slots the caller did not align (the API does not ask it) */
-    memcpy(out, k->dense_tmpl, (size_t)k->lay.nslots * 8);
-    for (int j = 0; j < nb; j++) memcpy(out + 8 * k->dense_buf[j], &ptrs[j], sizeof ptrs[j]);
-    for (int j = 0; j < k->dense_nscalar; j++) {
-      int i = k->dense_scalar[j];
-      put_scalar(&p->params[i], i < nargs ? &args[i] : &dflt, out + 8 * i);
-    }
-    memcpy(out + 8 * k->lay.flags_slot, &flags, 8);
+  /* slot by slot, each once: the entry's 8-byte loads of these slots then each forward from one
+   * 8-byte store (a block copy's wide stores, which the pointers then partly overwrote, did not
+   * forward to them: pack and entry together took 14 ns more than apart, rmsnorm 1x64).
+   * volatile: not merged into a block copy. Slots the caller did not align (the API does not ask
+   * it) are written to an aligned copy first. */
+  uint64_t tmp[XIR_MAX_ARG_SLOTS];
+  const int al = (uintptr_t)out % _Alignof(uint64_t) == 0;
+  volatile uint64_t *slot = al ? (volatile uint64_t *)(void *)out : tmp;
+  for (int c = 0; c < k->dense_nconst; c++)
+    slot[k->dense_const[c]] = k->dense_tmpl[k->dense_const[c]];
+  for (int j = 0; j < nb; j++) slot[k->dense_buf[j]] = (uint64_t)(uintptr_t)ptrs[j];
+  for (int j = 0; j < k->dense_nscalar; j++) {
+    int i = k->dense_scalar[j];
+    slot[i] = scalar_slot(&p->params[i], i < nargs ? &args[i] : &dflt);
   }
+  slot[k->lay.flags_slot] = flags;
+  if (!al) memcpy(out, tmp, (size_t)k->lay.nslots * 8);
   return 1;
 }
 
