@@ -246,6 +246,17 @@ static void test_tamper_list_every_field_rejected_with_its_reason(void **state) 
   (void)state;
   cJSON *r0 = load();
   double pool = cJSON_GetNumberValue(cJSON_GetObjectItem(r0, "workers"));
+  /* the width the records were made at (the host's): a candidate at that width the configuration
+   * does not give (ℓ = 1, B = W), and one at another width */
+  const char *c0 = cJSON_GetStringValue(cJSON_GetObjectItem(case_of(r0, 0), "candidate"));
+  const char *wp = c0 ? strstr(c0, ",W=") : NULL;
+  assert_non_null(wp);
+  int W = atoi(wp + 3);
+  assert_true(W == 4 || W == 8 || W == 16);
+  char cand_other[64], cand_width[64];
+  snprintf(cand_other, sizeof cand_other, "perm=r,l=1,B=%d,W=%d", W, W);
+  snprintf(cand_width, sizeof cand_width, "perm=r,l=1,B=16,W=%d", W == 8 ? 16 : 8);
+  assert_string_not_equal(c0, cand_other);
   cJSON_Delete(r0);
   const tamper list[] = {
       /* the oracle entries of a visit */
@@ -268,8 +279,8 @@ static void test_tamper_list_every_field_rejected_with_its_reason(void **state) 
       {"case-input", CASE0, "input_sha256", 1, "forged", 0, "field input_sha256 is \"forged\""},
       {"case-cand", CASE0, "candidate", 1, "forged", 0, "candidate 'forged' does not parse"},
       {"case-cand-num", CASE0, "candidate", 0, NULL, -7, "field candidate is -7, not a string"},
-      {"case-cand-other", CASE0, "candidate", 1, "perm=r,l=1,B=16,W=16", 0, "is not the one configuration joint_legacy gives"},
-      {"case-cand-width", CASE0, "candidate", 1, "perm=r,l=1,B=16,W=8", 0, "does not parse"},
+      {"case-cand-other", CASE0, "candidate", 1, cand_other, 0, "is not the one configuration joint_legacy gives"},
+      {"case-cand-width", CASE0, "candidate", 1, cand_width, 0, "does not parse"},
       {"case-grain", CASE0, "grain", 1, "forged", 0, "grain 'forged' is not a task grain"},
       {"case-grain-num", CASE0, "grain", 0, NULL, -7, "field grain is -7, not a string"},
       {"case-grain-neg", CASE0, "grain", 1, "-7", 0, "grain '-7' is not a task grain"},

@@ -136,7 +136,7 @@ static void test_run_every_candidate_and_runtime_flags(void **state) {
   if (rc) fail_msg("%s", out);
   assert_null(strstr(out, "FAIL"));
   assert_non_null(strstr(out, "multi-packet"));
-  rc = xir_cli_run("run layernorm --shape R=33,C=1000 --candidate perm=r,l=8,B=32,W=16 --workers 2 --grain max --json", out, sizeof out);
+  rc = xir_cli_run("run layernorm --shape R=33,C=1000 --candidate perm=r,l=8,B=32 --workers 2 --grain max --json", out, sizeof out);
   if (rc) fail_msg("%s", out);
   assert_non_null(strstr(out, "\"caller\":\ttrue"));
 }

@@ -16,6 +16,7 @@
 #include <utime.h>
 #include <cmocka.h>
 
+#include "lower/jit.h"
 #include "lower/stream.h"
 #include "tune/service.h"
 #include "util/sha256.h"
@@ -262,6 +263,37 @@ static void test_no_file_mode(void **state) {
   unsetenv("XIR_NO_CALIBRATION_FILE");
 }
 
+/* The calibration's probes are legal candidates at every width code can be generated for: at
+ * W = 8 (AVX2 hosts) its ℓ = 64 probes once asked for B = 4W = 32 and the calibration failed,
+ * which left every default plan on such a host without its service model. */
+static void test_calibrate_at_every_width(void **state) {
+  (void)state;
+  int ran = 0;
+  for (uint32_t W = 16; W >= 4; W /= 2) {
+    if (W > xir__jit_host_max_width()) continue;
+    xir_compiler_options co;
+    memset(&co, 0, sizeof co);
+    co.force_width = W;
+    co.no_kernel_cache = 1;
+    xir_compiler *cc;
+    xir_runtime *rt;
+    xir_diag d;
+    if (xir_compiler_create(&co, &cc, &d)) die(&d);
+    assert_int_equal(xir_compiler_width(cc), W);
+    xir_runtime_options ro;
+    xir_runtime_options_default(&ro);
+    ro.workers = 2;
+    if (xir_runtime_create(&ro, &rt, &d)) die(&d);
+    xir_calibration c;
+    if (xir_calibrate(cc, rt, &c, &d)) fail_msg("W = %u: %s", W, d.msg);
+    assert_true(c.ns_per_arith > 0 && c.ns_activation > 0 && c.ns_per_math > 0);
+    xir_runtime_destroy(rt);
+    xir_compiler_destroy(cc);
+    ran++;
+  }
+  assert_true(ran >= 2);
+}
+
 static void test_bad_arguments(void **state) {
   (void)state;
   xir_calibration c;
@@ -354,6 +386,7 @@ int main(void) {
       cmocka_unit_test(test_measured_once_then_read_back),
       cmocka_unit_test(test_stale_files_pruned),
       cmocka_unit_test(test_no_file_mode),
+      cmocka_unit_test(test_calibrate_at_every_width),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_arith_probe_is_arithmetic),
       cmocka_unit_test(test_stream_threshold_from),

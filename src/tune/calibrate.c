@@ -122,7 +122,10 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   uint8_t perm[XIR_MAX_ROOT];
   for (int k = 0; k < xir_program_num_root(p); k++) perm[k] = (uint8_t)k;
   xir_candidate cand;
-  if ((st = xir_candidate_make(p, &s, W, W * Bmul, local ? local : W, perm, &cand, d))) goto out;
+  /* ℓ = 64 is 4 packets at W = 16 and 8 (the most a root program takes) at W = 8; at W = 4 the
+   * probes take 8 packets; a block holds the probe's ℓ lanes */
+  uint32_t ell = !local ? W : local > 8 * W ? 8 * W : local, B = W * Bmul > ell ? W * Bmul : ell;
+  if ((st = xir_candidate_make(p, &s, W, B, ell, perm, &cand, d))) goto out;
   const xir_kernel *k;
   if ((st = xir_compile(cc, p, &s, &cand, &k, d))) goto out;
   uint64_t slots[XIR_MAX_ARG_SLOTS];
@@ -187,7 +190,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
   if (st) return st;
   int saved = xir__stream_stores_mode();
   double F[STREAM_PROBES];
-  uint32_t W = xir_compiler_width(cc);
+  uint32_t W = xir_compiler_width(cc), ell = 64 < W ? W : 64 > 8 * W ? 8 * W : 64; /* time_kernel's */
   for (int f = 0; f < STREAM_PROBES && !st; f++) {
     t_out[f][0] = t_out[f][1] = INFINITY;
     int64_t rows = (int64_t)256 << f; /* rows of 2048 floats: 8 KiB in x and 8 KiB in y */
@@ -202,7 +205,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
     xir_candidate cand;
     const xir_kernel *k;
     if ((st = xir_shape_parse(p, spec, &s, d)) || (st = xir__case_init(&c, p, &s, 1, d)) ||
-        (st = xir_candidate_make(p, &s, W, W * 4, 64 < W ? W : 64, perm, &cand, d)) ||
+        (st = xir_candidate_make(p, &s, W, W * 4 > ell ? W * 4 : ell, ell, perm, &cand, d)) ||
         (st = xir_compile(cc, p, &s, &cand, &k, d))) {
       xir__case_free(&c);
       break;
