@@ -61,3 +61,76 @@ LLVMValueRef xir__ir_buffer_end(LLVMBuilderRef b, LLVMTypeRef i64, int rank, con
     e = LLVMBuildAdd(b, e, LLVMBuildMul(b, LLVMBuildSub(b, dims[k], one, ""), strides[k], ""), "");
   return e;
 }
+
+/* One plain load of p (a power of two) elements of et at ptr + at, as <p x et> (a scalar for p = 1,
+ * inserted into lane 0 of a <1 x et>). */
+static LLVMValueRef narrow_load(LLVMBuilderRef b, LLVMTypeRef et, LLVMValueRef ptr, unsigned at, unsigned p,
+                                unsigned align) {
+  LLVMContextRef ctx = LLVMGetTypeContext(et);
+  LLVMValueRef o = LLVMConstInt(LLVMInt64TypeInContext(ctx), at, 0);
+  LLVMValueRef q = LLVMBuildGEP2(b, et, ptr, &o, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(b, p == 1 ? et : LLVMVectorType(et, p), q, "");
+  LLVMSetAlignment(v, align);
+  if (p == 1)
+    v = LLVMBuildInsertElement(b, LLVMGetPoison(LLVMVectorType(et, 1)), v,
+                               LLVMConstInt(LLVMInt32TypeInContext(ctx), 0, 0), "");
+  return v;
+}
+
+LLVMValueRef xir__ir_mask_load(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef et, unsigned W,
+                               LLVMValueRef ptr, uint64_t mask, unsigned align, LLVMValueRef pass,
+                               int narrow) {
+  LLVMContextRef ctx = LLVMGetTypeContext(et);
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx), i32 = LLVMInt32TypeInContext(ctx);
+  LLVMTypeRef vt = LLVMVectorType(et, W);
+  uint64_t all = W >= 64 ? ~0ull : (1ull << W) - 1;
+  mask &= all;
+  /* the runs of set bits and the plain loads that cover them */
+  unsigned at[8], width[8], n = 0, ok = narrow && W <= 16;
+  for (unsigned i = 0; ok && i < W;) {
+    if (!(mask >> i & 1)) {
+      i++;
+      continue;
+    }
+    unsigned a = i;
+    while (i < W && mask >> i & 1) i++;
+    unsigned len = i - a, p = 1;
+    while (2 * p <= len) p *= 2;
+    if (n + (p == len ? 1 : 2) > 4) {
+      ok = 0;
+      break;
+    }
+    at[n] = a, width[n++] = p;
+    if (p != len) at[n] = i - p, width[n++] = p;
+  }
+  if (!ok || !mask) {
+    if (mask == all && W <= 16) {
+      LLVMValueRef v = LLVMBuildLoad2(b, vt, ptr, "");
+      LLVMSetAlignment(v, align);
+      return v;
+    }
+    LLVMValueRef m[16];
+    for (unsigned i = 0; i < W; i++) m[i] = LLVMConstInt(i1, mask >> i & 1, 0);
+    LLVMTypeRef tys[2] = {vt, LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(i32, align, 0), LLVMConstVector(m, W), pass};
+    return xir__ir_intrinsic(b, mod, "llvm.masked.load", tys, 2, args, 4);
+  }
+  if (n == 1 && width[0] == W) {
+    LLVMValueRef v = LLVMBuildLoad2(b, vt, ptr, "");
+    LLVMSetAlignment(v, align);
+    return v;
+  }
+  LLVMValueRef acc = pass;
+  for (unsigned k = 0; k < n; k++) {
+    LLVMValueRef v = narrow_load(b, et, ptr, at[k], width[k], align), sh[16];
+    /* widen to W lanes (the loaded ones first), then take lanes at[k] .. at[k] + p − 1 from it */
+    if (width[k] < W) {
+      for (unsigned i = 0; i < W; i++) sh[i] = i < width[k] ? LLVMConstInt(i32, i, 0) : LLVMGetUndef(i32);
+      v = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(sh, W), "");
+    }
+    for (unsigned i = 0; i < W; i++)
+      sh[i] = LLVMConstInt(i32, i >= at[k] && i < at[k] + width[k] ? W + i - at[k] : i, 0);
+    acc = LLVMBuildShuffleVector(b, acc, v, LLVMConstVector(sh, W), "");
+  }
+  return acc;
+}

@@ -75,6 +75,7 @@ typedef struct lw {
   LLVMBuilderRef b;
   xir__vm *vm;
   xir__cvt_target cvt;     /* hardware f32 <-> bf16/f16 conversions of the target */
+  int narrow_masks;        /* constant-mask loads as plain narrow loads (no AVX-512: irutil.h) */
   LLVMValueRef fn;
   LLVMTypeRef f32, i64, i32, i1, ptr, vf, vi, vb;
   unsigned W, k, ell;
@@ -859,6 +860,19 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
       LLVMValueRef p1 = LLVMBuildGEP2(L->b, t, base, &o1, 1, "");
       LLVMValueRef lo = LLVMBuildLoad2(L->b, vt, p0, "");
       LLVMSetAlignment(lo, align);
+      if (L->narrow_masks) {
+        /* without AVX-512 a masked load is slow (irutil.h): the W elements before the last one
+         * read instead (o + W − 1 .. o + 2W − 2, all between the first and last lanes' elements),
+         * their odd elements the upper lanes' */
+        LLVMValueRef o2 = LLVMBuildAdd(L->b, o, ci64(L, (int64_t)L->W - 1), "");
+        LLVMValueRef hi2 = LLVMBuildLoad2(L->b, vt, LLVMBuildGEP2(L->b, t, base, &o2, 1, ""), "");
+        LLVMSetAlignment(hi2, align);
+        LLVMValueRef sh2[16];
+        for (unsigned i = 0; i < L->W; i++) sh2[i] = LLVMConstInt(L->i32, 2 * i < L->W ? 2 * i : 2 * i + 1, 0);
+        r[q] = LLVMBuildShuffleVector(L->b, lo, hi2, LLVMConstVector(sh2, L->W), "");
+        if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
+        continue;
+      }
       LLVMTypeRef tys[2] = {vt, L->ptr};
       LLVMValueRef args[4] = {p1, LLVMConstInt(L->i32, align, 0), LLVMConstVector(m, L->W), LLVMGetPoison(vt)};
       LLVMValueRef hi = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
@@ -963,14 +977,10 @@ static LLVMValueRef window_packet(lw *L, LLVMValueRef base, int elem, const xir_
       w[k] = LLVMGetPoison(evt);
       continue;
     }
-    LLVMValueRef m[16];
-    for (unsigned i = 0; i < L->W; i++) m[i] = LLVMConstInt(L->i1, sp->mask[k] >> i & 1, 0);
     LLVMValueRef o = LLVMBuildAdd(L->b, u0, ci64(L, sp->base[k]), "");
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
-    LLVMTypeRef tys[2] = {evt, L->ptr};
-    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0),
-                            LLVMConstVector(m, L->W), LLVMGetPoison(evt)};
-    w[k] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+    w[k] = xir__ir_mask_load(L->b, L->mod, et, L->W, ptr, sp->mask[k],
+                             (unsigned)xir_elem_size((xir_elem)elem), LLVMGetPoison(evt), L->narrow_masks);
   }
   LLVMValueRef sh[16];
   for (unsigned i = 0; i < L->W; i++)
@@ -1104,21 +1114,18 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   LLVMPositionBuilderAtEnd(L->b, fast);
   for (unsigned q = 0; q < L->k; q++) {
     int64_t hi = 0;
-    LLVMValueRef m[16], sh[16];
+    LLVMValueRef sh[16];
     for (unsigned i = 0; i < L->W; i++)
       if (pi[q][i] - lo[q] > hi) hi = pi[q][i] - lo[q];
-    for (unsigned i = 0; i < L->W; i++) {
-      m[i] = LLVMConstInt(L->i1, (int64_t)i <= hi, 0);
-      sh[i] = LLVMConstInt(L->i32, (unsigned long long)(pi[q][i] - lo[q]), 0);
-    }
+    for (unsigned i = 0; i < L->W; i++) sh[i] = LLVMConstInt(L->i32, (unsigned long long)(pi[q][i] - lo[q]), 0);
     LLVMValueRef o = LLVMBuildAdd(L->b, U[q], ci64(L, lo[q]), "");
     int elem = L->p->params[n->ref].elem;
     LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, L->buf[n->ref], &o, 1, "");
-    LLVMTypeRef tys[2] = {evt, L->ptr};
-    LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, (unsigned)xir_elem_size((xir_elem)elem), 0),
-                            LLVMConstVector(m, L->W), LLVMGetPoison(evt)};
-    LLVMValueRef w = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+    /* lanes 0 .. hi (hi < W) */
+    uint64_t pm = hi >= 63 ? ~0ull : (2ull << hi) - 1;
+    LLVMValueRef w = xir__ir_mask_load(L->b, L->mod, et, L->W, ptr, pm, (unsigned)xir_elem_size((xir_elem)elem),
+                                       LLVMGetPoison(evt), L->narrow_masks);
     vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
     if (is_half(elem)) vf[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, vf[q]);
   }
@@ -4166,6 +4173,7 @@ xir_status xir__lower_for(const xir_program *p, const xir_shape *shape, const xi
   lw L;
   memset(&L, 0, sizeof L);
   L.cvt = *t;
+  L.narrow_masks = !t->avx512;
   L.p = p;
   L.sh = shape;
   L.c = c;
