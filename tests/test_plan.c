@@ -439,6 +439,33 @@ static void test_window_index_not_charged(void **state) {
   assert_true(w[0].arith_per_packet <= 2.5 * w[1].arith_per_packet);
 }
 
+/* A gathered lane costs more without AVX-512 (src/cost/work.c, kGatherPerLaneNarrow): at W = 8
+ * LLVM scalarizes gathers on AMD (rmsnorm 16384x8 at ℓ = 1 ran 2.6x ℓ = 8 on Zen 1), so the
+ * arithmetic of a packet of gathers, per lane, is several times the W = 16 one. */
+static void test_gather_cost_follows_width(void **state) {
+  (void)state;
+  static const char kText[] = "kernel k[R, C](x: f32[R, C], y: out f32[R, C])\n"
+                              "root r in R {\n  store y[r, :] = load x[r, :]\n}\n";
+  double lane[2]; /* W = 8, 16: arith per packet per lane */
+  for (int v = 0; v < 2; v++) {
+    uint32_t W = v ? 16 : 8;
+    xir_program *p;
+    xir_shape s;
+    xir_candidate c;
+    xir_execution_work w;
+    uint8_t perm[1] = {0};
+    xir_diag d;
+    /* ℓ = 1: a lane a row; the rows of 8 are 8 elements apart, so the load gathers and the
+     * store scatters */
+    if (xir_program_parse(kText, strlen(kText), "k", &p, &d) || xir_shape_parse(p, "R=4096,C=8", &s, &d) ||
+        xir_candidate_make(p, &s, W, 64, 1, perm, &c, &d) || xir_execution_work_make(p, &s, &c, 0, 1, &w, &d))
+      die(&d);
+    lane[v] = w.arith_per_packet / W;
+    xir_program_free(p);
+  }
+  assert_true(lane[0] > 4 * lane[1]);
+}
+
 /* rope_cache at HD = 128: with ℓ = 128 every chunk of a row is one head, so the cos/sin row
  * of pos[r] is the same 8 vectors in every chunk, which LLVM keeps in registers for the row
  * (and the sign vector is a constant); with ℓ = 64 each chunk loads its half of the row. The
@@ -693,6 +720,7 @@ int main(void) {
       cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_primitive_weights_separate_bodies),
       cmocka_unit_test(test_window_index_not_charged),
+      cmocka_unit_test(test_gather_cost_follows_width),
       cmocka_unit_test(test_chunk_invariant_periodic_loads),
       cmocka_unit_test(test_period_buffer_load_is_one_operand),
       cmocka_unit_test(test_activation_overlaps_imbalance),

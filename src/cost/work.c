@@ -29,6 +29,14 @@ static const double kDefaultWeight = 1.0;
  * 21 (the AVX-512 FMA variant's object code at W = 16). */
 static const double kSigmoid16Weight = 12;
 static const double kGatherPerLane = 0.5;  /* a gather costs about half an op per lane */
+/* Without AVX-512 (W ≤ 8) a gather is one lane at a time: LLVM scalarizes it where the target
+ * prefers no gather (AMD Zen 1-3), and AVX2's vgatherdps takes about a cycle a lane where it is
+ * used. rmsnorm 16384x8 at ℓ = 1 (8 gathers and 8 scatters a packet) on the 2026-12-07 Zen 1
+ * EPYC (W = 8): 159 us against 60 for ℓ = 8, about 19 cycles a gathered packet, 7 units of
+ * ns_per_arith a lane (xir bench --suite peers --kernels rmsnorm --configs
+ * 'default,fixed:l=1,B=64,G=128,fixed:l=8,B=64,G=128'). */
+static const double kGatherPerLaneNarrow = 6;
+static double gather_per_lane(double W) { return W >= 16 ? kGatherPerLane : kGatherPerLaneNarrow; }
 static const double kGatherBytesPerLane = 16; /* a gathered lane touches part of a cache line */
 /* Latency of one dependent vector accumulation, in the same units (an add's throughput cost is 1;
  * its latency is several cycles at two adds per cycle). */
@@ -355,7 +363,7 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
     /* good residues: one window load and a shuffle; split ones: two loads, a two-source
      * shuffle and the switch; the rest gather */
     double f = w->lfrac, sp = w->sfrac, g = 1 - f - sp;
-    *arith += f * 2 + sp * 4 + g * (1 + kGatherPerLane * W);
+    *arith += f * 2 + sp * 4 + g * (1 + gather_per_lane(W) * W);
     *bytes += f * esize * W + sp * 2 * esize * W + g * kGatherBytesPerLane * W;
   } else if (kind == 6) {
     *arith += 3;
@@ -364,7 +372,7 @@ static void access_cost(wctx *w, int kind, double esize, double *arith, double *
     *arith += 4; /* two masked loads and a two-source shuffle, or two shuffles and two stores */
     *bytes += esize * W;
   } else {
-    *arith += 1 + kGatherPerLane * W;
+    *arith += 1 + gather_per_lane(W) * W;
     *bytes += kGatherBytesPerLane * W;
   }
 }
