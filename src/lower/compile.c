@@ -270,7 +270,8 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
                            xir__jit_has_feature(cc->jit, "avx512f") &&
                                xir__jit_has_feature(cc->jit, "avx512vl"),
                            xir__jit_has_feature(cc->jit, "avx512dq"),
-                           xir__cpu_math_prefetch_only(xir__jit_cpu(cc->jit))};
+                           xir__cpu_math_prefetch_only(xir__jit_cpu(cc->jit)),
+                           xir__cpu_slow_lane_cross(xir__jit_cpu(cc->jit))};
     if ((s = xir__lower_for(p, &canon, &legal, &cvt, m.mod, entry, d))) {
       xir__jit_module_dispose(&m);
       goto fail;

@@ -28,7 +28,7 @@ static LLVMValueRef sel(LLVMBuilderRef b, LLVMValueRef c, LLVMValueRef x, LLVMVa
 }
 
 xir__cvt_target xir__cvt_host(void) {
-  xir__cvt_target t = {0, 0, xir__vm_host_has_fma(), xir__vm_host_has_avx512(), 0, 0};
+  xir__cvt_target t = {0, 0, xir__vm_host_has_fma(), xir__vm_host_has_avx512(), 0, 0, 0};
   char *f = LLVMGetHostCPUFeatures();
   for (const char *p = f; p && *p;) {
     const char *c = strchr(p, ',');
@@ -41,6 +41,7 @@ xir__cvt_target xir__cvt_host(void) {
   LLVMDisposeMessage(f);
   char *cpu = LLVMGetHostCPUName();
   t.math_prefetch_only = xir__cpu_math_prefetch_only(cpu);
+  t.slow_lane_cross = xir__cpu_slow_lane_cross(cpu);
   LLVMDisposeMessage(cpu);
   return t;
 }

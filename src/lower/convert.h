@@ -25,6 +25,8 @@ typedef struct xir__cvt_target {
   int math_prefetch_only; /* the next-row prefetch only in a loop with vector math: AMD Zen
                            * (xir__cpu_math_prefetch_only; docs/lowering.md, "Next-row
                            * prefetch"); 0 prefetches there in the last loop too */
+  int slow_lane_cross; /* lane-crossing ymm permutes are slow (Zen 1, "znver1": vpermps 3 µops,
+                        * one per 4 cycles): xir__ir_shuffle_halves splits them */
 } xir__cvt_target;
 
 /* The host's capabilities (what the JIT targets by default). */

@@ -77,6 +77,27 @@ static LLVMValueRef narrow_load(LLVMBuilderRef b, LLVMTypeRef et, LLVMValueRef p
   return v;
 }
 
+/* The runs of set bits of mask (W lanes) covered by at most four windows at[k], width[k] of a
+ * power-of-two width each (two overlapping ones for a run of another length); 0 when more are
+ * needed. */
+static int run_cover(uint64_t mask, unsigned W, unsigned *at, unsigned *width, unsigned *n) {
+  *n = 0;
+  for (unsigned i = 0; i < W;) {
+    if (!(mask >> i & 1)) {
+      i++;
+      continue;
+    }
+    unsigned a = i;
+    while (i < W && mask >> i & 1) i++;
+    unsigned len = i - a, p = 1;
+    while (2 * p <= len) p *= 2;
+    if (*n + (p == len ? 1 : 2) > 4) return 0;
+    at[*n] = a, width[(*n)++] = p;
+    if (p != len) at[*n] = i - p, width[(*n)++] = p;
+  }
+  return 1;
+}
+
 LLVMValueRef xir__ir_mask_load(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef et, unsigned W,
                                LLVMValueRef ptr, uint64_t mask, unsigned align, LLVMValueRef pass,
                                int narrow) {
@@ -86,23 +107,7 @@ LLVMValueRef xir__ir_mask_load(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef 
   uint64_t all = W >= 64 ? ~0ull : (1ull << W) - 1;
   mask &= all;
   /* the runs of set bits and the plain loads that cover them */
-  unsigned at[8], width[8], n = 0, ok = narrow && W <= 16;
-  for (unsigned i = 0; ok && i < W;) {
-    if (!(mask >> i & 1)) {
-      i++;
-      continue;
-    }
-    unsigned a = i;
-    while (i < W && mask >> i & 1) i++;
-    unsigned len = i - a, p = 1;
-    while (2 * p <= len) p *= 2;
-    if (n + (p == len ? 1 : 2) > 4) {
-      ok = 0;
-      break;
-    }
-    at[n] = a, width[n++] = p;
-    if (p != len) at[n] = i - p, width[n++] = p;
-  }
+  unsigned at[8], width[8], n = 0, ok = narrow && W <= 16 && run_cover(mask, W, at, width, &n);
   if (!ok || !mask) {
     if (mask == all && W <= 16) {
       LLVMValueRef v = LLVMBuildLoad2(b, vt, ptr, "");
@@ -133,4 +138,70 @@ LLVMValueRef xir__ir_mask_load(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef 
     acc = LLVMBuildShuffleVector(b, acc, v, LLVMConstVector(sh, W), "");
   }
   return acc;
+}
+
+LLVMValueRef xir__ir_shuffle_halves(LLVMBuilderRef b, LLVMValueRef v, const int *idx, unsigned W, int split) {
+  LLVMTypeRef vt = LLVMTypeOf(v), et = LLVMGetElementType(vt);
+  LLVMContextRef ctx = LLVMGetTypeContext(vt);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+  LLVMValueRef sh[16];
+  int src[2] = {-1, -1}, cross = 0, ok = split && W == 8 && LLVMGetTypeKind(et) == LLVMFloatTypeKind;
+  for (unsigned i = 0; i < W && ok; i++) {
+    if (idx[i] < 0) continue;
+    int h = (int)i / 4, s = idx[i] / 4;
+    if (s != h) cross = 1;
+    if (src[h] < 0) src[h] = s;
+    else if (src[h] != s) ok = 0;
+  }
+  if (!ok || !cross) {
+    for (unsigned i = 0; i < W; i++) sh[i] = idx[i] < 0 ? LLVMGetUndef(i32) : LLVMConstInt(i32, (unsigned)idx[i], 0);
+    return LLVMBuildShuffleVector(b, v, LLVMGetPoison(vt), LLVMConstVector(sh, W), "");
+  }
+  LLVMTypeRef ht = LLVMVectorType(et, 4);
+  LLVMTypeRef ft = LLVMFunctionType(ht, &ht, 1, 0);
+  LLVMValueRef as = LLVMGetInlineAsm(ft, "", 0, "=x,0", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+  unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMValueRef half[2];
+  for (int h = 0; h < 2; h++) {
+    for (unsigned i = 0; i < 4; i++) {
+      int x = idx[4 * h + i];
+      sh[i] = x < 0 ? LLVMGetUndef(i32) : LLVMConstInt(i32, (unsigned)x, 0);
+    }
+    /* the 4 lanes of this output half, read from the 8 lanes of v (all in one 128-bit half) */
+    half[h] = LLVMBuildShuffleVector(b, v, LLVMGetPoison(vt), LLVMConstVector(sh, 4), "");
+    LLVMValueRef call = LLVMBuildCall2(b, ft, as, &half[h], 1, "");
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, nk, 0));
+    half[h] = call;
+  }
+  for (unsigned i = 0; i < 8; i++) sh[i] = LLVMConstInt(i32, i, 0);
+  return LLVMBuildShuffleVector(b, half[0], half[1], LLVMConstVector(sh, 8), "");
+}
+
+void xir__ir_mask_store(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef et, unsigned W, LLVMValueRef ptr,
+                        LLVMValueRef v, uint64_t mask, unsigned align, int narrow) {
+  LLVMContextRef ctx = LLVMGetTypeContext(et);
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx), i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+  uint64_t all = W >= 64 ? ~0ull : (1ull << W) - 1;
+  mask &= all;
+  if (!mask) return;
+  unsigned at[8], width[8], n = 0;
+  if (!narrow || W > 16 || !run_cover(mask, W, at, width, &n)) {
+    LLVMValueRef m[16];
+    for (unsigned i = 0; i < W; i++) m[i] = LLVMConstInt(i1, mask >> i & 1, 0);
+    LLVMTypeRef tys[2] = {LLVMTypeOf(v), LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {v, ptr, LLVMConstInt(i32, align, 0), LLVMConstVector(m, W)};
+    xir__ir_intrinsic(b, mod, "llvm.masked.store", tys, 2, args, 4);
+    return;
+  }
+  for (unsigned k = 0; k < n; k++) {
+    LLVMValueRef x, o = LLVMConstInt(i64, at[k], 0), sh[16];
+    if (width[k] == W) x = v;
+    else if (width[k] == 1) x = LLVMBuildExtractElement(b, v, LLVMConstInt(i32, at[k], 0), "");
+    else {
+      for (unsigned i = 0; i < width[k]; i++) sh[i] = LLVMConstInt(i32, at[k] + i, 0);
+      x = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(sh, width[k]), "");
+    }
+    LLVMValueRef s = LLVMBuildStore(b, x, LLVMBuildGEP2(b, et, ptr, &o, 1, ""));
+    LLVMSetAlignment(s, align);
+  }
 }

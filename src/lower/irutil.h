@@ -35,5 +35,17 @@ LLVMValueRef xir__ir_splat(LLVMBuilderRef b, LLVMValueRef x, unsigned W);
 LLVMValueRef xir__ir_mask_load(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef et, unsigned W,
                                LLVMValueRef ptr, uint64_t mask, unsigned align, LLVMValueRef pass,
                                int narrow);
+/* Stores lane i of the <W x et> v to ptr[i] where bit i of mask is set, as xir__ir_mask_load reads:
+ * narrow = 0 one llvm.masked.store; narrow = 1 plain stores of each run of set bits (one of a
+ * power-of-two length, else two overlapping ones writing the same values twice), at most four,
+ * else the masked store (AVX2's vmaskmovps store is slower still than its load on AMD). */
+void xir__ir_mask_store(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef et, unsigned W, LLVMValueRef ptr,
+                        LLVMValueRef v, uint64_t mask, unsigned align, int narrow);
+/* shufflevector(v, poison, idx) for a <W x T> v, idx[i] < 0 for an undefined lane. split = 1 (a
+ * target whose lane-crossing permutes are slow: Zen 1), W = 8 and a lane-crossing idx whose each
+ * 4-lane output half reads one 4-lane half of v: each half shuffled on its own (in-lane, 128-bit
+ * ops), kept apart by an empty asm so that LLVM does not merge them back into one vpermps, and
+ * concatenated (vinsertf128). Otherwise the one shuffle. */
+LLVMValueRef xir__ir_shuffle_halves(LLVMBuilderRef b, LLVMValueRef v, const int *idx, unsigned W, int split);
 
 #endif

@@ -781,6 +781,7 @@ static int is_half(int elem) { return elem == XIR_BF16 || elem == XIR_F16; }
 static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m);
 
 static LLVMValueRef window_packet(lw *L, LLVMValueRef base, int elem, const xir__wsplit *sp, LLVMValueRef u0);
+static int mask_const_bits(LLVMValueRef m, unsigned W, uint64_t *bits);
 
 static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
   int i64 = elem == XIR_I64, h = is_half(elem);
@@ -795,10 +796,16 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
     for (unsigned q = 0; q < L->k; q++) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
       LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
-      LLVMTypeRef tys[2] = {vt, L->ptr};
-      LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, align, 0),
-                              tm[q] ? tm[q] : LLVMConstAllOnes(L->vb), LLVMConstNull(vt)};
-      r[q] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+      uint64_t bits;
+      if (L->narrow_masks && mask_const_bits(tm[q], L->W, &bits)) {
+        /* a tail packet over a compile-time dim without AVX-512: plain narrow loads */
+        r[q] = xir__ir_mask_load(L->b, L->mod, t, L->W, ptr, bits, align, LLVMConstNull(vt), 1);
+      } else {
+        LLVMTypeRef tys[2] = {vt, L->ptr};
+        LLVMValueRef args[4] = {ptr, LLVMConstInt(L->i32, align, 0),
+                                tm[q] ? tm[q] : LLVMConstAllOnes(L->vb), LLVMConstNull(vt)};
+        r[q] = intrinsic(L, "llvm.masked.load", tys, 2, args, 4);
+      }
       if (h) r[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, r[q]);
     }
     return vvec(L, r);
@@ -982,10 +989,15 @@ static LLVMValueRef window_packet(lw *L, LLVMValueRef base, int elem, const xir_
     w[k] = xir__ir_mask_load(L->b, L->mod, et, L->W, ptr, sp->mask[k],
                              (unsigned)xir_elem_size((xir_elem)elem), LLVMGetPoison(evt), L->narrow_masks);
   }
-  LLVMValueRef sh[16];
-  for (unsigned i = 0; i < L->W; i++)
+  LLVMValueRef sh[16], v;
+  int one = sp->nwin < 2, ix[16];
+  for (unsigned i = 0; i < L->W; i++) {
     sh[i] = sp->src[i] < 0 ? LLVMGetUndef(L->i32) : LLVMConstInt(L->i32, (unsigned)sp->src[i], 0);
-  LLVMValueRef v = LLVMBuildShuffleVector(L->b, w[0], w[1], LLVMConstVector(sh, L->W), "");
+    ix[i] = sp->src[i];
+    one &= sp->src[i] < (int)L->W;
+  }
+  if (one) v = xir__ir_shuffle_halves(L->b, w[0], ix, L->W, L->cvt.slow_lane_cross);
+  else v = LLVMBuildShuffleVector(L->b, w[0], w[1], LLVMConstVector(sh, L->W), "");
   if (is_half(elem)) v = xir__cvt_to_f32(L->b, &L->cvt, elem, v);
   return v;
 }
@@ -1114,10 +1126,8 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
   LLVMPositionBuilderAtEnd(L->b, fast);
   for (unsigned q = 0; q < L->k; q++) {
     int64_t hi = 0;
-    LLVMValueRef sh[16];
     for (unsigned i = 0; i < L->W; i++)
       if (pi[q][i] - lo[q] > hi) hi = pi[q][i] - lo[q];
-    for (unsigned i = 0; i < L->W; i++) sh[i] = LLVMConstInt(L->i32, (unsigned long long)(pi[q][i] - lo[q]), 0);
     LLVMValueRef o = LLVMBuildAdd(L->b, U[q], ci64(L, lo[q]), "");
     int elem = L->p->params[n->ref].elem;
     LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
@@ -1126,7 +1136,9 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     uint64_t pm = hi >= 63 ? ~0ull : (2ull << hi) - 1;
     LLVMValueRef w = xir__ir_mask_load(L->b, L->mod, et, L->W, ptr, pm, (unsigned)xir_elem_size((xir_elem)elem),
                                        LLVMGetPoison(evt), L->narrow_masks);
-    vf[q] = LLVMBuildShuffleVector(L->b, w, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
+    int ix[16];
+    for (unsigned i = 0; i < L->W; i++) ix[i] = (int)(pi[q][i] - lo[q]);
+    vf[q] = xir__ir_shuffle_halves(L->b, w, ix, L->W, L->cvt.slow_lane_cross);
     if (is_half(elem)) vf[q] = xir__cvt_to_f32(L->b, &L->cvt, elem, vf[q]);
   }
   LLVMBasicBlockRef fast_end = LLVMGetInsertBlock(L->b);
@@ -2068,20 +2080,16 @@ static int store_window(lw *L, const val *off, LLVMValueRef x, LLVMValueRef base
     live[g] = (!tail || cv[g] < dimc(L, L->c->inner_dim)) && (L->ell <= 1 || covers_inner || g % L->ell == 0);
   if (!xir__window_lanes(off->tab, live, L->W, 1, &sp)) return 0;
   for (int k = 0; k < sp.nwin; k++) {
-    LLVMValueRef m[16], sh[16];
-    for (unsigned i = 0; i < L->W; i++) {
-      m[i] = LLVMConstInt(L->i1, sp.mask[k] >> i & 1, 0);
-      sh[i] = LLVMGetUndef(L->i32);
-    }
+    LLVMValueRef sh[16];
+    for (unsigned i = 0; i < L->W; i++) sh[i] = LLVMGetUndef(L->i32);
     for (unsigned g = 0; g < L->W; g++)
       if (sp.src[g] >= (int)(k * L->W) && sp.src[g] < (int)((k + 1) * L->W))
         sh[sp.src[g] - k * L->W] = LLVMConstInt(L->i32, g, 0);
     LLVMValueRef v = LLVMBuildShuffleVector(L->b, x, LLVMGetPoison(evt), LLVMConstVector(sh, L->W), "");
     LLVMValueRef o = LLVMBuildAdd(L->b, off->pu, ci64(L, sp.base[k]), "");
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, base, &o, 1, "");
-    LLVMTypeRef tys[2] = {evt, L->ptr};
-    LLVMValueRef args[4] = {v, ptr, align, LLVMConstVector(m, L->W)};
-    intrinsic(L, "llvm.masked.store", tys, 2, args, 4);
+    xir__ir_mask_store(L->b, L->mod, et, L->W, ptr, v, sp.mask[k], (unsigned)LLVMConstIntGetZExtValue(align),
+                       L->narrow_masks);
   }
   return 1;
 }
@@ -2096,6 +2104,19 @@ static int mask_all_true(LLVMValueRef m) {
   for (unsigned i = 0; i < n; i++) {
     LLVMValueRef e = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetAggregateElement(m, i) : m;
     if (!e || !LLVMIsAConstantInt(e) || LLVMConstIntGetZExtValue(e) != 1) return 0;
+  }
+  return 1;
+}
+
+/* 1 when lane mask m is a compile-time constant (a tail chunk's packet over a compile-time dim);
+ * its lanes in *bits. */
+static int mask_const_bits(LLVMValueRef m, unsigned W, uint64_t *bits) {
+  if (!m || !LLVMIsConstant(m) || LLVMGetTypeKind(LLVMTypeOf(m)) != LLVMVectorTypeKind) return 0;
+  *bits = 0;
+  for (unsigned i = 0; i < W; i++) {
+    LLVMValueRef e = LLVMGetAggregateElement(m, i);
+    if (!e || !LLVMIsAConstantInt(e)) return 0;
+    if (LLVMConstIntGetZExtValue(e)) *bits |= 1ull << i;
   }
   return 1;
 }
@@ -2151,6 +2172,12 @@ static void store_body(lw *L, int id, void *ud) {
         LLVMSetAlignment(s, (unsigned)xir_elem_size((xir_elem)elem));
         if (L->nt) stream_store(L, s, L->W * (unsigned)xir_elem_size((xir_elem)elem));
       } else {
+        uint64_t bits;
+        if (L->narrow_masks && mask_const_bits(m[q], L->W, &bits)) {
+          /* a tail packet over a compile-time dim without AVX-512: plain narrow stores */
+          xir__ir_mask_store(L->b, L->mod, et, L->W, ptr, x, bits, (unsigned)xir_elem_size((xir_elem)elem), 1);
+          continue;
+        }
         LLVMTypeRef tys[2] = {evt, L->ptr};
         LLVMValueRef args[4] = {x, ptr, align, m[q]};
         intrinsic(L, "llvm.masked.store", tys, 2, args, 4);

@@ -180,6 +180,10 @@ int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, in
  * in its exp loop, still pays (1024x4096 xir / OpenMP C 0.52 with, 0.79 without). */
 int xir__cpu_math_prefetch_only(const char *cpu) { return cpu && !strncmp(cpu, "znver", 5); }
 
+/* Zen 1 runs 256-bit ops as two 128-bit halves; a lane-crossing permute (vpermps, vpermd) is 3
+ * µops at one per 4 cycles, where an in-lane shuffle of a half is one (docs/lowering.md). */
+int xir__cpu_slow_lane_cross(const char *cpu) { return cpu && !strcmp(cpu, "znver1"); }
+
 int xir__stream_choice_zone(uint64_t footprint, int64_t t, int64_t llc) {
   if (t <= 0 && llc <= 0) return 0;
   int64_t lo = t > 0 && (llc <= 0 || t < llc) ? t : llc, hi = t > llc ? t : llc;

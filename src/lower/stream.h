@@ -72,6 +72,8 @@ int xir__prefetch_offsets(unsigned W, unsigned k, int64_t len, int64_t esize, in
  * evaluates vector math (softmax's exp), never into a norm's store loop: AMD Zen ("znver*";
  * docs/lowering.md, "Next-row prefetch", with the numbers). 0 for NULL and every other name. */
 int xir__cpu_math_prefetch_only(const char *cpu);
+/* 1 for a CPU whose lane-crossing 256-bit permutes are slow ("znver1"; stream.c). */
+int xir__cpu_slow_lane_cross(const char *cpu);
 
 /* 1 when a launch of `footprint` bytes is near enough to the threshold t and the last-level
  * cache llc (either may be 0: unknown) that the better stores depend on what else the machine
