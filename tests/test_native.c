@@ -263,12 +263,12 @@ static void test_narrow_widths_on_256_preferring_cpu(void **state) {
 static void test_narrow_masks_without_avx512(void **state) {
   (void)state;
   static const char *const kRows[] = {"R=17,C=8", "R=33,C=24", "R=5,C=100", "R=3,C=7"};
-  static const char *const kRope[] = {"R=5,C=256,HD=128,P=7,H2=64", "R=3,C=1000,HD=100,P=4096,H2=50",
-                                      "R=37,C=2,HD=2,P=5,H2=1"};
-  static const char *const kRopeC[] = {"R=5,C=256,HD=128", "R=3,C=200,HD=100", "R=37,C=2,HD=2"};
+  static const char *const kRopeCache[] = {"R=5,C=256,HD=128,P=7,H2=64", "R=3,C=1000,HD=100,P=4096,H2=50",
+                                           "R=37,C=2,HD=2,P=5,H2=1"};
+  static const char *const kRope[] = {"R=5,C=256,HD=128", "R=3,C=200,HD=100", "R=37,C=2,HD=2"};
   if (!strncmp(g_kernel, "attention", 9)) skip();
   int rc = !strcmp(g_kernel, "rope_cache"), rope = !strcmp(g_kernel, "rope");
-  const char *const *shapes = rc ? kRope : rope ? kRopeC : kRows;
+  const char *const *shapes = rc ? kRopeCache : rope ? kRope : kRows;
   size_t nshapes = rc || rope ? 3 : 4;
   const char *cpus[] = {"haswell", "znver1"};
   int ran = 0;
@@ -285,7 +285,7 @@ static void test_narrow_masks_without_avx512(void **state) {
       xir_candidate c;
       uint8_t perm[1] = {0};
       const xir_kernel *k;
-      if (xir_kernel_load("rope_cache", &p, &d) || xir_shape_parse(p, kRope[0], &s, &d) ||
+      if (xir_kernel_load("rope_cache", &p, &d) || xir_shape_parse(p, kRopeCache[0], &s, &d) ||
           xir_candidate_make(p, &s, 8, 64, 64, perm, &c, &d) || xir_compile(cc, p, &s, &c, &k, &d))
         die(&d);
       xir_kernel_info info;

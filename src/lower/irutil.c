@@ -98,41 +98,43 @@ static int run_cover(uint64_t mask, unsigned W, unsigned *at, unsigned *width, u
   return 1;
 }
 
+/* The one llvm.masked.load or llvm.masked.store (v != NULL) of the lanes set in mask. */
+static LLVMValueRef masked_intrinsic(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef vt, unsigned W,
+                                     LLVMValueRef ptr, LLVMValueRef v, uint64_t mask, unsigned align,
+                                     LLVMValueRef pass) {
+  LLVMContextRef ctx = LLVMGetTypeContext(vt);
+  LLVMValueRef m[16], al = LLVMConstInt(LLVMInt32TypeInContext(ctx), align, 0);
+  for (unsigned i = 0; i < W; i++) m[i] = LLVMConstInt(LLVMInt1TypeInContext(ctx), mask >> i & 1, 0);
+  LLVMTypeRef tys[2] = {vt, LLVMTypeOf(ptr)};
+  if (v) {
+    LLVMValueRef args[4] = {v, ptr, al, LLVMConstVector(m, W)};
+    return xir__ir_intrinsic(b, mod, "llvm.masked.store", tys, 2, args, 4);
+  }
+  LLVMValueRef args[4] = {ptr, al, LLVMConstVector(m, W), pass};
+  return xir__ir_intrinsic(b, mod, "llvm.masked.load", tys, 2, args, 4);
+}
+
 LLVMValueRef xir__ir_mask_load(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef et, unsigned W,
                                LLVMValueRef ptr, uint64_t mask, unsigned align, LLVMValueRef pass,
                                int narrow) {
-  LLVMContextRef ctx = LLVMGetTypeContext(et);
-  LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx), i32 = LLVMInt32TypeInContext(ctx);
-  LLVMTypeRef vt = LLVMVectorType(et, W);
-  uint64_t all = W >= 64 ? ~0ull : (1ull << W) - 1;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(et)), vt = LLVMVectorType(et, W);
+  uint64_t all = (1ull << W) - 1;
   mask &= all;
-  /* the runs of set bits and the plain loads that cover them */
-  unsigned at[8], width[8], n = 0, ok = narrow && W <= 16 && run_cover(mask, W, at, width, &n);
-  if (!ok || !mask) {
-    if (mask == all && W <= 16) {
-      LLVMValueRef v = LLVMBuildLoad2(b, vt, ptr, "");
-      LLVMSetAlignment(v, align);
-      return v;
-    }
-    LLVMValueRef m[16];
-    for (unsigned i = 0; i < W; i++) m[i] = LLVMConstInt(i1, mask >> i & 1, 0);
-    LLVMTypeRef tys[2] = {vt, LLVMTypeOf(ptr)};
-    LLVMValueRef args[4] = {ptr, LLVMConstInt(i32, align, 0), LLVMConstVector(m, W), pass};
-    return xir__ir_intrinsic(b, mod, "llvm.masked.load", tys, 2, args, 4);
-  }
-  if (n == 1 && width[0] == W) {
+  if (mask == all) {
     LLVMValueRef v = LLVMBuildLoad2(b, vt, ptr, "");
     LLVMSetAlignment(v, align);
     return v;
   }
+  /* the runs of set bits and the plain loads that cover them */
+  unsigned at[4], width[4], n;
+  if (!narrow || !mask || !run_cover(mask, W, at, width, &n))
+    return masked_intrinsic(b, mod, vt, W, ptr, NULL, mask, align, pass);
   LLVMValueRef acc = pass;
   for (unsigned k = 0; k < n; k++) {
     LLVMValueRef v = narrow_load(b, et, ptr, at[k], width[k], align), sh[16];
     /* widen to W lanes (the loaded ones first), then take lanes at[k] .. at[k] + p − 1 from it */
-    if (width[k] < W) {
-      for (unsigned i = 0; i < W; i++) sh[i] = i < width[k] ? LLVMConstInt(i32, i, 0) : LLVMGetUndef(i32);
-      v = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(sh, W), "");
-    }
+    for (unsigned i = 0; i < W; i++) sh[i] = i < width[k] ? LLVMConstInt(i32, i, 0) : LLVMGetUndef(i32);
+    v = LLVMBuildShuffleVector(b, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(sh, W), "");
     for (unsigned i = 0; i < W; i++)
       sh[i] = LLVMConstInt(i32, i >= at[k] && i < at[k] + width[k] ? W + i - at[k] : i, 0);
     acc = LLVMBuildShuffleVector(b, acc, v, LLVMConstVector(sh, W), "");
@@ -180,17 +182,12 @@ LLVMValueRef xir__ir_shuffle_halves(LLVMBuilderRef b, LLVMValueRef v, const int 
 void xir__ir_mask_store(LLVMBuilderRef b, LLVMModuleRef mod, LLVMTypeRef et, unsigned W, LLVMValueRef ptr,
                         LLVMValueRef v, uint64_t mask, unsigned align, int narrow) {
   LLVMContextRef ctx = LLVMGetTypeContext(et);
-  LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx), i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
-  uint64_t all = W >= 64 ? ~0ull : (1ull << W) - 1;
-  mask &= all;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+  mask &= (1ull << W) - 1;
+  unsigned at[4], width[4], n;
   if (!mask) return;
-  unsigned at[8], width[8], n = 0;
-  if (!narrow || W > 16 || !run_cover(mask, W, at, width, &n)) {
-    LLVMValueRef m[16];
-    for (unsigned i = 0; i < W; i++) m[i] = LLVMConstInt(i1, mask >> i & 1, 0);
-    LLVMTypeRef tys[2] = {LLVMTypeOf(v), LLVMTypeOf(ptr)};
-    LLVMValueRef args[4] = {v, ptr, LLVMConstInt(i32, align, 0), LLVMConstVector(m, W)};
-    xir__ir_intrinsic(b, mod, "llvm.masked.store", tys, 2, args, 4);
+  if (!narrow || !run_cover(mask, W, at, width, &n)) {
+    masked_intrinsic(b, mod, LLVMTypeOf(v), W, ptr, v, mask, align, NULL);
     return;
   }
   for (unsigned k = 0; k < n; k++) {

@@ -781,7 +781,7 @@ static int is_half(int elem) { return elem == XIR_BF16 || elem == XIR_F16; }
 static void lane_mask(lw *L, int covers_inner, LLVMValueRef *m);
 
 static LLVMValueRef window_packet(lw *L, LLVMValueRef base, int elem, const xir__wsplit *sp, LLVMValueRef u0);
-static int mask_const_bits(LLVMValueRef m, unsigned W, uint64_t *bits);
+static unsigned mask_const_bits(LLVMValueRef m, uint64_t *bits);
 
 static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
   int i64 = elem == XIR_I64, h = is_half(elem);
@@ -797,7 +797,7 @@ static val load_elems(lw *L, LLVMValueRef base, val off, int elem) {
       LLVMValueRef o = LLVMBuildAdd(L->b, off.u, ci64(L, (int64_t)(q * L->W)), "");
       LLVMValueRef ptr = LLVMBuildGEP2(L->b, t, base, &o, 1, "");
       uint64_t bits;
-      if (L->narrow_masks && mask_const_bits(tm[q], L->W, &bits)) {
+      if (L->narrow_masks && mask_const_bits(tm[q], &bits)) {
         /* a tail packet over a compile-time dim without AVX-512: plain narrow loads */
         r[q] = xir__ir_mask_load(L->b, L->mod, t, L->W, ptr, bits, align, LLVMConstNull(vt), 1);
       } else {
@@ -1133,8 +1133,7 @@ static int perm_load(lw *L, const xir_node *n, const val *off, val *out) {
     LLVMTypeRef et = mem_type(L, elem), evt = LLVMVectorType(et, L->W);
     LLVMValueRef ptr = LLVMBuildGEP2(L->b, et, L->buf[n->ref], &o, 1, "");
     /* lanes 0 .. hi (hi < W) */
-    uint64_t pm = hi >= 63 ? ~0ull : (2ull << hi) - 1;
-    LLVMValueRef w = xir__ir_mask_load(L->b, L->mod, et, L->W, ptr, pm, (unsigned)xir_elem_size((xir_elem)elem),
+    LLVMValueRef w = xir__ir_mask_load(L->b, L->mod, et, L->W, ptr, (2ull << hi) - 1, (unsigned)xir_elem_size((xir_elem)elem),
                                        LLVMGetPoison(evt), L->narrow_masks);
     int ix[16];
     for (unsigned i = 0; i < L->W; i++) ix[i] = (int)(pi[q][i] - lo[q]);
@@ -2094,31 +2093,29 @@ static int store_window(lw *L, const val *off, LLVMValueRef x, LLVMValueRef base
   return 1;
 }
 
-/* 1 when lane mask m (NULL: every lane) is known at compile time to keep every lane: a full
- * packet of a tail chunk (its lanes' c < N fold to constants), stored like any full packet. */
-static int mask_all_true(LLVMValueRef m) {
-  if (!m) return 1;
-  if (!LLVMIsConstant(m)) return 0;
+/* The lanes of lane mask m (an i1 or a vector of them) when it is a compile-time constant (a
+ * tail chunk's packet over a compile-time dim), as bits in *bits; returns the lane count, or 0
+ * when m is not constant. */
+static unsigned mask_const_bits(LLVMValueRef m, uint64_t *bits) {
+  if (!m || !LLVMIsConstant(m)) return 0;
   LLVMTypeRef t = LLVMTypeOf(m);
-  unsigned n = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 1;
-  for (unsigned i = 0; i < n; i++) {
-    LLVMValueRef e = LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetAggregateElement(m, i) : m;
-    if (!e || !LLVMIsAConstantInt(e) || LLVMConstIntGetZExtValue(e) != 1) return 0;
-  }
-  return 1;
-}
-
-/* 1 when lane mask m is a compile-time constant (a tail chunk's packet over a compile-time dim);
- * its lanes in *bits. */
-static int mask_const_bits(LLVMValueRef m, unsigned W, uint64_t *bits) {
-  if (!m || !LLVMIsConstant(m) || LLVMGetTypeKind(LLVMTypeOf(m)) != LLVMVectorTypeKind) return 0;
+  int vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+  unsigned n = vec ? LLVMGetVectorSize(t) : 1;
   *bits = 0;
-  for (unsigned i = 0; i < W; i++) {
-    LLVMValueRef e = LLVMGetAggregateElement(m, i);
+  for (unsigned i = 0; i < n; i++) {
+    LLVMValueRef e = vec ? LLVMGetAggregateElement(m, i) : m;
     if (!e || !LLVMIsAConstantInt(e)) return 0;
     if (LLVMConstIntGetZExtValue(e)) *bits |= 1ull << i;
   }
-  return 1;
+  return n;
+}
+
+/* 1 when lane mask m (NULL: every lane) is known at compile time to keep every lane: a full
+ * packet of a tail chunk (its lanes' c < N fold to constants), stored like any full packet. */
+static int mask_all_true(LLVMValueRef m) {
+  uint64_t bits;
+  unsigned n = m ? mask_const_bits(m, &bits) : 0;
+  return !m || (n && bits == (1ull << n) - 1);
 }
 
 static void store_body(lw *L, int id, void *ud) {
@@ -2173,7 +2170,7 @@ static void store_body(lw *L, int id, void *ud) {
         if (L->nt) stream_store(L, s, L->W * (unsigned)xir_elem_size((xir_elem)elem));
       } else {
         uint64_t bits;
-        if (L->narrow_masks && mask_const_bits(m[q], L->W, &bits)) {
+        if (L->narrow_masks && mask_const_bits(m[q], &bits)) {
           /* a tail packet over a compile-time dim without AVX-512: plain narrow stores */
           xir__ir_mask_store(L->b, L->mod, et, L->W, ptr, x, bits, (unsigned)xir_elem_size((xir_elem)elem), 1);
           continue;

@@ -102,6 +102,16 @@ static const char kArithProbe[] =
 
 const char *xir__calibration_arith_probe(void) { return kArithProbe; }
 
+/* A probe's candidate at the compiler's width W: ℓ = local (0: W), at most 8 packets (ℓ = 64 is 4
+ * packets at W = 16 and 8 at W = 8; at W = 4 the probes take ℓ = 32), in blocks of Bmul·W lanes
+ * or of ℓ when that is more. Until 2026-12-07 B was Bmul·W whatever ℓ was: no candidate at W = 8
+ * (ℓ = 64 > B = 32), and the calibration failed on every AVX2 host. */
+static xir_status probe_candidate(const xir_program *p, const xir_shape *s, uint32_t W, uint32_t local,
+                                  uint32_t Bmul, const uint8_t *perm, xir_candidate *cand, xir_diag *d) {
+  uint32_t ell = !local ? W : local > 8 * W ? 8 * W : local, B = W * Bmul > ell ? W * Bmul : ell;
+  return xir_candidate_make(p, s, W, B, ell, perm, cand, d);
+}
+
 /* Times a built-in kernel (or the copy probe, name NULL) on the caller path; returns ns per launch
  * and its work. */
 static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, const char *name,
@@ -122,10 +132,7 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   uint8_t perm[XIR_MAX_ROOT];
   for (int k = 0; k < xir_program_num_root(p); k++) perm[k] = (uint8_t)k;
   xir_candidate cand;
-  /* ℓ = 64 is 4 packets at W = 16 and 8 (the most a root program takes) at W = 8; at W = 4 the
-   * probes take 8 packets; a block holds the probe's ℓ lanes */
-  uint32_t ell = !local ? W : local > 8 * W ? 8 * W : local, B = W * Bmul > ell ? W * Bmul : ell;
-  if ((st = xir_candidate_make(p, &s, W, B, ell, perm, &cand, d))) goto out;
+  if ((st = probe_candidate(p, &s, W, local, Bmul, perm, &cand, d))) goto out;
   const xir_kernel *k;
   if ((st = xir_compile(cc, p, &s, &cand, &k, d))) goto out;
   uint64_t slots[XIR_MAX_ARG_SLOTS];
@@ -190,7 +197,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
   if (st) return st;
   int saved = xir__stream_stores_mode();
   double F[STREAM_PROBES];
-  uint32_t W = xir_compiler_width(cc), ell = 64 < W ? W : 64 > 8 * W ? 8 * W : 64; /* time_kernel's */
+  uint32_t W = xir_compiler_width(cc);
   for (int f = 0; f < STREAM_PROBES && !st; f++) {
     t_out[f][0] = t_out[f][1] = INFINITY;
     int64_t rows = (int64_t)256 << f; /* rows of 2048 floats: 8 KiB in x and 8 KiB in y */
@@ -205,7 +212,7 @@ static xir_status stream_probe(xir_compiler *cc, xir_runtime *rt, xir_batch *b, 
     xir_candidate cand;
     const xir_kernel *k;
     if ((st = xir_shape_parse(p, spec, &s, d)) || (st = xir__case_init(&c, p, &s, 1, d)) ||
-        (st = xir_candidate_make(p, &s, W, W * 4 > ell ? W * 4 : ell, ell, perm, &cand, d)) ||
+        (st = probe_candidate(p, &s, W, 64, 4, perm, &cand, d)) ||
         (st = xir_compile(cc, p, &s, &cand, &k, d))) {
       xir__case_free(&c);
       break;
