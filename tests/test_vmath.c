@@ -103,6 +103,10 @@ static void compile_set(kset *s, unsigned W, int fma) {
   int x512 = fma && xir__vm_host_has_avx512() && !getenv("XIR_VMATH_NO_X512");
   if (x512 != !!strstr(a->ir_text, "@llvm.x86.avx512.rcp14.ps.512("))
     fail_msg("W=%u fma=%d: vrcp14ps %s", W, fma, x512 ? "missing" : "where the host lacks AVX-512");
+  /* without vscalefps, exp's subnormal/overflow scaling is a cold path, branched to once per
+   * vector with a weight (test_exp_cold_lanes_same_bits checks its bits) */
+  if (!x512 && !strstr(a->ir_text, "branch_weights"))
+    fail_msg("W=%u fma=%d: no weighted branch to exp's cold path", W, fma);
   s->W = W;
   s->fma = fma;
   s->ms = a->total_ms;
@@ -704,6 +708,55 @@ static void test_sincos_mixed_lanes(void **state) {
 }
 
 
+/* Without vscalefps, exp computes a vector's lanes with one-step scaling and no clamps when every
+ * lane allows it (sigmoid: −86 ≤ −|x|; exp and softmax's exp_nonpos: −125 ≤ n ≤ 125; tanh clamps
+ * its argument so that it always does), and otherwise (one branch per vector) with the full
+ * code. Each lane's bits must not depend on its neighbours: vectors mixing such lanes (1/8 of the
+ * lanes: subnormal and overflowing results, ±inf, NaN, the thresholds) with ordinary ones give,
+ * at every W, the bits of W = 1, where each lane decides alone. */
+static void test_exp_cold_lanes_same_bits(void **state) {
+  (void)state;
+  static const float cold[16] = {-86.01f, -86.5f, -87.33654f, -90.0f, -100.0f, -103.5f, -104.5f,
+                                 -1000.0f, -INFINITY, NAN, 86.7f, 88.0f, 88.8f, 95.0f, INFINITY,
+                                 -0.0f};
+  static const xir__vm_fn fns[] = {XIR__VM_EXP, XIR__VM_EXPNP, XIR__VM_SIGMOID, XIR__VM_SIGMOID16,
+                                   XIR__VM_TANH};
+  for (size_t f = 0; f < sizeof fns / sizeof *fns; f++) {
+    pts p = {0};
+    int nonpos = fns[f] == XIR__VM_EXPNP, tanh = fns[f] == XIR__VM_TANH;
+    for (int i = 0; i < 8192; i++) {
+      g_rng ^= g_rng << 13;
+      g_rng ^= g_rng >> 7;
+      g_rng ^= g_rng << 17;
+      unsigned k = (unsigned)(g_rng >> 32);
+      float x = (k & 7) == 0 ? cold[(k >> 3) & 15] : ((float)(k >> 8) * 0x1p-24f - 0.5f) * 160.0f;
+      if (tanh) x *= 0.25f; /* tanh's 2|x| crosses its clamp at 40 and exp's limits */
+      push(&p, nonpos && !(x <= 0.0f) ? -fabsf(x) : x, 0);
+    }
+    pad(&p);
+    float *ref = malloc(p.n * sizeof(float)), *got = malloc(p.n * sizeof(float));
+    assert_non_null(ref);
+    assert_non_null(got);
+    for (int v = 0; v < g_nvar; v++) {
+      const kset *k1 = &g_vsets[v][0];
+      assert_int_equal(k1->W, 1);
+      k1->k[fns[f]](p.x, p.y, ref, (int64_t)p.n);
+      for (int s = 1; s < g_vn[v]; s++) {
+        const kset *ks = &g_vsets[v][s];
+        ks->k[fns[f]](p.x, p.y, got, (int64_t)(p.n / ks->W));
+        for (size_t i = 0; i < p.n; i++)
+          if (f2u(got[i]) != f2u(ref[i]) && !(isnan(got[i]) && isnan(ref[i])))
+            fail_msg("%s %s W=%u x=%a: %a, W=1 gives %a", g_vname[v], xir__vm_name(fns[f]),
+                     ks->W, p.x[i], got[i], ref[i]);
+      }
+    }
+    free(ref);
+    free(got);
+    free(p.x);
+    free(p.y);
+  }
+}
+
 static void test_pow_accuracy(void **state) {
   (void)state;
   pts p = {0};
@@ -976,6 +1029,7 @@ int main(void) {
       cmocka_unit_test(test_tanh_accuracy),    cmocka_unit_test(test_erf_accuracy),
       cmocka_unit_test(test_sigmoid_accuracy), cmocka_unit_test(test_sigmoid16_accuracy), cmocka_unit_test(test_exp_nonpos_is_exp), cmocka_unit_test(test_sin_cos_accuracy),
       cmocka_unit_test(test_sincos_bits),      cmocka_unit_test(test_sincos_mixed_lanes),
+      cmocka_unit_test(test_exp_cold_lanes_same_bits),
       cmocka_unit_test(test_pow_accuracy),     cmocka_unit_test(test_pow_uniform_base),
       cmocka_unit_test(test_sqrt_rsqrt_exact),
       cmocka_unit_test(test_api_errors_and_emit_once),

@@ -4,8 +4,10 @@
  * How it thinks: each math function is one internal IR function per (function, W), built by a
  * small emitter (`em`) that knows the lane count and turns C-like arithmetic into IR on `float`
  * or `<W x float>` (and `double`/`<W x double>` lanes for sin, cos and pow). Every branch of a
- * piecewise definition is computed for all lanes and chosen with `select`: the code is
- * straight-line. Special values are handled with ordered compares and selects after the
+ * piecewise definition is computed for all lanes and chosen with `select`, except two rare cases
+ * that branch once per vector to a cold path (exp's scaling of subnormal and overflowing results
+ * on hosts without vscalefps; sin/cos's fp64 fallback on AVX-512 hosts), which give the in-range
+ * lanes the same bits. Special values are handled with ordered compares and selects after the
  * arithmetic, and no instruction ever sees a value it could turn into poison (no fptosi of NaN or
  * of an out-of-range value). Rounding to an integer uses the 1.5·2^p "magic number" addition
  * (round to nearest even) instead of llvm.floor/llvm.rint, which are libm calls on SSE2-only
@@ -250,25 +252,69 @@ static LLVMValueRef horner64(em *e, LLVMValueRef t, const double *c, int n) {
 
 static LLVMValueRef call_fn(em *e, xir__vm_fn fn, LLVMValueRef x, LLVMValueRef y);
 
+/* Continues in a new cold block, entered when some lane of `ok` is false, and returns the block
+ * both paths join (the caller emits the cold path, branches to the join block and builds its
+ * phis there). *entry is the block the branch leaves from. The branch is weighted unlikely, so
+ * LLVM lays the cold block out of the loop. */
+static LLVMBasicBlockRef cold_branch(em *e, LLVMValueRef ok, LLVMBasicBlockRef *entry) {
+  LLVMValueRef all = ok;
+  if (e->W > 1) {
+    LLVMTypeRef iw = LLVMIntTypeInContext(e->C, e->W);
+    all = icmp(e, LLVMIntEQ, LLVMBuildBitCast(e->b, ok, iw, ""), LLVMConstAllOnes(iw));
+  }
+  *entry = LLVMGetInsertBlock(e->b);
+  LLVMValueRef fn = LLVMGetBasicBlockParent(*entry);
+  LLVMBasicBlockRef cold = LLVMAppendBasicBlockInContext(e->C, fn, "cold");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->C, fn, "join");
+  LLVMValueRef br = LLVMBuildCondBr(e->b, all, done, cold);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->C);
+  LLVMMetadataRef md[3] = {LLVMMDStringInContext2(e->C, "branch_weights", 14),
+                           LLVMValueAsMetadata(LLVMConstInt(i32, 2000, 0)),
+                           LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0))};
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(e->C, "prof", 4),
+                  LLVMMetadataAsValue(e->C, LLVMMDNodeInContext2(e->C, md, 3)));
+  LLVMPositionBuilderAtEnd(e->b, cold);
+  return done;
+}
+/* Ends the cold path (the current block) at `done` and returns the phi of `hot` (from `entry`)
+ * and `cold`. */
+static LLVMValueRef cold_join(em *e, LLVMBasicBlockRef done, LLVMBasicBlockRef entry,
+                              LLVMValueRef hot, LLVMValueRef cold) {
+  LLVMBasicBlockRef cold_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, done);
+  LLVMPositionBuilderAtEnd(e->b, done);
+  LLVMValueRef phi = LLVMBuildPhi(e->b, LLVMTypeOf(hot), "");
+  LLVMValueRef vals[2] = {hot, cold};
+  LLVMBasicBlockRef bbs[2] = {entry, cold_end};
+  LLVMAddIncoming(phi, vals, bbs, 2);
+  return phi;
+}
+
+/* exp_core's argument range: any x; x ≤ 0 or NaN (softmax's x − max, whose masked −inf lanes
+ * are common); x ≤ 0 or NaN with x < −86 rare (sigmoid's −|x|); or −86 ≤ x ≤ 87 and not NaN
+ * (tanh's clamped 2|x|): no clamps, no tiny lanes, no two-step path. */
+enum { EXP_ANY = 0, EXP_NONPOS = 1, EXP_NONPOS_RARE = 2, EXP_BOUNDED = 3 };
+
 /* ---- exp (fp32): Cephes expf ----
  * n = round(x·log2 e), r = x − n·C1 − n·C2 (C1 has 9 bits: n·C1 and x − n·C1 are exact),
  * e^r = 1 + r + r²·P(r), deg P = 5, |r| ≤ ln2/2 (fma: a degree-6 polynomial by Horner, fitted
  * for this file: near-minimax relative error 2^−28 on [−ln2/2, ln2/2] after rounding the
  * coefficients to fp32; mpmath, iteratively reweighted least squares with c0 = c1 = 1);
- * 2^n applied as 2^n1·2^n2 (n1 = n>>1) so that subnormal results are rounded once and overflow
- * gives +inf. */
+ * 2^n added to y's exponent when every lane's result is normal, else applied as 2^n1·2^n2
+ * (n1 = n>>1) so that subnormal results are rounded once and overflow gives +inf. */
 /* exp_core(x, keep_nan): keep_nan = 1 returns a NaN input itself; 0 (exp, sigmoid, tanh) only
  * promises some NaN for a NaN input (the ordered clamps pass it on and every later step
  * propagates it), which is all sigmoid and tanh need, and saves a compare and two selects. The
  * other lanes get the same bits either way (and so did the NaN lanes, measured: the exhaustive
  * hashes of sigmoid and tanh did not change). */
-/* nonpos = 1: the caller knows x ≤ 0 or NaN (sigmoid's −|x|), so the clamp at 89 is left out
- * (it changes no lane). lowp = 1 (sigmoid16): r = x − n·ln2 in one step (ln2 rounded to fp32:
+/* range (the enum above): for x ≤ 0 or NaN the clamp at 89 is left out (it changes no lane); for
+ * EXP_BOUNDED every clamp. lowp = 1 (sigmoid16): r = x − n·ln2 in one step (ln2 rounded to fp32:
  * |n·(ln2 − ln2_f32)| ≤ 150·1.9e−9, about 2^−21.7 relative in the result) and a degree-4
  * polynomial (near-minimax for this file, numpy IRLS on [−ln2/2, ln2/2] with c0 = 1, checked in
  * simulated fp32 arithmetic: 2^−18.4 relative) — two fewer operations in the reduction and two
  * fewer Horner steps. */
-static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, int lowp) {
+static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int range, int lowp) {
+  int nonpos = range == EXP_NONPOS || range == EXP_NONPOS_RARE, bounded = range == EXP_BOUNDED;
   if (lowp && nonpos && !keep_nan && e->x512 && e->fma) {
     /* x512 (AVX-512F/VL/DQ): t = x·log2 e rounded (for |t| ≤ 150 an error of at most 2^−17 in
      * the exponent, 2^−17.5 relative in the result), f = t − floor(t) ∈ [0, 1) exactly by
@@ -285,20 +331,31 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, in
     LLVMValueRef y = horner32(e, frac_floor(e, t), F4, 5);
     return scalef_floor(e, sel(e, tiny, kf(e, 0.0f), y), t);
   }
+  if (range == EXP_NONPOS_RARE && !e->scalef) {
+    /* the bounded code when every lane has −86 ≤ x (no clamp, no tiny lanes, one-step scaling),
+     * else (one branch per vector) the EXP_NONPOS code, whose bits the bounded code has in
+     * those lanes */
+    LLVMValueRef hot = exp_core(e, x, keep_nan, EXP_BOUNDED, lowp);
+    LLVMBasicBlockRef entry;
+    LLVMBasicBlockRef done = cold_branch(e, fcmp(e, LLVMRealOGE, x, kf(e, -86.0f)), &entry);
+    return cold_join(e, done, entry, hot, exp_core(e, x, keep_nan, EXP_NONPOS, lowp));
+  }
+  if (range == EXP_NONPOS_RARE) range = EXP_NONPOS, nonpos = 1;
   static const float P[] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
                             4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
-  LLVMValueRef isnan = keep_nan ? fcmp(e, LLVMRealUNO, x, x) : NULL;
-  LLVMValueRef xc = nonpos ? x : sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
-  xc = sel(e, fcmp(e, LLVMRealOLT, xc, kf(e, -104.0f)), kf(e, -104.0f), xc);
-  if (keep_nan) xc = sel(e, isnan, kf(e, 0.0f), xc);
+  LLVMValueRef isnan = keep_nan && !bounded ? fcmp(e, LLVMRealUNO, x, x) : NULL;
+  LLVMValueRef xc =
+      range != EXP_ANY ? x : sel(e, fcmp(e, LLVMRealOGT, x, kf(e, 89.0f)), kf(e, 89.0f), x);
+  if (!bounded) xc = sel(e, fcmp(e, LLVMRealOLT, xc, kf(e, -104.0f)), kf(e, -104.0f), xc);
+  if (isnan) xc = sel(e, isnan, kf(e, 0.0f), xc);
   /* Below ln(2^-150) the result rounds to +0 (-inf included: masked softmax and attention
    * columns). No such lane may produce a subnormal or underflowing intermediate, which x86
    * handles with slow microcode assists: the integer scaling computes them on 0 and sets them to
    * 0 at the end; vscalefps scales 0 in them (below). */
   /* tested on the clamped value (x < −103.98 exactly when xc is, NaN lanes in neither): for
    * sigmoid's −|x| LLVM would otherwise keep |x| for the test as well as −|x| (one operation) */
-  LLVMValueRef tiny = fcmp(e, LLVMRealOLT, xc, kf(e, -103.98f));
-  if (!e->scalef) xc = sel(e, tiny, kf(e, 0.0f), xc);
+  LLVMValueRef tiny = bounded ? NULL : fcmp(e, LLVMRealOLT, xc, kf(e, -103.98f));
+  if (tiny && !e->scalef) xc = sel(e, tiny, kf(e, 0.0f), xc);
   LLVMValueRef t = fmadd(e, xc, kf(e, 1.44269504088896341f), kf(e, 12582912.0f));
   LLVMValueRef nf = sub(e, t, kf(e, 12582912.0f));
   LLVMValueRef r, y;
@@ -325,20 +382,36 @@ static LLVMValueRef exp_core(em *e, LLVMValueRef x, int keep_nan, int nonpos, in
      * lanes scale 0 instead of y: y·2^−150 underflows, and Intel cores take a microcode assist
      * for each vscalefps that underflows (about 150 cycles; masked softmax rows, whose −inf
      * lanes are all tiny, ran 3× slower on the 2026-12-02 Xeon host), while 0·2^n is exact. */
-    y = sel(e, tiny, kf(e, 0.0f), y);
+    if (tiny) y = sel(e, tiny, kf(e, 0.0f), y);
     LLVMValueRef res = scalef(e, y, nf);
-    return keep_nan ? sel(e, isnan, x, res) : res;
+    return isnan ? sel(e, isnan, x, res) : res;
   }
-  LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
-  LLVMValueRef n1 = ashr(e, ni, ki(e, 1));
-  LLVMValueRef n2 = isub(e, ni, n1);
-  LLVMValueRef s1 = i2f(e, shl(e, iadd(e, n1, ki(e, 127)), ki(e, 23)));
-  LLVMValueRef s2 = i2f(e, shl(e, iadd(e, n2, ki(e, 127)), ki(e, 23)));
-  LLVMValueRef res = mul(e, mul(e, y, s1), s2);
-  res = sel(e, tiny, kf(e, 0.0f), res);
-  return keep_nan ? sel(e, isnan, x, res) : res;
+  /* y·2^n by adding n to y's exponent field, exact when the result is normal: y ∈ [0.70, 1.42]
+   * has biased exponent 126 or 127, so −125 ≤ n ≤ 127 keeps it in [1, 254]. t's bits are
+   * 0x4b400000 + n (t = 1.5·2^23 + n) and 0x4b400000 has nine zero low bits, so t's bits shifted
+   * left by 23 are n·2^23 (mod 2^32): two integer operations. Vectors with a lane outside
+   * −125 ≤ n ≤ 125 (a subnormal, 0 or +inf result; NaN; never for a bounded x, nor for the tiny
+   * lanes, whose xc is 0) take the two-step scaling below instead, branching once per vector:
+   * for the in-range lanes it gives the same bits, so each lane's result depends on its own x
+   * only (the same bits at every W and grain). */
+  LLVMValueRef fast = i2f(e, iadd(e, f2i(e, y), shl(e, f2i(e, t), ki(e, 23))));
+  LLVMValueRef res = fast;
+  if (!bounded) {
+    LLVMValueRef ok = nonpos ? fcmp(e, LLVMRealOGE, nf, kf(e, -125.0f))
+                             : fcmp(e, LLVMRealOLE, fabs32(e, nf), kf(e, 125.0f));
+    LLVMBasicBlockRef entry;
+    LLVMBasicBlockRef done = cold_branch(e, ok, &entry);
+    LLVMValueRef ni = isub(e, f2i(e, t), ki(e, 0x4b400000));
+    LLVMValueRef n1 = ashr(e, ni, ki(e, 1));
+    LLVMValueRef n2 = isub(e, ni, n1);
+    LLVMValueRef s1 = i2f(e, shl(e, iadd(e, n1, ki(e, 127)), ki(e, 23)));
+    LLVMValueRef s2 = i2f(e, shl(e, iadd(e, n2, ki(e, 127)), ki(e, 23)));
+    res = cold_join(e, done, entry, fast, mul(e, mul(e, y, s1), s2));
+  }
+  if (tiny) res = sel(e, tiny, kf(e, 0.0f), res);
+  return isnan ? sel(e, isnan, x, res) : res;
 }
-static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0, 0, 0); }
+static LLVMValueRef body_exp(em *e, LLVMValueRef x) { return exp_core(e, x, 0, EXP_ANY, 0); }
 
 /* ---- log (fp32): Cephes logf ----
  * x = m·2^k, m ∈ [√½, √2) (subnormals scaled by 2^23 first), f = m − 1 (exact),
@@ -505,9 +578,14 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
   LLVMValueRef a = fabs32(e, x);
   LLVMValueRef z = mul(e, a, a);
   LLVMValueRef ps = fmadd(e, mul(e, horner32(e, z, P, 5), z), a, a);
-  LLVMValueRef ex = exp_core(e, add(e, a, a), 0, 0, 0);
+  /* e^{2|x|} for 2|x| ≤ 40 (NaN: 40): above it 2/(e^{2|x|} + 1) < 8.5e−18 and the large branch is
+   * exactly 1 either way, so exp needs no clamps and never the two-step scaling. A NaN lane takes
+   * the small branch's value (NaN, the same bits the large branch gave through exp). */
+  LLVMValueRef a2 = add(e, a, a);
+  a2 = sel(e, fcmp(e, LLVMRealOLT, a2, kf(e, 40.0f)), a2, kf(e, 40.0f));
+  LLVMValueRef ex = exp_core(e, a2, 0, EXP_BOUNDED, 0);
   LLVMValueRef tl = sub(e, kf(e, 1.0f), fdiv(e, kf(e, 2.0f), add(e, ex, kf(e, 1.0f))));
-  LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, kf(e, 0.625f)), ps, tl);
+  LLVMValueRef r = sel(e, fcmp(e, LLVMRealOGE, a, kf(e, 0.625f)), tl, ps);
   return copysign32(e, r, x);
 }
 
@@ -516,7 +594,7 @@ static LLVMValueRef body_tanh(em *e, LLVMValueRef x) {
  * plain: 1 + t is kept as s + c exactly (Fast2Sum, 1 ≥ t), and the quotients are corrected by
  * c: a/(s + c) ≈ a/s − (a/s)·(c/s). fma: see below. */
 static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
-  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, 1, 0);
+  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, EXP_NONPOS_RARE, 0);
   LLVMValueRef s = add(e, kf(e, 1.0f), t);
   if (e->fma) {
     /* a = 1 (x ≥ 0) or t (x < 0), r ≈ 1/s, q0 = a·r, and one Newton step on the quotient:
@@ -548,7 +626,7 @@ static LLVMValueRef body_sigmoid(em *e, LLVMValueRef x) {
  * error < 2^−13.9, which is below 1/60 ulp of bf16 and 0.14 ulp of f16 (docs/vmath.md). Against
  * sigmoid: no second reduction constant, two fewer Horner steps, no Newton step on the quotient. */
 static LLVMValueRef body_sigmoid16(em *e, LLVMValueRef x) {
-  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, 1, 1);
+  LLVMValueRef t = exp_core(e, neg(e, fabs32(e, x)), 0, EXP_NONPOS_RARE, 1);
   LLVMValueRef s = add(e, kf(e, 1.0f), t);
   LLVMValueRef r = e->x512 ? rcp14(e, s) : fdiv(e, kf(e, 1.0f), s);
   /* r where x ≥ 0 (1·r is r), t·r where x < 0: one merge-masked multiply on AVX-512 (the
@@ -1001,7 +1079,7 @@ static LLVMValueRef get_fn(xir__vm *vm, xir__vm_fn fn, unsigned W) {
     case XIR__VM_ERF: r = body_erf(&e, x); break;
     case XIR__VM_SIGMOID: r = body_sigmoid(&e, x); break;
     case XIR__VM_SIGMOID16: r = body_sigmoid16(&e, x); break;
-    case XIR__VM_EXPNP: r = exp_core(&e, x, 0, 1, 0); break;
+    case XIR__VM_EXPNP: r = exp_core(&e, x, 0, EXP_NONPOS, 0); break;
     case XIR__VM_SIN: r = body_sin(&e, x); break;
     case XIR__VM_COS: r = body_cos(&e, x); break;
     case XIR__VM_POW: r = body_pow(&e, x, LLVMGetParam(f, 1)); break;
