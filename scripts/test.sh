@@ -9,8 +9,10 @@
 # XIR_TEST_QUICK=1: without the `slow` sweeps and the fuzzer, without the 4M-element shapes
 # (test_native, test_kernels_ref) and with every second candidate (test_native,
 # test_ref_special, alternating by shape and width so both halves are exercised), because LLVM's
-# uninstrumented compile of each candidate is most of its time. CI's budget is 15 minutes on 2
-# cores.
+# uninstrumented compile of each candidate is most of its time. For the same reason the
+# sanitizer builds' tests share the normal build's cache folder (XIR_TEST_CACHE_DIR,
+# tests/CMakeLists.txt): they load the kernels the normal pass compiled instead of running LLVM's
+# code generator on them again. CI's budget is 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -39,10 +41,10 @@ else
          "(with build/pyenv's Python version)" >&2
   fi
 fi
-bash scripts/setup.sh build-asan -DXIR_SANITIZE=address,undefined
+bash scripts/setup.sh build-asan -DXIR_SANITIZE=address,undefined -DXIR_TEST_CACHE_DIR="$PWD/build/test-cache"
 (cd build-asan && XIR_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -LE slow -E 'cli_fuzz')
 # only the runtime tests run under ThreadSanitizer, so only they are built
 XIR_BUILD_TARGETS="$(cd tests && ls test_runtime*.c | sed 's/\.c$//' | tr '\n' ' ')" \
-  bash scripts/setup.sh build-tsan -DXIR_SANITIZE=thread
+  bash scripts/setup.sh build-tsan -DXIR_SANITIZE=thread -DXIR_TEST_CACHE_DIR="$PWD/build/test-cache"
 (cd build-tsan && ctest --output-on-failure -j"$jobs" -R 'runtime')
 echo "test.sh: all test runs passed"
