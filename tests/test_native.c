@@ -1308,6 +1308,54 @@ static void test_rope_cache_whole_head_chunks(void **state) {
   xir_compiler_destroy(cc);
 }
 
+/* Lines of ir that allocate a buffer named `name` ("\n  %<name>… = alloca"). */
+static int named_allocas(const char *ir, const char *name) {
+  char key[32];
+  snprintf(key, sizeof key, "\n  %%%s", name);
+  int n = 0;
+  for (const char *q = ir; (q = strstr(q, key)) != NULL; q++) {
+    const char *eol = strchr(q + 1, '\n');
+    const char *a = strstr(q, " = alloca ");
+    n += a && (!eol || a < eol);
+  }
+  return n;
+}
+
+/* rope_cache's cos and sin rows (cos[p, (c % HD) / 2]: each value spread over two lanes) are read
+ * from period buffers filled once per row when the head repeats at least four times a row
+ * (analysis.c xir__period_buffer): no window load and duplicating shuffle per packet. At two
+ * heads a row they stay window loads. Every candidate of both shapes matches the oracle. */
+static void test_rope_cache_period_buffers(void **state) {
+  (void)state;
+  if (strcmp(g_kernel, "rope_cache") != 0) return;
+  xir_compiler_options o = {.pipeline = XIR__JIT_LIGHT_PIPELINE};
+  xir_compiler *cc;
+  xir_diag d;
+  if (xir_compiler_create(&o, &cc, &d)) die(&d);
+  uint32_t W = xir_compiler_width(cc);
+  static const char *const specs[2] = {"R=5,C=1024,HD=128,P=9,H2=64", "R=5,C=256,HD=128,P=9,H2=64"};
+  for (int k = 0; k < 2; k++) {
+    xir_program *p;
+    xir_shape s;
+    if (xir_kernel_load("rope_cache", &p, &d) || xir_shape_parse(p, specs[k], &s, &d)) die(&d);
+    for (uint32_t m = 1; m <= 8; m *= 2) {
+      uint8_t perm[1] = {0};
+      xir_candidate cand;
+      if (xir_candidate_make(p, &s, W, 8 * W, m * W, perm, &cand, &d)) die(&d);
+      const xir_kernel *kn;
+      if (xir_compile(cc, p, &s, &cand, &kn, &d)) die(&d);
+      xir_kernel_info info;
+      xir_kernel_get_info(kn, &info);
+      int bufs = named_allocas(info.ir_text, "period");
+      if (bufs != (k == 0 ? 2 : 0))
+        fail_msg("%s l = %u: %d period buffers, expected %d", specs[k], m * W, bufs, k == 0 ? 2 : 0);
+    }
+    assert_true(check_all(cc, "rope_cache", specs[k], 0, 1) > 0);
+    xir_program_free(p);
+  }
+  xir_compiler_destroy(cc);
+}
+
 /* The lines of ir that allocate a materialized slot (lower.c mat_slot: "%mat…  = alloca"). */
 static int mat_slots(const char *ir) {
   int n = 0;
@@ -1439,6 +1487,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_rope_cache_sign_fold_same_bits),
       cmocka_unit_test(test_rope_cache_whole_head_chunks),
       cmocka_unit_test(test_row_value_slot),
+      cmocka_unit_test(test_rope_cache_period_buffers),
   };
   int rc = cmocka_run_group_tests_name(g_kernel, tests, NULL, NULL);
   xir_compiler_destroy(g_cc[0]);

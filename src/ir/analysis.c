@@ -170,10 +170,16 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
      * chunks straight-line instead (xir__chunk_unroll), each at a known residue */
     xir__lpat pt;
     uint8_t good[XIR_LPAT_MAXP], reach[XIR_LPAT_MAXP];
-    if (inv || N / (int64_t)W <= XIR__UNROLL_PERIODIC ||
-        !xir__window_access_local(p, s, X, ell, W, id, &pt) ||
-        xir__window_local_residues(&pt, ell, W, good, reach) >= 1.0)
-      return 0;
+    int bad = !inv && N / (int64_t)W > XIR__UNROLL_PERIODIC &&
+              xir__window_access_local(p, s, X, ell, W, id, &pt) &&
+              xir__window_local_residues(&pt, ell, W, good, reach) < 1.0;
+    /* or a stretched load (D > 1, each value spread over D lanes: a window load and a duplicating
+     * shuffle per packet, three shuffle operations at W = 8) whose period repeats at least four
+     * times a row: its buffer is filled once per unit (M / (D·W) window loads and shuffles) and
+     * each packet reads it with one load (rope_cache's cos and sin at HD = 128 and C = 4096: 32
+     * heads a row) */
+    int stretched = !inv && D > 1 && N >= 4 * M;
+    if (!bad && !stretched) return 0;
   }
   /* with M = N no chunk passes the row: the chunks read [0, ceil(N / ℓ)·ℓ) */
   int64_t comp = (M + D * W - 1) / (D * W) * (D * W),
