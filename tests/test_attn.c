@@ -149,8 +149,9 @@ static size_t check_shape(xir_compiler *cc, const char *kernel, const char *spec
 }
 
 static void run_widths(const char *kernel, const char **shapes, size_t ns) {
-  uint32_t widths[] = {0, 8, 4, 1};
+  uint32_t widths[] = {0, 8, 4, 1}, host_w = 0;
   for (size_t w = 0; w < 4; w++) {
+    if (w > 0 && widths[w] == host_w) continue; /* the host's width ran as width 0 */
     xir_compiler_options o = {.force_width = widths[w]};
     xir_compiler *cc;
     xir_diag d;
@@ -158,6 +159,7 @@ static void run_widths(const char *kernel, const char **shapes, size_t ns) {
       if (widths[w]) continue; /* a width this host cannot run */
       die(&d);
     }
+    if (w == 0) host_w = xir_compiler_width(cc);
     size_t total = 0;
     /* the narrow widths: the first two shapes only (seconds, not minutes) */
     for (size_t i = 0; i < (w >= 2 ? 2 : ns); i++) total += check_shape(cc, kernel, shapes[i]);
@@ -371,9 +373,10 @@ static void test_attention_tail_stays_in_bounds(void **state) {
   (void)state;
   const char *kernels[] = {"attention", "attention_causal"};
   const char *specs[] = {"B=1,HQ=4,HKV=2,Q=3,K=67,D=16,DV=12", "B=2,HQ=4,HKV=2,Q=6,K=5,D=16,DV=12"};
-  uint32_t widths[] = {0, 8};
+  uint32_t widths[] = {0, 8}, host_w = 0;
   size_t ran = 0;
   for (int w = 0; w < 2; w++) {
+    if (w > 0 && widths[w] == host_w) continue; /* the host's width ran as width 0 */
     xir_compiler_options o = {.force_width = widths[w]};
     xir_compiler *cc;
     xir_diag d;
@@ -381,6 +384,7 @@ static void test_attention_tail_stays_in_bounds(void **state) {
       if (widths[w]) continue;
       die(&d);
     }
+    if (w == 0) host_w = xir_compiler_width(cc);
     for (int kk = 0; kk < 2; kk++) {
       xir_program *p = load(kernels[kk]);
       xir_shape s0 = shape_of(p, "B=1,HQ=4,HKV=2,Q=3,K=100,D=16,DV=12");

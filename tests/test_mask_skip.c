@@ -149,11 +149,13 @@ static void run_program(const char *text, int expect_skips) {
   assert_int_equal(nskip, expect_skips);
   assert_true(M >= 0);
   xir_diag d;
-  uint32_t widths[] = {0, 8, 4, 2, 1};
+  uint32_t widths[] = {0, 8, 4, 2, 1}, host_w = 0;
   for (int w = 0; w < 5; w++) {
+    if (w > 0 && widths[w] == host_w) continue; /* the host's width ran as width 0 */
     xir_compiler_options o = {.force_width = widths[w]};
     xir_compiler *cc;
     if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    if (w == 0) host_w = xir_compiler_width(cc);
     size_t total = 0;
     for (size_t s = 0; s < sizeof kShapes / sizeof *kShapes; s++) {
       if (widths[w] && widths[w] < 8 && s > 1) break; /* the narrow widths: two shapes */
@@ -218,11 +220,13 @@ static void test_masked_part_is_never_loaded(void **state) {
   xir_arg args[XIR_MAX_PARAMS];
   memcpy(args, c.args, sizeof args);
   args[x].in = gx;
-  uint32_t widths[] = {0, 8};
+  uint32_t widths[] = {0, 8}, host_w = 0;
   for (int w = 0; w < 2; w++) {
+    if (w > 0 && widths[w] == host_w) continue; /* the host's width ran as width 0 */
     xir_compiler_options o = {.force_width = widths[w]};
     xir_compiler *cc;
     if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    if (w == 0) host_w = xir_compiler_width(cc);
     xir_candidate *cands;
     size_t n;
     if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
@@ -277,12 +281,14 @@ static void in_place_all(xir_program *p, const char *spec) {
   float *buf = malloc(c.numel[x] * sizeof(float));
   assert_non_null(buf);
   xir_tolerance tol = xir__kernel_tolerance("softmax_causal");
-  uint32_t widths[] = {0, 8};
+  uint32_t widths[] = {0, 8}, host_w = 0;
   size_t ran = 0;
   for (int w = 0; w < 2; w++) {
+    if (w > 0 && widths[w] == host_w) continue; /* the host's width ran as width 0 */
     xir_compiler_options o = {.force_width = widths[w]};
     xir_compiler *cc;
     if (xir_compiler_create(&o, &cc, &d)) die(&d);
+    if (w == 0) host_w = xir_compiler_width(cc);
     xir_candidate *cands;
     size_t n;
     if (xir_candidates(p, &shape, xir_compiler_width(cc), &cands, &n, &d)) die(&d);
