@@ -7,8 +7,8 @@
 # The normal pass checks every candidate of every test against the oracle. The sanitizer pass
 # looks for memory errors and undefined behaviour in the library's own code, so it runs with
 # XIR_TEST_QUICK=1: without the `slow` sweeps and the fuzzer, without the 4M-element shapes
-# (test_native, test_kernels_ref) and with every second candidate (test_native,
-# test_ref_special, alternating by shape and width so both halves are exercised), because LLVM's
+# (test_native, test_kernels_ref) and with every third candidate (test_native, by shape and
+# width so that every residue is exercised; test_ref_special every second), because LLVM's
 # uninstrumented compile of each candidate is most of its time. For the same reason the
 # sanitizer builds' tests share the normal build's cache folder (XIR_TEST_CACHE_DIR,
 # tests/CMakeLists.txt): they load the kernels the normal pass compiled instead of running LLVM's
