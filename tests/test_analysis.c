@@ -179,14 +179,20 @@ static void test_local_pattern_fraction(void **state) {
   assert_true(fabs(f - 2.0 / 3.0) < 1e-12);
   assert_true(reach[0] && reach[64] && reach[32] && !good[64] && good[0] && good[32]);
   /* ℓ = 64 reads the table rows from a period buffer instead (xir__period_buffer: a local
-   * pattern with a bad residue), ℓ = 32 by window loads */
+   * pattern with a bad residue); so does ℓ = 32, whose window loads are right, because the head
+   * repeats ten times a row (a stretched load, N ≥ 4M) — at two heads a row (C = 192) ℓ = 32
+   * keeps its window loads */
   int64_t per[64] = {0}, str[64] = {0};
   uint8_t hoist[64] = {0};
   assert_true(p->nnodes <= 64);
   inner_facts(p, &s, 1, per, str, hoist);
   xir__pbuf pb;
-  assert_false(xir__period_buffer(p, &s, 1, 32, 16, 1, 0, hoist, per, str, cos_id, &pb));
+  assert_true(xir__period_buffer(p, &s, 1, 32, 16, 1, 0, hoist, per, str, cos_id, &pb));
   assert_true(xir__period_buffer(p, &s, 1, 64, 16, 1, 0, hoist, per, str, cos_id, &pb));
+  xir_program_free(p);
+  p = load("rope_cache", "R=5,C=192,HD=96,P=16,H2=48", &s);
+  inner_facts(p, &s, 1, per, str, hoist);
+  assert_false(xir__period_buffer(p, &s, 1, 32, 16, 1, 0, hoist, per, str, cos_id, &pb));
   xir_program_free(p);
 }
 
@@ -630,8 +636,10 @@ static void test_period_buffers(void **state) {
     xir_program_free(p);
   }
   /* periodic loads: rope_cache's table reads at HD = 100, l = 16 (3 of 25 chunk residues cross
-   * a head); not at HD = 96 (no chunk of 16 crosses one) nor at HD = 128, l = 128 */
-  static const char *const rc[] = {"R=3,C=1000,HD=100,P=8,H2=50", "R=3,C=960,HD=96,P=8,H2=48",
+   * a head); not at HD = 96 with two heads a row (no chunk of 16 crosses one, and the head
+   * repeats fewer than four times: ten heads would take the buffer, test_local_pattern_fraction)
+   * nor at HD = 128, l = 128 (every chunk at residue 0) */
+  static const char *const rc[] = {"R=3,C=1000,HD=100,P=8,H2=50", "R=3,C=192,HD=96,P=8,H2=48",
                                    "R=3,C=1024,HD=128,P=8,H2=64"};
   for (int t = 0; t < 3; t++) {
     p = load("rope_cache", rc[t], &s);
@@ -647,8 +655,9 @@ static void test_period_buffers(void **state) {
       if (t == 0) assert_int_equal(pb.D, 2);
     }
     assert_int_equal(nl, 2);
+    /* (C = 192 is 12 packets: a local pattern's chunks straight-line, below) */
     assert_int_equal(xir__chunk_unroll(p, &s, C, t == 2 ? 128 : 16, 16, 1),
-                     XIR__UNROLL_CHUNKS);
+                     t == 1 ? XIR__UNROLL_PERIODIC : XIR__UNROLL_CHUNKS);
     xir_program_free(p);
   }
   /* A row of at most XIR__UNROLL_PERIODIC full packets runs its chunks straight-line instead
