@@ -1365,15 +1365,7 @@ static void test_rope_cache_period_buffers(void **state) {
 }
 
 /* The lines of ir that allocate a materialized slot (lower.c mat_slot: "%mat…  = alloca"). */
-static int mat_slots(const char *ir) {
-  int n = 0;
-  for (const char *q = ir; (q = strstr(q, "\n  %mat")) != NULL; q++) {
-    const char *eol = strchr(q + 1, '\n');
-    const char *a = strstr(q, " = alloca ");
-    n += a && (!eol || a < eol);
-  }
-  return n;
-}
+static int mat_slots(const char *ir) { return named_allocas(ir, "mat"); }
 
 /* A row value computed from two loads and read by two consumer loops (softmax_mask's z = x·scale
  * + mask, read by the max and by the sum of exp) is kept in a slot by the first loop, so that the
