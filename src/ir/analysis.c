@@ -162,10 +162,10 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
   int inv = L % M == 0; /* every chunk at residue 0 */
   if (inv && D == 1) return 0; /* chunk invariance computes the same values already */
   if (load) {
-    /* a periodic load (rope_cache's cos[p, (c % HD) / 2]): only where some chunks would gather
-     * or split — a local window pattern with a bad residue; the other loads are one window load
-     * and a shuffle per packet already (or chunk-invariant when ℓ is a multiple of M) — and
-     * where the chunks are a loop: such a load is a local pattern that no chunk loop reads as
+    /* a periodic load (rope_cache's cos[p, (c % HD) / 2]): where some chunks would gather or
+     * split — a local window pattern with a bad residue (other loads are one window load and a
+     * shuffle per packet, or chunk-invariant when ℓ is a multiple of M; but see the stretched
+     * case below) — and where the chunks are a loop: such a load is a local pattern that no chunk loop reads as
      * a window (a bad residue), so a row of at most XIR__UNROLL_PERIODIC packets runs its
      * chunks straight-line instead (xir__chunk_unroll), each at a known residue */
     xir__lpat pt;
