@@ -162,7 +162,11 @@ LLVMValueRef xir__ir_shuffle_halves(LLVMBuilderRef b, LLVMValueRef v, const int 
   LLVMTypeRef ht = LLVMVectorType(et, 4);
   LLVMTypeRef ft = LLVMFunctionType(ht, &ht, 1, 0);
   LLVMValueRef as = LLVMGetInlineAsm(ft, "", 0, "=x,0", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+  /* nounwind and memory(none): the asm touches no memory, so it does not stop LICM from
+   * keeping a load out of a loop (rope_cache's table rows at ℓ = HD, duplicated through this
+   * split, were loaded and shuffled again in every chunk while the call counted as a store) */
   unsigned nk = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  unsigned mk = LLVMGetEnumAttributeKindForName("memory", 6);
   LLVMValueRef half[2];
   for (int h = 0; h < 2; h++) {
     for (unsigned i = 0; i < 4; i++) {
@@ -173,6 +177,7 @@ LLVMValueRef xir__ir_shuffle_halves(LLVMBuilderRef b, LLVMValueRef v, const int 
     half[h] = LLVMBuildShuffleVector(b, v, LLVMGetPoison(vt), LLVMConstVector(sh, 4), "");
     LLVMValueRef call = LLVMBuildCall2(b, ft, as, &half[h], 1, "");
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, nk, 0));
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, mk, 0));
     half[h] = call;
   }
   for (unsigned i = 0; i < 8; i++) sh[i] = LLVMConstInt(i32, i, 0);
