@@ -11,7 +11,8 @@
 # width so that every residue is exercised; test_ref_special every second), because LLVM's
 # uninstrumented compile of each candidate is most of its time. For the same reason the
 # sanitizer builds' tests share the normal build's cache folder (XIR_TEST_CACHE_DIR,
-# tests/CMakeLists.txt): they load the kernels the normal pass compiled instead of running LLVM's
+# tests/CMakeLists.txt), keyed by the lowered IR (XIR_KERNEL_CACHE_KEY=ir, as are the Python
+# package's tests): they load the kernels the normal pass compiled instead of running LLVM's
 # code generator on them again. CI's budget is 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ if [ "${XIR_SKIP_PYTHON:-0}" = 1 ]; then
   echo "test.sh: WARNING: XIR_SKIP_PYTHON=1: the Python package is NOT built or tested" >&2
 else
   bash scripts/setup_python.sh build
-  XIR_CACHE_DIR="$PWD/build/test-cache" build/pyenv/bin/pytest -q python/tests
+  XIR_CACHE_DIR="$PWD/build/test-cache" XIR_KERNEL_CACHE_KEY=ir build/pyenv/bin/pytest -q python/tests
   # The torch tests (every test whose name or file name says torch) skip above: build/pyenv has no
   # torch (3 GB; CI installs none). Where the peers' venv (docs/peers.md) has torch, they run
   # again with its python and build/pyenv's site-packages APPENDED to sys.path (numpy and torch
@@ -33,7 +34,7 @@ else
   if [ -x "$peers_py" ] && "$peers_py" -c 'import torch' >/dev/null 2>&1 &&
      [ "$("$peers_py" -c "$pyver")" = "$(build/pyenv/bin/python -c "$pyver")" ]; then
     site=$(build/pyenv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    XIR_CACHE_DIR="$PWD/build/test-cache" XIR_REQUIRE_TORCH=1 "$peers_py" -c \
+    XIR_CACHE_DIR="$PWD/build/test-cache" XIR_KERNEL_CACHE_KEY=ir XIR_REQUIRE_TORCH=1 "$peers_py" -c \
       'import sys; sys.path.append(sys.argv[1]); import pytest; sys.exit(pytest.main(sys.argv[2:]))' \
       "$site" -q -k torch python/tests
   else

@@ -566,6 +566,81 @@ static void test_max_bytes_env(void **state) {
   free(dir);
 }
 
+/* XIR_KERNEL_CACHE_KEY=ir keys entries by the lowered IR (the sanitizer builds of the tests share
+ * the normal build's entries): a second compiler hits the first one's entry with the same code
+ * and outputs; the build-keyed cache does not see it (and the reverse); another compile-time dim
+ * (other IR) misses; "build" is the default; any other value is an error that names the variable. */
+static void test_ir_keyed(void **state) {
+  (void)state;
+  const char *bad[] = {"IR", "sha", "build "};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("XIR_KERNEL_CACHE_KEY", bad[i], 1);
+    xir_compiler *c = NULL;
+    xir_diag d;
+    assert_int_equal(xir_compiler_create(NULL, &c, &d), XIR_ERR_INVALID_ARG);
+    assert_null(c);
+    assert_non_null(strstr(d.msg, "XIR_KERNEL_CACHE_KEY"));
+  }
+  char *dir = make_tmp_dir();
+  char names[8][80];
+  setenv("XIR_KERNEL_CACHE_KEY", "ir", 1);
+  xir_compiler *a = new_compiler(dir, &k_rms, 0, 0), *b = new_compiler(dir, &k_rms, 0, 0);
+  xir_kernel_info ia, ib;
+  const xir_kernel *ka = compile_job(a, &k_rms, NULL, &ia);
+  assert_string_equal(ia.disk_cache, "miss");
+  assert_int_equal(list_entries(dir, names, 8), 1);
+  const xir_kernel *kb = compile_job(b, &k_rms, NULL, &ib);
+  assert_string_equal(ib.disk_cache, "hit");
+  assert_int_equal(ib.from_disk, 1);
+  assert_same_code(&ia, &ib);
+  assert_truthful(&ib);
+  size_t na, nb;
+  float *oa = run_kernel(ka, &k_rms, &na), *ob = run_kernel(kb, &k_rms, &nb);
+  assert_int_equal(na, nb);
+  assert_memory_equal(oa, ob, na);
+  free(oa);
+  free(ob);
+  job other = {.kernel = "rmsnorm", .shape = "R=33,C=101"};
+  xir_compiler *o = new_compiler(dir, &other, 0, 0);
+  xir_kernel_info io;
+  compile_job(o, &other, NULL, &io);
+  assert_string_equal(io.disk_cache, "miss");
+  assert_int_equal(list_entries(dir, names, 8), 2);
+  xir_compiler_destroy(b);
+  xir_compiler_destroy(o);
+  /* keyed by the build: the IR-keyed entries are not its own (ia stays valid while a lives) */
+  for (int t = 0; t < 2; t++) {
+    if (t) setenv("XIR_KERNEL_CACHE_KEY", "build", 1);
+    else unsetenv("XIR_KERNEL_CACHE_KEY");
+    xir_compiler *c = new_compiler(dir, &k_rms, 0, 0);
+    xir_kernel_info ic;
+    compile_job(c, &k_rms, NULL, &ic);
+    assert_string_equal(ic.disk_cache, t ? "hit" : "miss");
+    assert_same_code(&ia, &ic);
+    assert_int_equal(list_entries(dir, names, 8), 3);
+    xir_compiler_destroy(c);
+  }
+  xir_compiler_destroy(a);
+  /* and the reverse: a build-keyed entry alone is not an IR-keyed hit */
+  rm_rf(dir);
+  free(dir);
+  dir = make_tmp_dir();
+  xir_compiler *c1 = new_compiler(dir, &k_soft, 0, 0);
+  compile_job(c1, &k_soft, NULL, &ia);
+  assert_string_equal(ia.disk_cache, "miss");
+  setenv("XIR_KERNEL_CACHE_KEY", "ir", 1);
+  xir_compiler *c2 = new_compiler(dir, &k_soft, 0, 0);
+  compile_job(c2, &k_soft, NULL, &ib);
+  assert_string_equal(ib.disk_cache, "miss");
+  assert_same_code(&ia, &ib);
+  assert_int_equal(list_entries(dir, names, 8), 2);
+  xir_compiler_destroy(c1);
+  xir_compiler_destroy(c2);
+  unsetenv("XIR_KERNEL_CACHE_KEY");
+  rm_rf(dir);
+  free(dir);
+}
+
 /* A folder that cannot be created (a file is in the way) never fails a compile: the note says
  * why the entry was not written. */
 static void test_unwritable_folder(void **state) {
@@ -736,6 +811,7 @@ int main(void) {
   /* the tests choose their folders; the environment must not turn the cache off or cap it */
   unsetenv("XIR_NO_KERNEL_CACHE");
   unsetenv("XIR_KERNEL_CACHE_MAX_BYTES");
+  unsetenv("XIR_KERNEL_CACHE_KEY");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_miss_then_hit),
       cmocka_unit_test(test_default_folder),
@@ -745,6 +821,7 @@ int main(void) {
       cmocka_unit_test(test_lru_eviction),
       cmocka_unit_test(test_disabled_writes_nothing),
       cmocka_unit_test(test_max_bytes_env),
+      cmocka_unit_test(test_ir_keyed),
       cmocka_unit_test(test_unwritable_folder),
       cmocka_unit_test(test_concurrent_threads),
       cmocka_unit_test(test_concurrent_processes),

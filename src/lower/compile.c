@@ -127,13 +127,34 @@ static void disk_key(xir_compiler *cc, const xir_program *p, const xir_candidate
     n += snprintf(cand + n, sizeof cand - (size_t)n, "%s%u", i ? "." : "", c->perm[i]);
   snprintf(lvl, sizeof lvl, "%d", xir__jit_codegen_level(cc->jit));
   (void)p;
-  const char *parts[] = {"xir kernel cache 1", xir_version(), XIR_LLVM_VERSION,
-                         xir__kcache_build_id(), xir__jit_triple(cc->jit), xir__jit_cpu(cc->jit),
+  /* keyed by the IR (XIR_KERNEL_CACHE_KEY=ir): text is the lowered IR's SHA-256, which stands
+   * for the build's lowering code and the program both */
+  const char *parts[] = {cc->kc.by_ir ? "xir kernel cache 1 ir" : "xir kernel cache 1",
+                         xir_version(), XIR_LLVM_VERSION,
+                         cc->kc.by_ir ? "" : xir__kcache_build_id(), xir__jit_triple(cc->jit),
+                         xir__jit_cpu(cc->jit),
                          xir__jit_features(cc->jit), xir__jit_pipeline(cc->jit), lvl,
                          entry, cand, xir__lower_env_key(),
                          shape, /* the compile-time dims (names and values), nothing else */
                          text};
   xir__kcache_key(parts, XIR_ARRAY_LEN(parts), out);
+}
+
+/* Looks dkey up in the disk cache and links a hit's object into the JIT (*art). 1 on a hit; 0
+ * otherwise, with note saying why when the entry was there but not used. */
+static int disk_load(xir_compiler *cc, const char *dkey, const char *jkey, const char *entry,
+                     const xir__jit_artifact **art, char *note, size_t cap) {
+  xir__kcache_entry e;
+  if (xir__kcache_load(&cc->kc, dkey, &e, note, cap) != XIR__KC_HIT) return 0;
+  xir_diag ld;
+  int hit = xir__jit_add_object(cc->jit, jkey, entry, e.ir_text, e.ir_len, e.ir_sha256, e.obj,
+                                e.obj_size, e.obj_sha256, art, &ld) == XIR_OK;
+  if (!hit) {
+    *art = NULL;
+    snprintf(note, cap, "kernel cache entry not used (rebuilt): %s", ld.msg);
+  }
+  xir__kcache_entry_free(&e);
+  return hit;
 }
 
 /* "C=768": the compile-time dims of a candidate, by name (the only dims the code depends on). */
@@ -204,7 +225,7 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   xir__jit_sha256_hex(key, strlen(key), jkey);
   entry_symbol(p->name, jkey, entry);
   char dkey[65] = "";
-  if (cc->kc.enabled) disk_key(cc, p, &legal, text, sh, name, entry, dkey);
+  if (cc->kc.enabled && !cc->kc.by_ir) disk_key(cc, p, &legal, text, sh, name, entry, dkey);
   pthread_mutex_lock(&cc->mu);
   struct xir_kernel *base = NULL;
   for (struct xir_kernel *k = cc->kernels; k && !base; k = k->next)
@@ -241,28 +262,14 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
   char note[1600] = "";
   /* the program copy the kernel keeps for shape checks and messages */
   if ((s = xir_program_parse(text, strlen(text), p->file, &copy, d))) goto fail;
-  if (disk) {
-    xir__kcache_entry e;
-    xir__kcache_load_result r = xir__kcache_load(&cc->kc, dkey, &e, note, sizeof note);
-    if (r == XIR__KC_HIT) {
-      xir_diag ld;
-      if (xir__jit_add_object(cc->jit, jkey, entry, e.ir_text, e.ir_len, e.ir_sha256,
-                              e.obj, e.obj_size, e.obj_sha256, &art, &ld) == XIR_OK) {
-        disk = 2;
-      } else {
-        art = NULL;
-        snprintf(note, sizeof note, "kernel cache entry not used (rebuilt): %s", ld.msg);
-      }
-      xir__kcache_entry_free(&e);
-    }
-  }
+  if (disk && !cc->kc.by_ir && disk_load(cc, dkey, jkey, entry, &art, note, sizeof note)) disk = 2;
+  xir__jit_module m = {0};
   if (!art) {
     /* only the compile-time dims reach the lowering: the others are 0 here and read from the
      * argument block by the code */
     xir_shape canon = *shape;
     for (int i = 0; i < p->ndims; i++)
       if (!(legal.fixed_dims >> i & 1)) canon.dims[i] = 0;
-    xir__jit_module m;
     if ((s = xir__jit_module_create(cc->jit, p->name, &m, d))) goto fail;
     xir__cvt_target cvt = {xir__jit_has_feature(cc->jit, "f16c"),
                            xir__jit_has_feature(cc->jit, "avx512bf16"),
@@ -276,6 +283,20 @@ xir_status xir_compile(xir_compiler *cc, const xir_program *p, const xir_shape *
       xir__jit_module_dispose(&m);
       goto fail;
     }
+    if (disk && cc->kc.by_ir) {
+      char irh[65];
+      if ((s = xir__jit_module_ir_sha256(&m, irh, d))) {
+        xir__jit_module_dispose(&m);
+        goto fail;
+      }
+      disk_key(cc, p, &legal, irh, sh, name, entry, dkey);
+      if (disk_load(cc, dkey, jkey, entry, &art, note, sizeof note)) {
+        disk = 2;
+        xir__jit_module_dispose(&m);
+      }
+    }
+  }
+  if (!art) {
     int cached = 0;
     if ((s = xir__jit_add(cc->jit, &m, entry, jkey, &art, &cached, d))) goto fail;
     if (disk && !art->loaded) {

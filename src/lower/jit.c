@@ -431,6 +431,14 @@ void xir__jit_module_dispose(xir__jit_module *m) {
   memset(m, 0, sizeof *m);
 }
 
+xir_status xir__jit_module_ir_sha256(const xir__jit_module *m, char out[65], xir_diag *d) {
+  char *t = LLVMPrintModuleToString(m->mod);
+  if (!t) return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+  xir__jit_sha256_hex(t, strlen(t), out);
+  LLVMDisposeMessage(t);
+  return XIR_OK;
+}
+
 /* ---- lookup (synchronous wrapper over the asynchronous session lookup) ---- */
 
 typedef struct lookup_wait {

@@ -110,6 +110,8 @@ xir_status xir__jit_module_from_ir(xir__jit *jit, const char *name, const char *
                                    xir__jit_module *m, xir_diag *d);
 /* Frees a module that was not handed to xir__jit_add (safe on a zeroed or consumed one). */
 void xir__jit_module_dispose(xir__jit_module *m);
+/* SHA-256 (hex) of the module's IR text as it is now (the kernel cache's IR key). */
+xir_status xir__jit_module_ir_sha256(const xir__jit_module *m, char out[65], xir_diag *d);
 
 /* The result of one compile. Owned by the JIT; valid until xir__jit_destroy. */
 typedef struct xir__jit_artifact {

@@ -132,6 +132,13 @@ xir_status xir__kcache_open(xir__kcache *kc, int disable, const char *dir, uint6
       kc->max_bytes = XIR__KCACHE_DEFAULT_MAX_BYTES;
     }
   }
+  const char *kv = getenv("XIR_KERNEL_CACHE_KEY");
+  if (kv && *kv && strcmp(kv, "build") != 0) {
+    if (strcmp(kv, "ir") != 0)
+      return xir__err(d, XIR_ERR_INVALID_ARG,
+                      "XIR_KERNEL_CACHE_KEY='%.60s' is neither 'build' nor 'ir'", kv);
+    kc->by_ir = 1;
+  }
   if (disable) {
     snprintf(kc->why_off, sizeof kc->why_off, "disabled by the compiler options");
     return XIR_OK;
@@ -140,7 +147,7 @@ xir_status xir__kcache_open(xir__kcache *kc, int disable, const char *dir, uint6
     snprintf(kc->why_off, sizeof kc->why_off, "disabled by XIR_NO_KERNEL_CACHE");
     return XIR_OK;
   }
-  if (!xir__kcache_build_id()) {
+  if (!kc->by_ir && !xir__kcache_build_id()) {
     snprintf(kc->why_off, sizeof kc->why_off,
              "disabled: the module holding xir has no GNU build-id to key the code by");
     return XIR_OK;

@@ -26,6 +26,7 @@
 
 typedef struct xir__kcache {
   int enabled;
+  int by_ir;           /* $XIR_KERNEL_CACHE_KEY=ir: keyed by the lowered IR, not the build-id */
   char dir[1024];      /* the kernels/ folder (created on the first write) */
   uint64_t max_bytes;  /* the size cap */
   char why_off[192];   /* why it is disabled ("" when enabled) */
@@ -33,8 +34,13 @@ typedef struct xir__kcache {
 
 /* Configures the cache. disable: the caller's option; dir: NULL = xir_cache_dir()/kernels;
  * max_bytes: 0 = $XIR_KERNEL_CACHE_MAX_BYTES, else the default. $XIR_NO_KERNEL_CACHE (set, not
- * "" or "0") disables it. Errors (XIR_ERR_INVALID_ARG): an unreadable XIR_KERNEL_CACHE_MAX_BYTES.
- * A missing cache folder or build-id disables the cache (why_off says so); that is not an error. */
+ * "" or "0") disables it. $XIR_KERNEL_CACHE_KEY: "build" (or unset, or ""): entries keyed by the
+ * build-id and the XIR text, a hit skips lowering; "ir": keyed by the lowered (unoptimized) IR
+ * instead of both, so that differently built xir's with the same lowering share entries (the
+ * tests' sanitizer builds), a hit skips optimization and code generation only (docs/cache.md).
+ * Errors (XIR_ERR_INVALID_ARG): an unreadable XIR_KERNEL_CACHE_MAX_BYTES or XIR_KERNEL_CACHE_KEY.
+ * A missing cache folder, or a missing build-id when keyed by it, disables the cache (why_off
+ * says so); that is not an error. */
 xir_status xir__kcache_open(xir__kcache *kc, int disable, const char *dir, uint64_t max_bytes,
                             xir_diag *d);
 
