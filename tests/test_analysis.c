@@ -1080,7 +1080,9 @@ static void test_rank0_once_per_unit(void **state) {
 /* Row groups in the execution work (xir__row_group_size, which the lowering's group_size shares):
  * layernorm rows of 24 at ℓ = 16 in groups of 8 and rmsnorm's of 4, rows of 40 (3 packets) 4
  * and 2, softmax_mask's 4 (exp on the row: up to 3 packets); none for rows of 7 packets, ℓ < W,
- * a launch-time row, a masked kernel or period buffers. A grouped unit pays 1/g of its serial
+ * a launch-time row, a masked kernel or period buffers. At W = 8 (no AVX-512) without vector
+ * math: 8 up to 6 packets, 4 up to 16, none beyond (rmsnorm rows of 24, 100, 200); with it the
+ * rule of W = 16 (softmax_mask rows of 40: 5 packets, none). A grouped unit pays 1/g of its serial
  * chain (combining trees, rank-0 ops): layernorm 4096x24 costs less arithmetic a row at ℓ = 16
  * than at ℓ = 8 (two rows a packet, no groups) — measured 17.6 against 19.9 us on 2 workers,
  * which the model had backwards (114 against 82.5 a row) — and the ragged packet moves only its
@@ -1089,19 +1091,23 @@ static void test_row_groups_in_the_work(void **state) {
   (void)state;
   static const struct {
     const char *k, *shape;
-    unsigned ell, g;
-  } cases[] = {{"layernorm", "R=4096,C=24", 16, 8}, {"rmsnorm", "R=4096,C=24", 16, 4},
-               {"layernorm", "R=64,C=40", 64, 4},    {"rmsnorm", "R=64,C=40", 16, 2},
-               {"softmax_mask", "R=64,C=40", 16, 4}, {"layernorm", "R=64,C=100", 16, 1},
-               {"layernorm", "R=64,C=24", 8, 1}};
+    unsigned ell, g, W;
+  } cases[] = {{"layernorm", "R=4096,C=24", 16, 8, 16}, {"rmsnorm", "R=4096,C=24", 16, 4, 16},
+               {"layernorm", "R=64,C=40", 64, 4, 16},    {"rmsnorm", "R=64,C=40", 16, 2, 16},
+               {"softmax_mask", "R=64,C=40", 16, 4, 16}, {"layernorm", "R=64,C=100", 16, 1, 16},
+               {"layernorm", "R=64,C=24", 8, 1, 16},     {"rmsnorm", "R=4096,C=24", 16, 8, 8},
+               {"rmsnorm", "R=64,C=100", 16, 4, 8},      {"layernorm", "R=64,C=128", 8, 4, 8},
+               {"rmsnorm", "R=64,C=200", 16, 1, 8},      {"softmax_mask", "R=64,C=40", 16, 1, 8},
+               {"layernorm", "R=64,C=24", 4, 1, 8}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     xir_shape s;
     xir_program *p = load(cases[i].k, cases[i].shape, &s);
-    assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 1, 0, 0), cases[i].g);
+    unsigned W = cases[i].W;
+    assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, W, 1, 0, 0), cases[i].g);
     if (cases[i].g > 1) {
-      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 0, 0, 0), 1);
-      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 1, 1, 0), 1);
-      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, 16, 1, 0, 1), 1);
+      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, W, 0, 0, 0), 1);
+      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, W, 1, 1, 0), 1);
+      assert_int_equal(xir__row_group_size(p, &s, 1, cases[i].ell, W, 1, 0, 1), 1);
     }
     xir_program_free(p);
   }

@@ -925,7 +925,7 @@ unsigned xir__row_group_size(const xir_program *p, const xir_shape *s, int X, un
                              unsigned W, int x_fixed, int masked, int pbuf) {
   if (ell < W || W < 1 || X < 0 || !x_fixed || p->nroot < 1 || masked || pbuf) return 1;
   int64_t q = (s->dims[X] + (int64_t)W - 1) / (int64_t)W;
-  if (q > 6) return 1;
+  if (q > (W <= 8 ? 16 : 6)) return 1;
   int *depth = xir__calloc((size_t)p->nnodes + 1, sizeof(int));
   if (!depth) return 1;
   int over_x = 0, dmax = 0, math = 0;
@@ -951,5 +951,14 @@ unsigned xir__row_group_size(const xir_program *p, const xir_shape *s, int X, un
                : q <= 2 ? 4
                : q <= 3 ? 2
                         : 1;
+  /* W <= 8 (no AVX-512: 16 vector registers, and on Zen 1 slow lane-crossing folds and scalar
+   * sqrt/div): without vector math, 8 programs up to 6 packets and 4 up to 16. One thread, AOT
+   * objects of the same candidate alternately (znver1, 2026-12-07), time against no group:
+   * rmsnorm 2048 rows of 8 / 16 / 24 / 33 / 40 / 48 in groups of 8: 0.74 / 0.64 / 0.59 / 0.72 /
+   * 0.57 / 0.48 (the rule above gave 4, 4, 2, 1, 1, 1: 1.16 / 0.90 / 1.12 / 1 / 1 / 1); layernorm
+   * the same rows 0.52-0.64 (the rule above: 0.71-1.0); 1024 rows of 64 / 96 / 128: rmsnorm in
+   * groups of 4 0.56 / 0.63 / 0.69 (l = 16), layernorm 0.69 / 0.84 / 0.81 (l = 32), groups of
+   * 8 within 0.03 of that at twice the code; rows of 256 gain nothing (groups of 8 up to 1.10). */
+  if (W <= 8 && !math) m = q <= 6 ? 8 : 4;
   return m > XIR__GROUP_MAX ? XIR__GROUP_MAX : m;
 }

@@ -195,10 +195,11 @@ int64_t xir__hoist_extent(const xir_program *p, int id, int64_t N, int64_t M, in
 enum { XIR__UNROLL_CHUNKS = 4 };
 /* Row groups (lower.c emit_unit_group): how many consecutive root programs the lowering emits
  * statement by statement — 1 (none) unless ℓ ≥ W, the inner axis X has a compile-time length
- * (x_fixed) of at most 6 packets and the body reduces over it (a rank-0 reduction), and neither
- * masked-work skipping (masked) nor period buffers (pbuf) are used. The size: 8 for rows of 1-2
- * packets where reductions depend on reductions (layernorm), 4 up to 6 (with vector math on the
- * row 4 up to 3 packets only); one reduction deep 4 for 1-2 packets, 2 for 3. The lowering
+ * (x_fixed) of at most 6 packets (16 at W <= 8) and the body reduces over it (a rank-0
+ * reduction), and neither masked-work skipping (masked) nor period buffers (pbuf) are used. The
+ * size: 8 for rows of 1-2 packets where reductions depend on reductions (layernorm), 4 up to 6
+ * (with vector math on the row 4 up to 3 packets only); one reduction deep 4 for 1-2 packets, 2
+ * for 3. At W <= 8 (AVX2 hosts) without vector math: 8 up to 6 packets, 4 up to 16. The lowering
  * also declines where it keeps a tile per unit (materialized tiles, early fills); the execution
  * work where a consumer loop reuses a stored tile. At most XIR__GROUP_MAX. */
 enum { XIR__GROUP_MAX = 8 };
