@@ -638,7 +638,9 @@ static void test_period_buffers(void **state) {
   /* periodic loads: rope_cache's table reads at HD = 100, l = 16 (3 of 25 chunk residues cross
    * a head); not at HD = 96 with two heads a row (no chunk of 16 crosses one, and the head
    * repeats fewer than four times: ten heads would take the buffer, test_local_pattern_fraction)
-   * nor at HD = 128, l = 128 (every chunk at residue 0) */
+   * nor at HD = 128, l = 128 (every chunk at residue 0). At HD = 100 the sin row's one use is its
+   * product with the sign (sign(c) · sin[p, i], free of loads otherwise): the product is buffered
+   * (D = 1: the sign alternates within each pair), the sin load not */
   static const char *const rc[] = {"R=3,C=1000,HD=100,P=8,H2=50", "R=3,C=192,HD=96,P=8,H2=48",
                                    "R=3,C=1024,HD=128,P=8,H2=64"};
   for (int t = 0; t < 3; t++) {
@@ -650,9 +652,18 @@ static void test_period_buffers(void **state) {
       if (n->op != XIR_OP_LOAD || (p->params[n->ref].name[0] != 'c' && p->params[n->ref].name[0] != 's'))
         continue;
       nl++;
-      int ell = t == 2 ? 128 : 16;
-      assert_int_equal(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, i, &pb), t == 0);
-      if (t == 0) assert_int_equal(pb.D, 2);
+      int ell = t == 2 ? 128 : 16, is_cos = p->params[n->ref].name[0] == 'c';
+      assert_int_equal(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, i, &pb),
+                       t == 0 && is_cos);
+      if (t == 0 && is_cos) assert_int_equal(pb.D, 2);
+      for (int j = i + 1; j < p->nnodes && !is_cos; j++) {
+        if (p->nodes[j].op != XIR_OP_MUL || (p->nodes[j].args[0] != i && p->nodes[j].args[1] != i))
+          continue;
+        assert_int_equal(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, j, &pb), t == 0);
+        if (t == 0) assert_true(pb.D == 1 && pb.M == 100);
+        /* without the stretch facts, not (the factor's eligibility rests on the load's D) */
+        assert_false(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, NULL, j, &pb));
+      }
     }
     assert_int_equal(nl, 2);
     /* (C = 192 is 12 packets: a local pattern's chunks straight-line, below) */

@@ -139,6 +139,24 @@ int xir__chunk_unroll(const xir_program *p, const xir_shape *s, int X, unsigned 
   return XIR__UNROLL_CHUNKS;
 }
 
+/* 1 when the value of node id is computed without any load or reduction (iota, constants, dims,
+ * parameters, root coordinates and arithmetic on them). */
+static int free_of_loads(const xir_program *p, int id) {
+  int stack[64], sp = 0;
+  stack[sp++] = id;
+  while (sp) {
+    int i = stack[--sp];
+    if (i < 0) return 0;
+    const xir_node *e = &p->nodes[i];
+    if (e->op == XIR_OP_LOAD || e->op == XIR_OP_STORE || xir__is_reduce(e->op)) return 0;
+    for (int a = 0; a < e->nargs; a++) {
+      if (sp >= 64) return 0;
+      stack[sp++] = e->args[a];
+    }
+  }
+  return 1;
+}
+
 int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned ell, unsigned W,
                        int x_fixed, int masked, const uint8_t *hoist, const int64_t *period,
                        const int64_t *stretch, int id, xir__pbuf *out) {
@@ -146,9 +164,38 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
   if (ell < W || W < 1 || X < 0 || !x_fixed || masked || !period || id < p->body_begin) return 0;
   const xir_node *n = &p->nodes[id];
   int load = n->op == XIR_OP_LOAD;
-  if (!(xir__op_is_transcendental(n->op) || load) || (hoist && hoist[id]) || n->type.rank != 1 ||
-      n->type.axes[0] != X)
+  /* a stretched load times a factor computed from iota and per-unit values only (rope_cache's
+   * sign(c) · sin[p, i]): the product repeats with the load's period and is buffered whole, so
+   * that a packet reads it with one load instead of a window load, a duplicating shuffle and a
+   * multiply (the buffer's fill does those once per unit) */
+  int scaled = 0;
+  if (n->op == XIR_OP_MUL && n->nargs == 2 && stretch && n->type.rank == 1 && n->type.axes[0] == X) {
+    for (int a = 0; a < 2 && !scaled; a++) {
+      const xir_node *ld = &p->nodes[n->args[a]];
+      if (ld->op != XIR_OP_LOAD || ld->type.rank != 1 || ld->type.axes[0] != X ||
+          stretch[n->args[a]] < 2 || (hoist && hoist[n->args[a]]))
+        continue;
+      scaled = free_of_loads(p, n->args[1 - a]) ? n->args[a] + 1 : 0;
+    }
+  }
+  if (!(xir__op_is_transcendental(n->op) || load || scaled) || (hoist && hoist[id]) ||
+      n->type.rank != 1 || n->type.axes[0] != X)
     return 0;
+  if (load && stretch) {
+    /* a load whose every use is such a product has no buffer of its own: the product's buffer
+     * is what the packets read */
+    int uses = 0, all_scaled = 1;
+    for (int j = id + 1; j < p->nnodes && all_scaled; j++)
+      for (int a = 0; a < p->nodes[j].nargs; a++)
+        if (p->nodes[j].args[a] == id) {
+          xir__pbuf pj;
+          uses++;
+          all_scaled = p->nodes[j].op == XIR_OP_MUL &&
+                       xir__period_buffer(p, s, X, ell, W, x_fixed, masked, hoist, period, stretch, j, &pj);
+          break;
+        }
+    if (uses && all_scaled) return 0;
+  }
   int64_t M = period[id], N = s->dims[X], L = ell;
   int64_t D = stretch ? stretch[id] : 1;
   if (D < 1 || W % D != 0) D = 1;
@@ -161,6 +208,7 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
   if (M % D != 0) D = 1;
   int inv = L % M == 0; /* every chunk at residue 0 */
   if (inv && D == 1) return 0; /* chunk invariance computes the same values already */
+  if (scaled && !(N >= 4 * M && period[scaled - 1] == M)) return 0; /* as a stretched load below */
   if (load) {
     /* a periodic load (rope_cache's cos[p, (c % HD) / 2]): where some chunks would gather or
      * split — a local window pattern with a bad residue (other loads are one window load and a
