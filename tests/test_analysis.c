@@ -638,9 +638,11 @@ static void test_period_buffers(void **state) {
   /* periodic loads: rope_cache's table reads at HD = 100, l = 16 (3 of 25 chunk residues cross
    * a head); not at HD = 96 with two heads a row (no chunk of 16 crosses one, and the head
    * repeats fewer than four times: ten heads would take the buffer, test_local_pattern_fraction)
-   * nor at HD = 128, l = 128 (every chunk at residue 0). At HD = 100 the sin row's one use is its
-   * product with the sign (sign(c) · sin[p, i], free of loads otherwise): the product is buffered
-   * (D = 1: the sign alternates within each pair), the sin load not */
+   * nor at HD = 128, l = 128 (every chunk at residue 0). The sin row's one use is its product
+   * with the sign (sign(c) · sin[p, i], free of loads otherwise): at HD = 100 (a period of 6.25
+   * vectors) the load keeps its buffer and the product has none; at HD = 128, l = 64 (whole
+   * vectors, 8 heads a row) the product is buffered (D = 1: the sign alternates within each
+   * pair) and the sin load not, the cos load as before (D = 2) */
   static const char *const rc[] = {"R=3,C=1000,HD=100,P=8,H2=50", "R=3,C=192,HD=96,P=8,H2=48",
                                    "R=3,C=1024,HD=128,P=8,H2=64"};
   for (int t = 0; t < 3; t++) {
@@ -653,16 +655,19 @@ static void test_period_buffers(void **state) {
         continue;
       nl++;
       int ell = t == 2 ? 128 : 16, is_cos = p->params[n->ref].name[0] == 'c';
-      assert_int_equal(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, i, &pb),
-                       t == 0 && is_cos);
-      if (t == 0 && is_cos) assert_int_equal(pb.D, 2);
+      assert_int_equal(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, i, &pb), t == 0);
+      if (t == 0) assert_int_equal(pb.D, 2);
+      if (t == 2) /* l = 64: the cos load's own buffer, the sin load's product's (below) */
+        assert_int_equal(xir__period_buffer(p, &s, C, 64, 16, 1, 0, hoist, per, str, i, &pb), is_cos);
       for (int j = i + 1; j < p->nnodes && !is_cos; j++) {
         if (p->nodes[j].op != XIR_OP_MUL || (p->nodes[j].args[0] != i && p->nodes[j].args[1] != i))
           continue;
-        assert_int_equal(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, j, &pb), t == 0);
-        if (t == 0) assert_true(pb.D == 1 && pb.M == 100);
+        assert_false(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, str, j, &pb));
+        if (t != 2) continue;
+        assert_true(xir__period_buffer(p, &s, C, 64, 16, 1, 0, hoist, per, str, j, &pb));
+        assert_true(pb.D == 1 && pb.M == 128 && pb.comp == 128);
         /* without the stretch facts, not (the factor's eligibility rests on the load's D) */
-        assert_false(xir__period_buffer(p, &s, C, ell, 16, 1, 0, hoist, per, NULL, j, &pb));
+        assert_false(xir__period_buffer(p, &s, C, 64, 16, 1, 0, hoist, per, NULL, j, &pb));
       }
     }
     assert_int_equal(nl, 2);
