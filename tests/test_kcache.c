@@ -540,19 +540,25 @@ static void test_disabled_writes_nothing(void **state) {
   free(dir);
 }
 
+/* Each value of environment variable `name` makes xir_compiler_create fail with
+ * XIR_ERR_INVALID_ARG and a message that names the variable (the variable stays set). */
+static void env_refused(const char *name, const char *const *values, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    setenv(name, values[i], 1);
+    xir_compiler *c = NULL;
+    xir_diag d;
+    assert_int_equal(xir_compiler_create(NULL, &c, &d), XIR_ERR_INVALID_ARG);
+    assert_null(c);
+    assert_non_null(strstr(d.msg, name));
+  }
+}
+
 /* A malformed XIR_KERNEL_CACHE_MAX_BYTES is an error of xir_compiler_create that names it; a
  * valid one is the cap. */
 static void test_max_bytes_env(void **state) {
   (void)state;
   const char *bad[] = {"abc", "12x", "-5", "0", "99999999999999999999999"};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    setenv("XIR_KERNEL_CACHE_MAX_BYTES", bad[i], 1);
-    xir_compiler *c = NULL;
-    xir_diag d;
-    assert_int_equal(xir_compiler_create(NULL, &c, &d), XIR_ERR_INVALID_ARG);
-    assert_null(c);
-    assert_non_null(strstr(d.msg, "XIR_KERNEL_CACHE_MAX_BYTES"));
-  }
+  env_refused("XIR_KERNEL_CACHE_MAX_BYTES", bad, sizeof bad / sizeof *bad);
   char *dir = make_tmp_dir();
   setenv("XIR_KERNEL_CACHE_MAX_BYTES", "100", 1);
   xir_compiler *c = new_compiler(dir, NULL, 0, 0);
@@ -573,14 +579,7 @@ static void test_max_bytes_env(void **state) {
 static void test_ir_keyed(void **state) {
   (void)state;
   const char *bad[] = {"IR", "sha", "build "};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    setenv("XIR_KERNEL_CACHE_KEY", bad[i], 1);
-    xir_compiler *c = NULL;
-    xir_diag d;
-    assert_int_equal(xir_compiler_create(NULL, &c, &d), XIR_ERR_INVALID_ARG);
-    assert_null(c);
-    assert_non_null(strstr(d.msg, "XIR_KERNEL_CACHE_KEY"));
-  }
+  env_refused("XIR_KERNEL_CACHE_KEY", bad, sizeof bad / sizeof *bad);
   char *dir = make_tmp_dir();
   char names[8][80];
   setenv("XIR_KERNEL_CACHE_KEY", "ir", 1);
