@@ -208,10 +208,11 @@ int xir__period_buffer(const xir_program *p, const xir_shape *s, int X, unsigned
   if (M % D != 0) D = 1;
   int inv = L % M == 0; /* every chunk at residue 0 */
   if (inv && D == 1) return 0; /* chunk invariance computes the same values already */
-  /* as a stretched load below, and only where the period is whole vectors: at HD = 100 the fill's
+  /* as a stretched load below, and only where the period is whole chunks: at HD = 100 the fill's
    * last vector crosses the period (the sin index wraps mid-vector: a split or a gather), and
-   * the product's buffer made 3x1000 slower (AOT, one thread: l = 32 1.09x, l = 64 1.37x) */
-  if (scaled && !(N >= 4 * M && period[scaled - 1] == M && M % (int64_t)W == 0)) return 0;
+   * the product's buffer made 3x1000 slower (AOT, one thread: l = 32 1.09x, l = 64 1.37x); at
+   * HD = 96, l = 64 (chunks across the period's end) 45x960 ran 1.28x slower, l = 16 0.955x */
+  if (scaled && !(N >= 4 * M && period[scaled - 1] == M && M % L == 0)) return 0;
   if (load) {
     /* a periodic load (rope_cache's cos[p, (c % HD) / 2]): where some chunks would gather or
      * split — a local window pattern with a bad residue (other loads are one window load and a
