@@ -56,8 +56,11 @@ typedef struct xir_compiler_options {
  * or code generation); a miss compiles and stores it. Damaged or foreign entries are never
  * trusted (they are rebuilt); the folder is kept under a size cap, least recently used entries
  * first; concurrent processes are safe. Cache problems never fail a compile (see
- * xir_kernel_info.cache_note). Errors of xir_compiler_create: a malformed
- * XIR_KERNEL_CACHE_MAX_BYTES (XIR_ERR_INVALID_ARG). */
+ * xir_kernel_info.cache_note). XIR_KERNEL_CACHE_KEY=ir keys entries by the lowered IR instead of
+ * the build-id and the XIR text (differently built xir's share entries; a hit then skips
+ * optimization and code generation, not lowering: docs/cache.md). Errors of
+ * xir_compiler_create: a malformed XIR_KERNEL_CACHE_MAX_BYTES, an XIR_KERNEL_CACHE_KEY other
+ * than "build", "ir" or "" (XIR_ERR_INVALID_ARG). */
 xir_status xir_compiler_create(const xir_compiler_options *opt, xir_compiler **out, xir_diag *d);
 void xir_compiler_destroy(xir_compiler *c);
 /* The SIMD width code is generated for. */
