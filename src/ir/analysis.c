@@ -140,11 +140,14 @@ int xir__chunk_unroll(const xir_program *p, const xir_shape *s, int X, unsigned 
 }
 
 /* 1 when the value of node id is computed without any load or reduction (iota, constants, dims,
- * parameters, root coordinates and arithmetic on them). */
+ * parameters, root coordinates and arithmetic on them). The walk does not mark visited nodes, so
+ * it stops (0: not known to be free) after 256 steps: a shared subexpression is visited once per
+ * path, and a chain of self-sums would otherwise take 2^depth steps. */
 static int free_of_loads(const xir_program *p, int id) {
-  int stack[64], sp = 0;
+  int stack[64], sp = 0, steps = 0;
   stack[sp++] = id;
   while (sp) {
+    if (++steps > 256) return 0;
     int i = stack[--sp];
     if (i < 0) return 0;
     const xir_node *e = &p->nodes[i];
