@@ -72,6 +72,12 @@ void xir_cost_coefficients_default(xir_cost_coefficients *c);
 void xir_cost_coefficients_experimental(xir_cost_coefficients *c);
 /* A service model measured on this machine (src/cost/calibrate.c): the analytic policy's
  * coefficients in nanoseconds, so that an objective estimates the launch's wall time. */
+/* The most arithmetic units a reduction step's calibrated cost (ns_per_step) may take back from
+ * the prior: the work charges every dependent step at least its latency floor of 8 units
+ * (docs/planner.md), so a step never costs less than 2. Coefficients with ns_per_step below
+ * −XIR_STEP_CREDIT_OPS · c[XIR_TERM_ARITH] are refused. */
+#define XIR_STEP_CREDIT_OPS 6
+
 typedef struct xir_calibration {
   double ns_per_arith;  /* per unit of the arithmetic prior, one core */
   double ns_per_byte;   /* per byte of the memory prior, one core */
@@ -83,7 +89,9 @@ typedef struct xir_calibration {
   double mem_bytes[XIR_MEM_LEVELS]; /* the footprints of the copy probes (in L2, in L3, beyond) */
   double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
   double ns_per_step[XIR_CHAIN_KINDS]; /* per dependent reduction step (sum, max/min) that the
-                                          prior does not explain (probes with ℓ = W and 8W) */
+                                          prior does not explain (probes with ℓ = W and 8W); < 0
+                                          where the prior's latency floor overcharges a step, down
+                                          to −XIR_STEP_CREDIT_OPS · ns_per_arith */
   double ns_per_task_far; /* per task beyond ns_per_task where the data lies in L3: the copy probe
                              at 16 MiB with one row a task against two tasks (2 workers) */
   double stream_bytes; /* the launch footprint above which outputs are written with streaming

@@ -375,6 +375,17 @@ static void test_bad_options(void **state) {
   o.coefficients = &c;
   assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
   assert_non_null(strstr(d.msg, "dispatch"));
+  /* a chain step may take back up to XIR_STEP_CREDIT_OPS arithmetic units, not more */
+  xir_cost_coefficients_default(&c);
+  c.ns_per_step[0] = -XIR_STEP_CREDIT_OPS * c.c[XIR_TERM_ARITH];
+  c.ns_per_step[1] = -0.5 * c.c[XIR_TERM_ARITH];
+  if (xir_plan_make(p, &s, &o, &pl, &d)) die(&d);
+  for (size_t i = 0; i < pl->count; i++) assert_true(pl->entries[i].cost.total > 0);
+  xir_plan_free(pl);
+  c.ns_per_step[1] = -(XIR_STEP_CREDIT_OPS + 0.5) * c.c[XIR_TERM_ARITH];
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "ns_per_step[1]"));
+  assert_null(pl);
   xir_program_free(p);
   /* attention admits no local redistribution: ℓ = 2 is rejected with the reason */
   p = load("attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", &s);

@@ -191,6 +191,29 @@ static void test_measured_once_then_read_back(void **state) {
   /* corrupt, foreign CPU, foreign source, garbage, empty, refresh: six measurements */
   assert_int_equal(g_fake_calls - calls, 6);
   assert_true(a.ns_per_arith == 0.01 * g_fake_calls);
+
+  /* a reduction step may be calibrated below 0 (the prior's latency floor overcharges it): such
+   * a file is read back; any other figure below 0 is refused and measured again */
+  static const char *const negative[2] = {"ns_per_step[0] ", "ns_per_task "};
+  for (int i = 0; i < 2; i++) {
+    assert_true(read_all(path, text, sizeof text) > 0);
+    char *f = strstr(text, negative[i]);
+    assert_non_null(f);
+    f += strlen(negative[i]);
+    char *end = strchr(f, '\n');
+    assert_non_null(end);
+    char tail[8192];
+    snprintf(tail, sizeof tail, "%s", end);
+    snprintf(f, sizeof text - (size_t)(f - text), "-0.25%s", tail);
+    rehash(text);
+    write_all(path, text);
+    calls = g_fake_calls;
+    model(0, &b, &from_file);
+    assert_int_equal(from_file, i == 0);
+    assert_int_equal(g_fake_calls - calls, i == 0 ? 0 : 1);
+    if (i == 0) assert_true(b.ns_per_step[0] == -0.25);
+    else assert_true(b.ns_per_task == 40);
+  }
 }
 
 static void touch(const char *name, double days_ago) {

@@ -7,11 +7,13 @@
 
 #include "bench.h"
 
-/* Reads field f of object o into c->f: a finite number >= 0. */
+/* Reads field f of object o into c->f: a finite number >= 0 (a reduction step's ns_per_step may
+ * be below 0: the planner bounds it, XIR_STEP_CREDIT_OPS). */
 #define GET(f)                                                                     \
   {                                                                                \
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, #f);                      \
-    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0) {   \
+    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) ||                         \
+        (x->valuedouble < 0 && strncmp(#f, "ns_per_step", 11))) {                  \
       snprintf(why, cap, "field %s is missing or not a finite number >= 0", #f);   \
       return 1;                                                                    \
     }                                                                              \

@@ -64,7 +64,8 @@ static const double kLoopOverhead = 2;
  * loop overhead, and the default's regret on eight softmax_mask shapes was 1.067 (geomean). */
 static const double kMathLive = 5;
 static const double kMathConsts = 12;
-static const double kVectorRegs = 32;
+/* The vector registers: 32 with AVX-512 (W = 16), 16 ymm without it (W <= 8). */
+static double vector_regs(unsigned W) { return W >= 16 ? 32 : 16; }
 /* The vector registers (of 32) that chunk-invariant loads may hold for a whole unit. */
 static const int64_t kChunkInvariantRegs = 16;
 /* What a unit's repeated or shared tiles may hold and still come from L1. */
@@ -135,6 +136,7 @@ typedef struct wctx {
    * window load is used there (gathers); tail set while costing that chunk; tsnap: stored[] and
    * loaded[] before the consumer, and after (4 × nodes) */
   int ragged, tail;
+  uint8_t *sib; /* per node: its sibling group's size on a group's first reduction (sibling_groups) */
   double lfrac; /* kind 5 (access_kind): the fraction of chunks whose local window load is right */
   double sfrac; /* ... and of those (not right) whose packets split into two window loads */
   uint8_t *tsnap;
@@ -664,13 +666,77 @@ static int type_has_axis(const xir_type *t, int dim) {
  * bodies' registers (kMathLive): 0 without vector math or while k packets' bodies fit. */
 static double spill_ops(const wctx *w) {
   if (w->vm_cur == 0) return 0;
-  double regs = w->k * kMathLive + kMathConsts;
-  return regs > kVectorRegs ? regs - kVectorRegs : 0;
+  double regs = w->k * kMathLive + kMathConsts, have = vector_regs(w->c->W);
+  return regs > have ? regs - have : 0;
+}
+
+/* Sibling reductions (lower.c, reduce_loops and sibling_ok): a rank-0 reduction and the ones
+ * after it, up to the first store, that accumulate in its loop — rank 0 over the same tile, not
+ * masked-skipped, their expression reaching neither it nor a later reduction nor a rank-0 value
+ * computed after it; at most kMaxSiblings. sib[i] = the group's size on its first reduction, 0
+ * elsewhere (a member, or not a reduction). */
+enum { kMaxSiblings = 4 };
+static int sibling_reaches(const xir_program *p, int from, int id, uint8_t *seen, int *stack) {
+  int sp = 0, bad = 0;
+  memset(seen, 0, (size_t)p->nnodes + 1);
+  stack[sp++] = from;
+  while (sp && !bad) {
+    int x = stack[--sp];
+    if (x < 0 || seen[x]) continue;
+    seen[x] = 1;
+    const xir_node *e = &p->nodes[x];
+    int red = e->op == XIR_OP_REDUCE_SUM || e->op == XIR_OP_REDUCE_MAX || e->op == XIR_OP_REDUCE_MIN;
+    if (x == id || (red && x > id)) bad = 1;
+    else if (e->type.rank == 0 && !xir__is_inline_leaf(e->op)) bad = x > id;
+    else
+      for (int a = 0; a < e->nargs; a++)
+        if (e->args[a] >= 0) stack[sp++] = e->args[a];
+  }
+  return bad;
+}
+
+static void sibling_groups(const wctx *w, uint8_t *sib, uint8_t *seen, int *stack) {
+  const xir_program *p = w->p;
+  memset(sib, 0, (size_t)p->nnodes + 1);
+  uint8_t *member = seen + p->nnodes + 1;
+  memset(member, 0, (size_t)p->nnodes + 1);
+  for (int i = p->body_begin; i < p->nnodes; i++) {
+    const xir_node *n = &p->nodes[i];
+    int red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
+    if (!red || n->type.rank != 0 || member[i]) continue;
+    int g = 1;
+    const xir_type *a = &p->nodes[n->args[0]].type;
+    for (int j = i + 1; !(w->skip && w->skip[i]) && j < p->nnodes && g < kMaxSiblings; j++) {
+      const xir_node *m = &p->nodes[j];
+      if (m->op == XIR_OP_STORE) break;
+      if (m->op != XIR_OP_REDUCE_SUM && m->op != XIR_OP_REDUCE_MAX && m->op != XIR_OP_REDUCE_MIN)
+        continue;
+      const xir_type *b = &p->nodes[m->args[0]].type;
+      if (m->type.rank != 0 || (w->skip && w->skip[j]) || a->rank != b->rank ||
+          memcmp(a->axes, b->axes, (size_t)a->rank * sizeof a->axes[0]) != 0 ||
+          sibling_reaches(p, m->args[0], i, seen, stack))
+        break;
+      member[j] = 1;
+      g++;
+    }
+    sib[i] = (uint8_t)g;
+  }
+}
+
+/* The spill and reload ops an iteration of a sibling group's loop pays for its accumulators: k
+ * partial sums per reduction, with a loaded value, a temporary and a broadcast rank-0 operand
+ * live beside them. layernorm's sum(x − mean) and sum((x − mean)²) at ℓ = 8W, W = 8: 16 + 3
+ * vectors in 16 ymm registers, and llc keeps 3 partial sums on the stack (a reload and a store
+ * each an iteration). */
+static double accumulator_spill(const wctx *w, int group) {
+  double live = (double)group * w->k + 3, have = vector_regs(w->c->W);
+  return group > 1 && w->k > 1 && live > have ? 2 * (live - have) : 0;
 }
 
 static void unit_cost(wctx *w) {
   const xir_program *p = w->p;
   double k = w->k;
+  const uint8_t *sib = w->sib;
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
     double a = 0, b = 0;
@@ -768,6 +834,7 @@ static void unit_cost(wctx *w) {
        * than the chain of `it` dependent ops (the k packets of a multi-packet unit accumulate
        * independently, so they share the chain). */
       double chain = n->type.rank > 0 ? 0 : it * kAccumulateLatency;
+      spill += accumulator_spill(w, sib[i]);
       double thr = it * k * a + loop_iterations(w, in) * kLoopOverhead + it * spill;
       w->arith += fmax(thr, chain);
       if (n->type.rank == 0) w->steps[maxmin] += it;
@@ -903,6 +970,7 @@ static void wctx_free(wctx *x) {
   xir__free(x->snap);
   xir__free(x->tsnap);
   xir__free(x->iperiod);
+  xir__free(x->sib);
 }
 
 /* Distinct bytes the launch touches: every buffer once. */
@@ -1051,6 +1119,21 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
                                        x.hoist, per, stretch, i, &x.pbuf[i]);
     x.iperiod = per; /* (first_touch_share; freed with the context) */
     xir__free(stretch);
+  }
+  {
+    size_t nn = (size_t)p->nnodes + 1;
+    uint8_t *seen = xir__calloc(2 * nn, 1);
+    int *stack = xir__malloc(sizeof(int) * (nn * (XIR_MAX_RANK + 2)));
+    x.sib = xir__calloc(nn, 1);
+    if (!seen || !stack || !x.sib) {
+      xir__free(seen);
+      xir__free(stack);
+      wctx_free(&x);
+      return xir__err(d, XIR_ERR_NOMEM, "out of memory");
+    }
+    sibling_groups(&x, x.sib, seen, stack);
+    xir__free(seen);
+    xir__free(stack);
   }
   unit_cost(&x);
   row_group_overlap(&x, mask_id >= 0);

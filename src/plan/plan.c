@@ -117,9 +117,14 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
     goto fail;
   }
   for (int i = 0; i < XIR_CHAIN_KINDS; i++)
-    if (!isfinite(pl->coefficients.ns_per_step[i]) || pl->coefficients.ns_per_step[i] < 0) {
-      st = xir__err(d, XIR_ERR_COST, "coefficient ns_per_step[%d] is %g: it must be finite and >= 0",
-                    i, pl->coefficients.ns_per_step[i]);
+    if (!isfinite(pl->coefficients.ns_per_step[i]) ||
+        pl->coefficients.ns_per_step[i] <
+            -XIR_STEP_CREDIT_OPS * pl->coefficients.c[XIR_TERM_ARITH] * (1 + 1e-12)) {
+      st = xir__err(d, XIR_ERR_COST,
+                    "coefficient ns_per_step[%d] is %g: it must be finite and at least "
+                    "-%d x the arithmetic coefficient (%g)",
+                    i, pl->coefficients.ns_per_step[i], XIR_STEP_CREDIT_OPS,
+                    -XIR_STEP_CREDIT_OPS * pl->coefficients.c[XIR_TERM_ARITH]);
       goto fail;
     }
   for (int i = 0; i < XIR_MEM_LEVELS; i++) {

@@ -359,7 +359,7 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
     double dA = wc[k][0].arith_per_packet * (double)wc[k][0].packets -
                 wc[k][1].arith_per_packet * (double)wc[k][1].packets;
     double dt = tc[k][0] - tc[k][1] - a * dA;
-    out->ns_per_step[k] = S0 > S1 && dt > 0 ? dt / (S0 - S1) : 0;
+    out->ns_per_step[k] = S0 > S1 ? fmax(dt / (S0 - S1), -XIR_STEP_CREDIT_OPS * a) : 0;
   }
   /* a task's cost is what a task that moves data costs (the empty-task figure when that is
    * larger: interference on the machine) */
