@@ -54,6 +54,10 @@ typedef struct xir_cost_coefficients {
    * square roots, transcendentals: math_per_packet), which then no longer costs c[ARITH]: simple
    * vector ops and math-function internals run at different rates. 0 = one rate for all. */
   double ns_per_math;
+  /* Optionally (> 0), the cost of one unit of the rank-0 hardware math (hw_math_per_packet: a
+   * root program's div, sqrt, rsqrt — the divider's instructions, not a polynomial), which then
+   * no longer costs ns_per_math. 0 = ns_per_math for all math. */
+  double ns_per_hw_math;
   /* Optionally (> 0), the cost of one dependent step of a reduction's accumulation chain, by
    * kind (steps_per_packet), beyond what the arithmetic prior (its latency floor included)
    * charges for it. 0 = the prior alone. */
@@ -86,6 +90,8 @@ typedef struct xir_calibration {
   double ns_activation; /* waking one more worker (spin round trip minus the caller path) */
   double probe_ns[2];   /* the two probes' measured times (gelu_residual 64x256, a 512x4096 row copy) */
   double ns_per_math;   /* per unit of the math part of the prior (gelu probe), one core */
+  double ns_per_hw_math; /* per unit of the rank-0 div/sqrt/rsqrt (a probe of 1/sqrt per element,
+                            one core) */
   double mem_bytes[XIR_MEM_LEVELS]; /* the footprints of the copy probes (in L2, in L3, beyond) */
   double mem_ns[XIR_MEM_LEVELS];    /* their measured ns per byte moved, one core */
   double ns_per_step[XIR_CHAIN_KINDS]; /* per dependent reduction step (sum, max/min) that the
@@ -120,6 +126,8 @@ typedef struct xir_execution_work {
   double arith_per_packet;   /* weighted arithmetic prior per packet (weights: docs/planner.md) */
   double math_per_packet;    /* the part of it from ops weighing more than 1 (div, sqrt, rsqrt,
                                 transcendentals) */
+  double hw_math_per_packet; /* the part of math_per_packet from a root program's rank-0 div,
+                                sqrt and rsqrt (ns_per_hw_math) */
   double memory_per_packet;  /* bytes moved per packet (gathers counted per lane) */
   uint64_t packets;          /* Q */
   uint64_t blocks;           /* L */

@@ -1074,8 +1074,10 @@ static void test_math_part(void **state) {
 }
 
 /* A rank-0 value is one per root program: with ℓ > W the unit's k packets hold the same value
- * and the object code computes it once, so the work charges it once per unit (rmsnorm's rsqrt
- * and division: 8 + 4 math units a row, whatever ℓ). */
+ * and the object code computes it once, so the work charges it once per unit (rmsnorm's rsqrt:
+ * 8 math units a row, whatever ℓ). Its 1/C (a division of constants and dims, root-invariant) is
+ * folded by LLVM or hoisted out of the unit loop: nothing a row (it was 4 more until session
+ * 45). The rsqrt is the divider's (hw_math_per_packet), at ns_per_hw_math when that is set. */
 static void test_rank0_once_per_unit(void **state) {
   (void)state;
   xir_shape s;
@@ -1088,8 +1090,26 @@ static void test_rank0_once_per_unit(void **state) {
     if (xir_candidate_make(p, &s, 16, 128, l, perm, &c, &d) ||
         xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
       die(&d);
-    assert_true(fabs(w.math_per_packet * (double)(l / 16) - 12) < 1e-9);
+    assert_true(fabs(w.math_per_packet * (double)(l / 16) - 8) < 1e-9);
+    assert_true(fabs(w.hw_math_per_packet * (double)(l / 16) - 8) < 1e-9);
+    xir_cost_coefficients k;
+    xir_cost_coefficients_default(&k);
+    k.ns_per_math = 3;
+    double one = xir_cost_arith_per_packet(&k, &w);
+    k.ns_per_hw_math = 2;
+    assert_true(fabs(xir_cost_arith_per_packet(&k, &w) - (one - w.hw_math_per_packet)) < 1e-9);
   }
+  xir_program_free(p);
+  /* gelu_residual's tanh is a polynomial, not the divider's */
+  p = load("gelu_residual", "R=8,C=1024", &s);
+  xir_candidate c;
+  xir_execution_work w;
+  xir_diag d;
+  uint8_t perm2[2] = {0, 1};
+  if (xir_candidate_make(p, &s, 16, 128, 1, perm2, &c, &d) ||
+      xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
+    die(&d);
+  assert_true(w.math_per_packet > 0 && w.hw_math_per_packet == 0);
   xir_program_free(p);
 }
 

@@ -386,6 +386,10 @@ static void test_bad_options(void **state) {
   assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
   assert_non_null(strstr(d.msg, "ns_per_step[1]"));
   assert_null(pl);
+  xir_cost_coefficients_default(&c);
+  c.ns_per_hw_math = -1;
+  assert_int_equal(xir_plan_make(p, &s, &o, &pl, &d), XIR_ERR_COST);
+  assert_non_null(strstr(d.msg, "ns_per_hw_math"));
   xir_program_free(p);
   /* attention admits no local redistribution: ℓ = 2 is rejected with the reason */
   p = load("attention", "B=1,HQ=4,HKV=2,Q=16,K=32,D=16,DV=16", &s);

@@ -29,7 +29,8 @@
 #define CAL_FIELDS(X)                                                                       \
   X(ns_per_arith) X(ns_per_math) X(ns_per_byte) X(ns_per_block) X(ns_per_task) X(ns_activation) \
   X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) X(mem_ns[0]) X(mem_ns[1]) X(mem_ns[2])
-#define CAL_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1]) X(stream_bytes) X(ns_per_task_far)
+#define CAL_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1]) X(stream_bytes) X(ns_per_task_far) \
+  X(ns_per_hw_math)
 
 cJSON *bench_calibration_json(const xir_calibration *c) {
   cJSON *o = cJSON_CreateObject();
@@ -50,17 +51,17 @@ int bench_calibration_from_json(const cJSON *o, xir_calibration *c, char *why, s
 #define COEF_FIELDS(X)                                                                         \
   X(c[0]) X(c[1]) X(c[2]) X(c[3]) X(c[4]) X(c[5]) X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) \
   X(mem_ns[0]) X(mem_ns[1]) X(mem_ns[2]) X(ns_per_math)
-#define COEF_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1]) X(ns_per_task_far)
+#define COEF_FIELDS_OPT(X) X(ns_per_step[0]) X(ns_per_step[1]) X(ns_per_task_far) X(ns_per_hw_math)
 
 _Static_assert(XIR_TERM_COUNT == 6, "COEF_FIELDS lists every term");
 /* every field of the coefficients is written: `xir audit` re-plans from them, and a field left
  * out (ns_per_task_far, session 39) made it re-plan differently from the run it checks */
 _Static_assert(sizeof(xir_cost_coefficients) ==
-                   sizeof(double) * (XIR_TERM_COUNT + 2 * XIR_MEM_LEVELS + 1 + XIR_CHAIN_KINDS + 1),
+                   sizeof(double) * (XIR_TERM_COUNT + 2 * XIR_MEM_LEVELS + 2 + XIR_CHAIN_KINDS + 1),
                "COEF_FIELDS and COEF_FIELDS_OPT list every field of xir_cost_coefficients");
 /* and every figure of the calibration but the two probe times (not needed to re-plan) */
 _Static_assert(sizeof(xir_calibration) ==
-                   sizeof(double) * (6 + 2 * XIR_MEM_LEVELS + XIR_CHAIN_KINDS + 2 + 2),
+                   sizeof(double) * (7 + 2 * XIR_MEM_LEVELS + XIR_CHAIN_KINDS + 2 + 2),
                "CAL_FIELDS and CAL_FIELDS_OPT list every figure of xir_calibration");
 
 cJSON *bench_coefficients_json(const xir_cost_coefficients *c) {

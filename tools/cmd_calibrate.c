@@ -50,6 +50,7 @@ int cmd_calibrate(int argc, char **argv) {
     printf("memory prior byte (one core)             %10.5f ns\n", c.ns_per_byte);
     printf("block (8 arithmetic units)               %10.3f ns\n", c.ns_per_block);
     printf("math unit (div, sqrt, transcendentals)    %10.4f ns\n", c.ns_per_math);
+    printf("  a root program's div, sqrt, rsqrt       %10.4f ns\n", c.ns_per_hw_math);
     /* < 0: the prior's latency floor charges the step more than it costs here */
     printf("reduction step, sum (beyond the prior)   %10.4f ns\n", c.ns_per_step[0]);
     printf("reduction step, max/min (beyond prior)   %10.4f ns\n", c.ns_per_step[1]);

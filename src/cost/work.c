@@ -107,6 +107,7 @@ typedef struct wctx {
    * group (xir__row_group_size) overlaps across its programs; smath: the rank-0 ops' math part
    * (rmsnorm's sqrt and div), which a group computes once for its programs, in one vector */
   double serial, smath;
+  double hmath, hsmath; /* the rank-0 div, sqrt and rsqrt of math and smath (hw_math_per_packet) */
   int pcompute;     /* costing a period buffer's own expression */
   int once;         /* costing a chunk-invariant tile: charged once per unit */
   double once_a, once_b;
@@ -845,7 +846,9 @@ static void unit_cost(wctx *w) {
         w->arith += tree;
         if (n->type.rank == 0) w->serial += tree + fmax(chain - thr, 0);
       }
-    } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op)) {
+    } else if (n->type.rank == 0 && !xir__is_inline_leaf(n->op) && !w->inv[i]) {
+      /* (a root-invariant value — rmsnorm's 1/C from constants and dims — is folded by LLVM or
+       * hoisted out of the unit loop: nothing per unit) */
       if (n->op == XIR_OP_LOAD)
         access_cost(w, access_kind(w, n, n->nargs),
                     (double)xir_elem_size((xir_elem)w->p->params[n->ref].elem), &a, &b);
@@ -855,6 +858,8 @@ static void unit_cost(wctx *w) {
       w->arith += a;
       if (n->op != XIR_OP_LOAD) w->serial += a;
       if (n->op != XIR_OP_LOAD && a > 1) w->math += a, w->smath += a;
+      if (n->op == XIR_OP_DIV || n->op == XIR_OP_SQRT || n->op == XIR_OP_RSQRT)
+        w->hmath += a, w->hsmath += a;
       w->bytes += b;
     }
   }
@@ -877,6 +882,7 @@ static void row_group_overlap(wctx *x, int masked) {
    * a grouped unit's whole arithmetic at the math rate (rmsnorm 16384x8 ranked l = 4 first,
    * 64 us, against 45 us at l = 8 in groups of 8) */
   x->math -= x->smath * (1.0 - 1.0 / g);
+  x->hmath -= x->hsmath * (1.0 - 1.0 / g);
   for (int i = 0; i < XIR_CHAIN_KINDS; i++) x->steps[i] /= g;
 }
 
@@ -1190,6 +1196,8 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
   w->arith_per_packet = x.arith / x.k + (w->packets ? pre * calls / (double)w->packets : 0);
   w->math_per_packet = x.math / x.k + (w->packets ? pre_m * calls / (double)w->packets : 0);
   if (w->math_per_packet > w->arith_per_packet) w->math_per_packet = w->arith_per_packet;
+  w->hw_math_per_packet = x.hmath / x.k;
+  if (w->hw_math_per_packet > w->math_per_packet) w->hw_math_per_packet = w->math_per_packet;
   w->memory_per_packet = x.bytes / x.k;
   for (int i = 0; i < XIR_CHAIN_KINDS; i++) w->steps_per_packet[i] = x.steps[i] / x.k;
   return XIR_OK;
@@ -1245,8 +1253,9 @@ double xir_cost_arith_per_packet(const xir_cost_coefficients *c, const xir_execu
   double chain = 0; /* measured step costs beyond the prior (its floor included) */
   for (int i = 0; i < XIR_CHAIN_KINDS; i++) chain += c->ns_per_step[i] * w->steps_per_packet[i];
   if (!(c->ns_per_math > 0)) return c->c[XIR_TERM_ARITH] * w->arith_per_packet + chain;
+  double hw = c->ns_per_hw_math > 0 ? w->hw_math_per_packet : 0;
   return c->c[XIR_TERM_ARITH] * (w->arith_per_packet - w->math_per_packet) +
-         c->ns_per_math * w->math_per_packet + chain;
+         c->ns_per_math * (w->math_per_packet - hw) + c->ns_per_hw_math * hw + chain;
 }
 
 /* The static imbalance: the critical worker's packets beyond the average, in packets of average

@@ -111,6 +111,11 @@ xir_status xir_plan_make(const xir_program *p, const xir_shape *s, const xir_pla
                   pl->coefficients.ns_per_math);
     goto fail;
   }
+  if (!isfinite(pl->coefficients.ns_per_hw_math) || pl->coefficients.ns_per_hw_math < 0) {
+    st = xir__err(d, XIR_ERR_COST, "coefficient ns_per_hw_math is %g: it must be finite and >= 0",
+                  pl->coefficients.ns_per_hw_math);
+    goto fail;
+  }
   if (!isfinite(pl->coefficients.ns_per_task_far) || pl->coefficients.ns_per_task_far < 0) {
     st = xir__err(d, XIR_ERR_COST, "coefficient ns_per_task_far is %g: it must be finite and >= 0",
                   pl->coefficients.ns_per_task_far);

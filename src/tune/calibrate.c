@@ -10,6 +10,9 @@
  *               (beyond; its rate applies from the last-level cache's size on): ns per byte
  *   arith       arith_probe 32×1024 (24 multiply-adds an element, in L2): ns per simple arithmetic unit
  *   math        gelu_residual 64×256 (tanh-bound, in L2): ns per unit of the math part
+ *   hw math     hw_probe, 1/sqrt of 16384 elements (in L2): ns per unit of a root program's
+ *               div/sqrt/rsqrt (the divider, not a polynomial: 0.78 ns where tanh's unit is 1.05
+ *               on Zen 1)
  *   steps       reduce.sum and reduce.max over 64×1024 (in L2) with ℓ = W (one chain of 64 steps
  *               a row) and ℓ = 8W (8 steps): the time difference per step, by kind
  *   block       8 arithmetic units (not measured separately)
@@ -100,6 +103,14 @@ static const char kArithProbe[] =
     "  store y[r, :] = v23 * 0.999 + 0.001\n"
     "}\n";
 
+/* The hardware-math probe: one reciprocal square root per element (a root program's rank-0
+ * value at ℓ = 1, so a packet is W of them: vsqrtps and vdivps), between a load and a store. */
+static const char kHwProbe[] =
+    "kernel hw_probe[R](x: f32[R], y: out f32[R])\n"
+    "root r in R {\n"
+    "  store y[r] = rsqrt(add(load x[r], 1.0))\n"
+    "}\n";
+
 const char *xir__calibration_arith_probe(void) { return kArithProbe; }
 
 /* A probe's candidate at the compiler's width W: ℓ = local (0: W), at most 8 packets (ℓ = 64 is 4
@@ -123,7 +134,8 @@ static xir_status time_kernel(xir_compiler *cc, xir_runtime *rt, xir_batch *b, c
   memset(&c, 0, sizeof c);
   const char *probe = !name ? kCopyProbe : !strcmp(name, "sum_probe") ? kSumProbe
                     : !strcmp(name, "max_probe") ? kMaxProbe
-                    : !strcmp(name, "arith_probe") ? kArithProbe : NULL;
+                    : !strcmp(name, "arith_probe") ? kArithProbe
+                    : !strcmp(name, "hw_probe") ? kHwProbe : NULL;
   xir_status st = probe ? xir_program_parse(probe, strlen(probe), name ? name : "copy_probe", &p, d)
                         : xir_kernel_load(name, &p, d);
   if (st) return st;
@@ -280,14 +292,14 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
    * three footprints — 256 KiB (in L2), 16 MiB (in L3), 128 MiB (beyond it) — for the memory
    * hierarchy; the middle one is also the flat per-byte figure. */
   static const char *const kCopy[XIR_MEM_LEVELS] = {"R=32,C=1024", "R=512,C=4096", "R=4096,C=2048"};
-  double ta = INFINITY, ts = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
+  double ta = INFINITY, ts = INFINITY, th = INFINITY, tm[XIR_MEM_LEVELS] = {INFINITY, INFINITY, INFINITY};
   /* ns per launch of the copy probe (64 rows of 8 KiB) on 2 workers with one row a task and with
    * two tasks: their difference is the cost of the extra tasks that move data */
   double tfine = INFINITY, tcoarse = INFINITY, ffine = INFINITY, fcoarse = INFINITY;
   const double task_rows = 64;
   double tc[XIR_CHAIN_KINDS][2] = {{INFINITY, INFINITY}, {INFINITY, INFINITY}};
   static const char *const kChain[XIR_CHAIN_KINDS] = {"sum_probe", "max_probe"};
-  xir_execution_work wa, ws, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS][2];
+  xir_execution_work wa, ws, wh, wm[XIR_MEM_LEVELS], wc[XIR_CHAIN_KINDS][2];
   /* the probes run with the stores the launches will use: the threshold just measured */
   prev_stream = xir__stream_threshold_set((int64_t)out->stream_bytes);
   for (int rep = 0; rep < 3; rep++) {
@@ -296,6 +308,8 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
     ta = fmin(ta, x);
     if ((st = time_kernel(cc, rt, b, "arith_probe", "R=32,C=1024", 64, 4, &x, &ws, NULL, d))) goto out;
     ts = fmin(ts, x);
+    if ((st = time_kernel(cc, rt, b, "hw_probe", "R=16384", 1, 8, &x, &wh, NULL, d))) goto out;
+    th = fmin(th, x);
     for (int l = 0; l < XIR_MEM_LEVELS; l++) {
       /* the L3 copy also with one row a task against two tasks: what a task costs there */
       double ft[2];
@@ -350,6 +364,13 @@ xir_status xir_calibrate(xir_compiler *cc, xir_runtime *rt, xir_calibration *out
   double mu = Am > 0 ? (ta - out->mem_ns[0] * M1 - a * A1) / Am : 0;
   if (!(mu > 0)) mu = a;
   out->ns_per_math = mu;
+  /* the hardware math: the 1/sqrt probe's time beyond its bytes and simple ops, per unit of its
+   * rank-0 div/sqrt/rsqrt (0, i.e. ns_per_math, when that leaves nothing) */
+  double H = wh.hw_math_per_packet * (double)wh.packets;
+  double Ah = (wh.arith_per_packet - wh.math_per_packet) * (double)wh.packets;
+  double Mh = wh.memory_per_packet * (double)wh.packets;
+  double muh = H > 0 ? (th - out->mem_ns[0] * Mh - a * Ah) / H : 0;
+  out->ns_per_hw_math = isfinite(muh) && muh > 0 ? muh : 0;
   /* a chain step: what the longer chain adds beyond what the prior charges for it (its latency
    * floor), per step — a difference of two runs of the same bytes and ops, so the memory rate
    * does not enter it */
@@ -395,6 +416,7 @@ void xir_cost_coefficients_from_calibration(const xir_calibration *cal, xir_cost
   memset(c, 0, sizeof *c);
   c->c[XIR_TERM_ARITH] = cal->ns_per_arith;
   c->ns_per_math = cal->ns_per_math;
+  c->ns_per_hw_math = cal->ns_per_hw_math;
   for (int k = 0; k < XIR_CHAIN_KINDS; k++) c->ns_per_step[k] = cal->ns_per_step[k];
   c->c[XIR_TERM_MEMORY] = cal->ns_per_byte;
   if (cal->mem_bytes[0] > 0) {

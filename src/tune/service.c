@@ -53,7 +53,7 @@ static int make_dirs(const char *path) {
   X(ns_per_arith) X(ns_per_byte) X(ns_per_block) X(ns_per_task) X(ns_activation) X(probe_ns[0]) \
   X(probe_ns[1]) X(mem_bytes[0]) X(mem_bytes[1]) X(mem_bytes[2]) X(mem_ns[0]) X(mem_ns[1])        \
   X(mem_ns[2]) X(ns_per_math) X(ns_per_step[0]) X(ns_per_step[1]) X(stream_bytes) \
-  X(ns_per_task_far)
+  X(ns_per_task_far) X(ns_per_hw_math)
 
 static void key_of(const char *cpu, const char *features, uint32_t workers, char *key, size_t cap) {
   snprintf(key, cap, "xir %s source %s llvm %s cpu %s workers %u features %s", XIR_VERSION,
@@ -281,7 +281,7 @@ static struct {
   pthread_mutex_t mu;
   int state; /* 0 not tried, 1 measured/loaded, -1 failed (priors) */
   xir_cost_coefficients coef;
-} g_default = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}, {0}, {0}, 0, {0}, 0}};
+} g_default = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}, {0}, {0}, 0, 0, {0}, 0}};
 
 
 const xir_cost_coefficients *xir_service_coefficients(void) {
