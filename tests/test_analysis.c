@@ -1232,6 +1232,25 @@ static void test_reduction_chain_steps(void **state) {
  * The same two reductions with a store between them are two loops: no spill. At ℓ = 32 (8
  * accumulators) or at W = 16 (32 zmm registers) neither spills. A vector-math loop's bodies
  * (kMathLive) also count against 16 registers at W = 8. */
+/* The whole launch's arithmetic prior, per row, of program text src at shape spec, W and ℓ (B = ℓ,
+ * one task). */
+static double text_arith_per_row(const char *src, const char *spec, unsigned W, unsigned l) {
+  xir_program *p;
+  xir_shape s;
+  xir_diag d;
+  if (xir_program_parse(src, strlen(src), "pressure", &p, &d) || xir_shape_parse(p, spec, &s, &d))
+    die(&d);
+  uint8_t perm[1] = {0};
+  xir_candidate c;
+  xir_execution_work w;
+  if (xir_candidate_make(p, &s, W, l, l, perm, &c, &d) ||
+      xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
+    die(&d);
+  double rows = (double)s.dims[0];
+  xir_program_free(p);
+  return w.arith_per_packet * (double)w.packets / rows;
+}
+
 static void test_register_pressure(void **state) {
   (void)state;
   static const char *src[2] = {
@@ -1246,52 +1265,22 @@ static void test_register_pressure(void **state) {
   struct { unsigned W, l; double spill; } cases[] = {
       {8, 64, 2 * (2 * 8 + 3 - 16)}, {8, 32, 0}, {16, 128, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    double arith[2], iters = 0;
-    for (int k = 0; k < 2; k++) {
-      xir_program *p;
-      xir_shape s;
-      xir_diag d;
-      if (xir_program_parse(src[k], strlen(src[k]), "pressure", &p, &d) ||
-          xir_shape_parse(p, "R=4,C=1536", &s, &d))
-        die(&d);
-      uint8_t perm[1] = {0};
-      xir_candidate c;
-      xir_execution_work w;
-      if (xir_candidate_make(p, &s, cases[i].W, cases[i].l, cases[i].l, perm, &c, &d) ||
-          xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
-        die(&d);
-      arith[k] = w.arith_per_packet * (double)w.packets;
-      iters = 4.0 * 1536 / cases[i].l; /* the sibling loop's iterations, every row */
-      xir_program_free(p);
-    }
-    assert_true(fabs(arith[0] - arith[1] - cases[i].spill * iters) < 1e-6);
+    double g = text_arith_per_row(src[0], "R=4,C=1536", cases[i].W, cases[i].l);
+    double h = text_arith_per_row(src[1], "R=4,C=1536", cases[i].W, cases[i].l);
+    /* the sibling loop's iterations a row: 1536 / ℓ */
+    assert_true(fabs(g - h - cases[i].spill * 1536.0 / cases[i].l) < 1e-6);
   }
-  /* a vector-math store loop: k bodies of 5 live vectors and 12 constants */
+  /* a vector-math store loop: k bodies of 5 live vectors and 12 constants. A row of 1024: from
+   * ℓ = W to 2W the loop runs half the iterations (2 ops each: 128 fewer at W = 8, 64 at W = 16).
+   * One packet an iteration keeps 17 vectors live, 1 past 16 registers; two keep 22, 6 past 16:
+   * 128 x 1 -> 64 x 6 spill ops at W = 8, none at W = 16 (32 registers). */
   static const char *e = "kernel e[R, C](x: f32[R, C], y: out f32[R, C])\nroot r in R {\n"
                          "  store y[r, :] = exp(load x[r, :])\n}\n";
-  double per[2][2]; /* [W = 8, 16][k = 1, 2] */
-  for (int k = 0; k < 4; k++) {
-    xir_program *p;
-    xir_shape s;
-    xir_diag d;
-    if (xir_program_parse(e, strlen(e), "pressure", &p, &d) ||
-        xir_shape_parse(p, "R=4,C=1024", &s, &d))
-      die(&d);
-    uint8_t perm[1] = {0};
-    xir_candidate c;
-    xir_execution_work w;
-    unsigned W = k & 1 ? 16 : 8, l = (k >> 1 ? 2 : 1) * W;
-    if (xir_candidate_make(p, &s, W, l, l, perm, &c, &d) ||
-        xir_execution_work_make(p, &s, &c, UINT32_MAX, 1, &w, &d))
-      die(&d);
-    per[k & 1][k >> 1] = w.arith_per_packet * (double)w.packets / 4; /* a row's */
-    xir_program_free(p);
-  }
-  /* A row of 1024: from ℓ = W to 2W the loop runs half the iterations (2 ops each: 128 fewer at
-   * W = 8, 64 at W = 16). One packet an iteration keeps 17 vectors live, 1 past 16 registers; two
-   * keep 22, 6 past 16: 128 x 1 -> 64 x 6 spill ops at W = 8, none at W = 16 (32 registers). */
-  assert_true(fabs((per[0][1] - per[0][0]) - (-128 + (64 * 6 - 128 * 1))) < 1e-9);
-  assert_true(fabs((per[1][1] - per[1][0]) - (-64)) < 1e-9);
+  double d8 = text_arith_per_row(e, "R=4,C=1024", 8, 16) - text_arith_per_row(e, "R=4,C=1024", 8, 8);
+  double d16 =
+      text_arith_per_row(e, "R=4,C=1024", 16, 32) - text_arith_per_row(e, "R=4,C=1024", 16, 16);
+  assert_true(fabs(d8 - (-128 + (64 * 6 - 128 * 1))) < 1e-9);
+  assert_true(fabs(d16 - (-64)) < 1e-9);
 }
 
 static int dim_named(const xir_program *p, const char *name) {
