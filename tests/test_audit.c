@@ -196,6 +196,36 @@ static void test_other_binary_or_configuration(void **state) {
   expect_reject("suite", r, "another configuration");
 }
 
+/* The records' service coefficients may carry a reduction step below 0 (the calibration's step
+ * credit, XIR_STEP_CREDIT_OPS): the audit reads such records; any other negative figure is
+ * refused when read. (The smoke suite's configurations do not re-plan with the service
+ * coefficients; the planner's bound on the credit is test_plan's test_bad_options.) */
+static void test_step_credit_in_records(void **state) {
+  (void)state;
+  static const struct {
+    const char *key;
+    double v;
+    const char *reason; /* NULL: accepted */
+  } cases[] = {{"ns_per_step[0]", -1e-12, NULL},
+               {"ns_per_step[1]", -0.25, NULL},
+               {"ns_per_math", -1e-12, "ns_per_math"},
+               {"ns_per_task_far", -0.25, "ns_per_task_far"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cJSON *r = load();
+    cJSON *sv = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "provenance"), "service_coefficients");
+    assert_non_null(sv);
+    cJSON_ReplaceItemInObject(sv, cases[i].key, cJSON_CreateNumber(cases[i].v));
+    char name[32], out[8192];
+    snprintf(name, sizeof name, "step_credit_%zu", i);
+    if (cases[i].reason) {
+      expect_reject(name, r, cases[i].reason);
+    } else {
+      int rc = audit(name, r, out, sizeof out);
+      if (rc != 0) fail_msg("a step credit of %g: audit exit %d: %s", cases[i].v, rc, out);
+    }
+  }
+}
+
 /* ---- the tamper list: one forged record per field the audit can check ----------------------- */
 
 static cJSON *case_of(cJSON *rec, int i) { return cJSON_GetArrayItem(cJSON_GetObjectItem(rec, "cases"), i); }
@@ -475,6 +505,7 @@ int main(void) {
       cmocka_unit_test(test_changed_input_fingerprint),
       cmocka_unit_test(test_failed_or_missing_oracle_check),
       cmocka_unit_test(test_other_binary_or_configuration),
+      cmocka_unit_test(test_step_credit_in_records),
       cmocka_unit_test(test_tamper_list_every_field_rejected_with_its_reason),
       cmocka_unit_test(test_file_must_be_one_gzip_member_of_one_json_value),
       cmocka_unit_test(test_gzip_bomb_is_refused_at_the_cap),

@@ -686,8 +686,7 @@ static int sibling_reaches(const xir_program *p, int from, int id, uint8_t *seen
     if (x < 0 || seen[x]) continue;
     seen[x] = 1;
     const xir_node *e = &p->nodes[x];
-    int red = e->op == XIR_OP_REDUCE_SUM || e->op == XIR_OP_REDUCE_MAX || e->op == XIR_OP_REDUCE_MIN;
-    if (x == id || (red && x > id)) bad = 1;
+    if (x == id || (xir__is_reduce(e->op) && x > id)) bad = 1;
     else if (e->type.rank == 0 && !xir__is_inline_leaf(e->op)) bad = x > id;
     else
       for (int a = 0; a < e->nargs; a++)
@@ -696,22 +695,21 @@ static int sibling_reaches(const xir_program *p, int from, int id, uint8_t *seen
   return bad;
 }
 
-static void sibling_groups(const wctx *w, uint8_t *sib, uint8_t *seen, int *stack) {
+/* sib, seen and member: nnodes + 1 bytes each (sib and member zeroed here); stack: the walk's */
+static void sibling_groups(const wctx *w, uint8_t *sib, uint8_t *seen, uint8_t *member, int *stack) {
   const xir_program *p = w->p;
   memset(sib, 0, (size_t)p->nnodes + 1);
-  uint8_t *member = seen + p->nnodes + 1;
   memset(member, 0, (size_t)p->nnodes + 1);
   for (int i = p->body_begin; i < p->nnodes; i++) {
     const xir_node *n = &p->nodes[i];
-    int red = n->op == XIR_OP_REDUCE_SUM || n->op == XIR_OP_REDUCE_MAX || n->op == XIR_OP_REDUCE_MIN;
-    if (!red || n->type.rank != 0 || member[i]) continue;
+    if (!xir__is_reduce(n->op) || n->type.rank != 0 || member[i]) continue;
     int g = 1;
     const xir_type *a = &p->nodes[n->args[0]].type;
-    for (int j = i + 1; !(w->skip && w->skip[i]) && j < p->nnodes && g < kMaxSiblings; j++) {
+    int skipped = w->skip && w->skip[i]; /* a skipped reduction's loop is its own */
+    for (int j = i + 1; !skipped && j < p->nnodes && g < kMaxSiblings; j++) {
       const xir_node *m = &p->nodes[j];
       if (m->op == XIR_OP_STORE) break;
-      if (m->op != XIR_OP_REDUCE_SUM && m->op != XIR_OP_REDUCE_MAX && m->op != XIR_OP_REDUCE_MIN)
-        continue;
+      if (!xir__is_reduce(m->op)) continue;
       const xir_type *b = &p->nodes[m->args[0]].type;
       if (m->type.rank != 0 || (w->skip && w->skip[j]) || a->rank != b->rank ||
           memcmp(a->axes, b->axes, (size_t)a->rank * sizeof a->axes[0]) != 0 ||
@@ -1137,7 +1135,7 @@ xir_status xir_execution_work_make(const xir_program *p, const xir_shape *s,
       wctx_free(&x);
       return xir__err(d, XIR_ERR_NOMEM, "out of memory");
     }
-    sibling_groups(&x, x.sib, seen, stack);
+    sibling_groups(&x, x.sib, seen, seen + nn, stack);
     xir__free(seen);
     xir__free(stack);
   }

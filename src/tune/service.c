@@ -100,7 +100,10 @@ static int parse_file(const char *text, const char *key, xir_calibration *out) {
     char *end;                                                              \
     errno = 0;                                                              \
     c.f = strtod(p + l + 1, &end);                                          \
-    if (errno || end == p + l + 1 || *end != '\n' || !isfinite(c.f) || (c.f < 0 && strncmp(#f, "ns_per_step", 11))) return -1; \
+    /* below 0 only a reduction step (the step credit, XIR_STEP_CREDIT_OPS) */ \
+    if (errno || end == p + l + 1 || *end != '\n' || !isfinite(c.f) ||        \
+        (c.f < 0 && strncmp(#f, "ns_per_step", 11)))                          \
+      return -1;                                                            \
     p = end + 1;                                                            \
   }
   SERVICE_FIELDS(GET)
